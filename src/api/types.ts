@@ -1,0 +1,133 @@
+/**
+ * The whole public surface in one typed file (after esbuild's lib/shared/types.ts). Options are string-literal
+ * unions. Names here are stable: tests and tools depend on them (SPEC §5).
+ */
+
+export type Backend = 'cpu' | 'cuda'
+export type Dtype = 'f32' | 'f16' | 'bf16'
+export type ReduceOp = 'sum'
+
+/** Algorithms of SPEC §3. `nccl` and `nccl-symmetric` exist on the cuda backend only. */
+export type AlgorithmName =
+  | 'oneshot-ll'
+  | 'oneshot-sentinel'
+  | 'twoshot-sentinel'
+  | 'twoshot-atomic'
+  | 'oneshot-barrier'
+  | 'ring'
+  | 'nccl'
+  | 'nccl-symmetric'
+export type AlgorithmChoice = AlgorithmName | 'auto'
+
+/** Synchronization format of LL packets. LL16 (cuda only) = 8 B data + 8 B flag; LL8 = 4 B data + 4 B flag. */
+export type LlProtocol = 'll8' | 'll16'
+
+/** Typed array per dtype: Float32Array for f32; raw IEEE bits in a Uint16Array for f16 and bf16. */
+export type TensorArray = Float32Array | Uint16Array
+
+export interface CommunicatorOptionsBase {
+  /** Per-wait deadline in milliseconds: a peer that never arrives turns into LlcommError TIMEOUT. Default 10000. */
+  timeoutMs?: number
+  /** Capacity of each rank's LL buffer in bytes of payload per half; larger messages are chunked. */
+  bufferBytes?: number
+  /** Path of a tuning table for `auto` (JSON as written by `llcomm tune`); the shipped default otherwise. */
+  tuningTable?: string
+}
+
+export interface CpuCommunicatorOptions extends CommunicatorOptionsBase {
+  backend: 'cpu'
+  ranks: number
+  /** Busy-spin iterations before a waiter blocks in Atomics.wait (ranks may outnumber cores). Default 2000. */
+  spinIterations?: number
+}
+
+export interface CudaCommunicatorOptions extends CommunicatorOptionsBase {
+  backend: 'cuda'
+  /** Device ordinals, one per rank. A repeated index gives virtual ranks on one GPU. */
+  devices: number[]
+  /** Directory of the NVRTC cubin cache. Default: $LLCOMM_CACHE_DIR or ~/.cache/llcomm. */
+  cacheDir?: string
+}
+
+export type CommunicatorOptions = CpuCommunicatorOptions | CudaCommunicatorOptions
+
+/** Switches for ablations (SPEC §3: each optimization can be switched on or off per call). */
+export interface AllReduceOptions {
+  algorithm?: AlgorithmChoice
+  dtype?: Dtype
+  op?: ReduceOp
+  /** LL packet format for oneshot-ll; 'll16' on cuda only. Default: 'll8' on cpu, the tuned choice on cuda. */
+  protocol?: LlProtocol
+  /** Programmatic dependent launch (cuda). */
+  pdl?: boolean
+  /** Fall back to `ring` (cpu) / `nccl` (cuda) when the algorithm cannot serve the shape. Default true. */
+  fallback?: boolean
+}
+
+export interface AllReduceInfo {
+  /** The algorithm that actually ran (differs from the requested one after `auto` or a fallback). */
+  algorithm: AlgorithmName
+  /** Set when a fallback replaced the requested algorithm, with the reason. */
+  fallbackReason?: string
+  chunks: number
+}
+
+/** Result of the driver-view allReduce: one output per rank (same type as the inputs) plus what ran. */
+export type AllReduceOutputs<T extends TensorArray = TensorArray> = T[] & { info: AllReduceInfo }
+
+/** Timings measured inside the ranks, for `llcomm bench`. */
+export interface BenchmarkRequest {
+  algorithm: AlgorithmChoice
+  dtype: Dtype
+  op?: ReduceOp
+  /** Elements per rank. */
+  count: number
+  iters: number
+  warmup?: number
+  /** Random per-rank delay (uniform 0..skewUs) before each call. */
+  skewUs?: number
+  protocol?: LlProtocol
+  pdl?: boolean
+}
+
+export interface BenchmarkResult {
+  algorithm: AlgorithmName
+  /** Per-iteration collective time in µs (max over ranks, measured from the last rank's arrival). */
+  timesUs: number[]
+  /** Per-iteration time spent waiting for the last rank to arrive (skew), reported apart. */
+  skewWaitUs: number[]
+  /** Wrong elements against a float64 reference, over the checked iterations. */
+  wrong: number
+}
+
+export interface Communicator extends AsyncDisposable {
+  readonly backend: Backend
+  readonly size: number
+  /** Algorithm names usable on this communicator (always includes 'auto'). */
+  readonly algorithms: readonly AlgorithmChoice[]
+  allReduce<T extends TensorArray>(inputs: T[], options?: AllReduceOptions): Promise<AllReduceOutputs<T>>
+  benchmark(request: BenchmarkRequest): Promise<BenchmarkResult>
+  /** Drains in-flight work, frees every resource; idempotent and awaitable. */
+  close(): Promise<void>
+  /** Aborts in-flight work and frees every resource; idempotent and awaitable. */
+  destroy(): Promise<void>
+}
+
+export const ALL_ALGORITHMS: readonly AlgorithmName[] = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+  'nccl',
+  'nccl-symmetric',
+]
+export const BARRIER_FREE_ALGORITHMS: readonly AlgorithmName[] = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+]
+export const DTYPES: readonly Dtype[] = ['f32', 'f16', 'bf16']
+export const DTYPE_BYTES: Readonly<Record<Dtype, number>> = { f32: 4, f16: 2, bf16: 2 }

@@ -1,0 +1,61 @@
+/**
+ * Typed errors. One class, a stable `code` users match on (after undici's errors.js), and structured
+ * details so that a timeout names the rank, the peer and the epoch instead of only saying "hang".
+ */
+export type LlcommErrorCode =
+  | 'INVALID_ARGUMENT' // bad option value, wrong number of inputs
+  | 'LENGTH_MISMATCH' // inputs of different lengths, or a typed array that does not match the dtype
+  | 'UNSUPPORTED_DTYPE'
+  | 'UNSUPPORTED_OP'
+  | 'UNSUPPORTED_ALGORITHM' // unknown name, or not usable on this communicator
+  | 'MISALIGNED_BUFFER'
+  | 'TIMEOUT' // a peer never arrived: details carry rank, peer, epoch
+  | 'CLOSED' // the communicator was closed
+  | 'BUSY' // a call was issued while another is in flight on the same channel
+  | 'WORKER_FAILED' // a CPU worker thread died
+  | 'LIBRARY_NOT_FOUND' // libcuda / libnvrtc / libnccl could not be loaded
+  | 'CUDA_ERROR' // a driver API call failed: details carry the call and the CUresult
+  | 'NVRTC_ERROR' // run-time compilation failed: details carry the compile log
+  | 'NCCL_ERROR'
+  | 'NO_DEVICE'
+  | 'TRACE_FORMAT' // diagnose could not read a trace
+
+export interface TimeoutDetails {
+  rank: number
+  peer: number
+  epoch: number
+  /** What the waiting rank was doing when the deadline passed, e.g. 'recv slot 12' or 'barrier'. */
+  waitingFor?: string
+}
+
+export class LlcommError extends Error {
+  readonly code: LlcommErrorCode
+  readonly details: Record<string, unknown>
+  constructor(code: LlcommErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'LlcommError'
+    this.code = code
+    this.details = details
+  }
+
+  /** Plain-object form, for passing through postMessage (structured clone drops the subclass). */
+  toJSON(): { code: LlcommErrorCode; message: string; details: Record<string, unknown> } {
+    return { code: this.code, message: this.message, details: this.details }
+  }
+
+  static fromJSON(o: { code: LlcommErrorCode; message: string; details?: Record<string, unknown> }): LlcommError {
+    return new LlcommError(o.code, o.message, o.details ?? {})
+  }
+
+  static timeout(d: TimeoutDetails): LlcommError {
+    return new LlcommError(
+      'TIMEOUT',
+      `rank ${d.rank} timed out waiting for peer ${d.peer} at epoch ${d.epoch}${d.waitingFor ? ` (${d.waitingFor})` : ''}`,
+      { ...d },
+    )
+  }
+}
+
+export function isLlcommError(e: unknown, code?: LlcommErrorCode): e is LlcommError {
+  return e instanceof LlcommError && (code === undefined || e.code === code)
+}
