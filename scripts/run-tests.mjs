@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// Runs every compiled test under dist/test except the GPU tests (test/gpu/, run by hand on the GPU machine).
+// Node 20's test runner takes no glob patterns, hence this list. Extra arguments are passed through.
+import { spawnSync } from 'node:child_process'
+import { readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+
+const root = new URL('../dist/test/', import.meta.url).pathname
+const gpu = process.env.LLCOMM_TEST_BACKEND === 'cuda'
+function collect(dir, out) {
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name)
+    if (statSync(path).isDirectory()) {
+      if ((name === 'gpu') !== gpu && dir === root) continue
+      collect(path, out)
+    } else if (name.endsWith('.test.js')) out.push(path)
+  }
+  return out
+}
+const files = collect(root, [])
+if (files.length === 0) {
+  console.error(`no test files under ${root}: run npm run build first`)
+  process.exit(1)
+}
+const args = ['--test', `--test-concurrency=${gpu ? 1 : 2}`, ...process.argv.slice(2), ...files]
+const r = spawnSync(process.execPath, args, { stdio: 'inherit' })
+process.exit(r.status ?? 1)
