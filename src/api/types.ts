@@ -98,6 +98,8 @@ export interface BenchmarkResult {
   skewWaitUs: number[]
   /** Wrong elements against a float64 reference, over the checked iterations. */
   wrong: number
+  /** Set when a fallback replaced the requested algorithm, with the reason (as AllReduceInfo.fallbackReason). */
+  fallbackReason?: string
 }
 
 export interface Communicator extends AsyncDisposable {

@@ -1,0 +1,36 @@
+// oneshot-sentinel: like oneshot-ll, but slots hold plain data (full payload efficiency) in a buffer pre-filled
+// with the sentinel pattern; the receiver polls until no element is the sentinel, then re-arms the slot. Senders
+// canonicalize user values equal to the sentinel to the dtype's quiet NaN. Double buffered by epoch parity.
+#include "llcomm/allreduce_common.cuh"
+#include "llcomm/ll_buffer.cuh"
+
+template <int DT>
+__device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReduceParams& p) {
+  using Fmt = LlcSentinel<DT>;
+  const LlcCall call = llcBeginCall<DT>(p);
+  if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
+  LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
+  LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
+  const llc_u64 laneBytes = p.sentinel.channelHalfBytes / p.nranks / 16u * 16u;
+  const LlBuffer<Fmt> buf =
+      llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.sentinel), laneBytes, call.role.rank, p.nranks, ch, &waiter);
+  const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
+  typename LlBuffer<Fmt>::Value v;
+  for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
+    llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w);
+    buf.bcast(s, v);
+  }
+  for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
+    llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w); // own contribution (same thread as above)
+    const typename LlBuffer<Fmt>::Value sum = buf.template recvReduce<DT>(s, v); // re-arms every slot it read
+    llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
+  }
+  ch.advanceEpoch();
+}
+
+#define LLCOMM_VARIANT_oneshot_sentinel(protocol, dtype, op)                                                        \
+  extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
+      LLCOMM_KERNEL_NAME(oneshot_sentinel, protocol, dtype, op)(const __grid_constant__ LlcommAllReduceParams p) {  \
+    oneshotSentinelAllReduce<LLC_DT_##dtype>(p);                                                                    \
+  }
+#include "instantiations.def"

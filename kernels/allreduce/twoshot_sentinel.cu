@@ -1,0 +1,66 @@
+// twoshot-sentinel: reduce-scatter then all-gather over sentinel slots. The channel's elements are split in nranks
+// parts; part o is owned by rank o. Every rank sends part o of its input to owner o (RS lanes); the owner reduces
+// all lanes in rank order once, writes its output and broadcasts the result (AG lanes); every rank writes the
+// owners' results. Reduce once at the owner, so all ranks hold the same bits. Double buffered by epoch parity.
+#include "llcomm/allreduce_common.cuh"
+#include "llcomm/ll_buffer.cuh"
+
+template <int DT>
+__device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReduceParams& p) {
+  using Fmt = LlcSentinel<DT>;
+  using Value = typename LlBuffer<Fmt>::Value;
+  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+  const LlcCall call = llcBeginCall<DT>(p);
+  if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
+  const llc_u32 me = call.role.rank, n = p.nranks;
+  LlcChannel ch(p.scratch[me], call.role.channel);
+  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
+  const llc_u64 laneBytes = p.sentinel.channelHalfBytes / (2u * n) / 16u * 16u;
+  const llc_u64 base = ch.regionOffset(p.sentinel);
+  const LlBuffer<Fmt> rs = llcMakeBuffer<Fmt>(p.recvBuf, base, laneBytes, me, n, ch, &waiter);
+  const LlBuffer<Fmt> ag = llcMakeBuffer<Fmt>(p.recvBuf, base + n * laneBytes, laneBytes, me, n, ch, &waiter);
+  const llc_u64 chanElems = call.range.size();
+  const llc_u64 partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
+  const llc_u32 slotsPerPart = static_cast<llc_u32>(llcCeilDiv(partElems * eb, 16u));
+  Value v;
+  // Reduce-scatter, send side: the same thread handles slot s of every part in every phase (in-place safe).
+  for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
+    for (llc_u32 k = 1; k < n; ++k) {
+      const llc_u32 o = me + k < n ? me + k : me + k - n;
+      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      if (16ull * s >= part.size() * eb) continue;
+      llcLoadPayload<DT, 4>(call.input + part.begin * eb, 16ull * s, part.size() * eb, v.w);
+      rs.send(o, s, v);
+    }
+  }
+  // Owner: reduce my part, write it, broadcast it.
+  const LlcRange mine = llcPiece(chanElems, n, me, LLCOMM_ALIGN_BYTES / eb);
+  const llc_u64 mineBytes = mine.size() * eb;
+  for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
+    llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytes, v.w);
+    Value sum = rs.template recvReduce<DT>(s, v); // rank order 0..n-1; re-arms the RS slots it read
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum.w[i] = Fmt::canonicalize(sum.w[i]); // my output = the bits peers receive
+    llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * s, mineBytes, sum.w);
+    ag.bcast(s, sum);
+  }
+  // All-gather, receive side.
+  for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
+    for (llc_u32 k = 1; k < n; ++k) {
+      const llc_u32 o = me + k < n ? me + k : me + k - n;
+      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      if (16ull * s >= part.size() * eb) continue;
+      const Value r = ag.recv(o, s); // re-arms the AG slot
+      llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
+    }
+  }
+  ch.advanceEpoch();
+}
+
+#define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \
+  extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
+      LLCOMM_KERNEL_NAME(twoshot_sentinel, protocol, dtype, op)(const __grid_constant__ LlcommAllReduceParams p) {  \
+    twoshotSentinelAllReduce<LLC_DT_##dtype>(p);                                                                    \
+  }
+#include "instantiations.def"

@@ -1,0 +1,73 @@
+// LL128-style atomic lines (SPEC §2): a 128-byte line = word 0 a counter + words 1..31 of data. Every rank adds
+// its contribution into the owner's copy with NVLink reductions (red.add on peer memory) and then bumps the
+// counter; the owner's line is complete when the counter reaches nranks. One warp serves one line: lane i >= 1
+// owns data word i, lane 0 the counter. Sums happen in memory in arrival order, so the owner reduces once and
+// broadcasts (every rank then holds the owner's bits). f32 adds in L2 round to nearest and flush subnormals; f16/bf16
+// add in packed 16-bit arithmetic (not f32): the price of the atomic path, see docs/kernels.md.
+#pragma once
+#include "llcomm/dtype.cuh"
+#include "llcomm/ptx.cuh"
+#include "llcomm/wait.cuh"
+
+#if LLC_HAS_DEVICE
+
+#define LLCOMM_LINE_BYTES 128
+#define LLCOMM_LINE_DATA_WORDS 31
+
+template <int DT>
+struct LlcAtomicLines {
+  const llc_u64* recvBuf; // each rank's receive buffer, by global rank
+  llc_u64 baseOffset;     // this channel-half of the ll128 region
+  llc_u32 me;
+  llc_u32 nranks;
+  LlcWaiter* waiter;
+
+  LLC_DEVICE llc_u32* line(llc_u32 rank, llc_u32 index) const {
+    return reinterpret_cast<llc_u32*>(reinterpret_cast<char*>(recvBuf[rank]) + baseOffset +
+                                      static_cast<llc_u64>(index) * LLCOMM_LINE_BYTES);
+  }
+
+  // Warp-collective: add this lane's word (lane >= 1 and hasWord) into `owner`'s line `index`, then count it.
+  LLC_DEVICE void send(llc_u32 owner, llc_u32 index, llc_u32 lane, bool hasWord, llc_u32 word) const {
+    llc_u32* l = line(owner, index);
+    if (lane >= 1 && hasWord) {
+      // Relaxed: the contributions need no order among themselves (the sum is taken once all have landed); the
+      // counter's release below orders each of them before the count that announces it.
+      if (DT == LLCOMM_DTYPE_F32)
+        llcRedAddRelaxedSysF32(l + lane, word);
+      else if (DT == LLCOMM_DTYPE_BF16)
+        llcRedAddRelaxedSysBf16x2(l + lane, word);
+      else
+        llcRedAddRelaxedSysF16x2(l + lane, word);
+    }
+    // bar.warp.sync orders every lane's reduction before lane 0's next access (memory ordering among the
+    // participating threads); the counter bump is a release at .sys scope, which is cumulative: the owner that
+    // acquires count == nranks sees every contribution of every lane of every rank.
+    __syncwarp();
+    if (lane == 0) llcRedAddReleaseSys(l, 1u);
+  }
+
+  // Warp-collective: wait until my line `index` holds all nranks contributions; lane >= 1 returns its data word.
+  // Every lane polls the counter with an acquire of its own (one coalesced load), so its data load below is ordered
+  // after the count without relying on the warp barrier.
+  LLC_DEVICE llc_u32 recv(llc_u32 index, llc_u32 lane) const {
+    llc_u32* l = line(me, index);
+    LlcSpin spin;
+    while (llcLoadAcquireSys(l) < nranks) {
+      if (!waiter->keepWaiting(spin, 0xFFFFFFFFu, LLCOMM_WAIT_LL128_COUNTER, index)) break;
+    }
+    return lane >= 1 ? llcLoadRelaxedSys(l + lane) : 0u;
+  }
+
+  // Warp-collective: zero my line `index` (data and counter) for its next use at epoch + 2. Ordering: every lane
+  // has read its word (the warp barrier orders the reads before lane 0 clears the counter), and peers add into
+  // this line again only at epoch + 2, after receiving this rank's epoch + 1 data, which is sent by a later kernel:
+  // kernel completion performs these stores first (same argument as the sentinel re-arm).
+  LLC_DEVICE void reset(llc_u32 index, llc_u32 lane) const {
+    llc_u32* l = line(me, index);
+    __syncwarp();
+    llcStoreRelaxedSys(l + lane, 0u);
+  }
+};
+
+#endif // LLC_HAS_DEVICE

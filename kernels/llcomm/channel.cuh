@@ -1,0 +1,71 @@
+// Launch model of the contract (docs/cuda-backend-contract.md): gridDim.x = ranksInLaunch * blocksPerRank, a
+// block's rank is launchRanks[blockIdx.x / blocksPerRank], its channel blockIdx.x % blocksPerRank. One block owns
+// one channel of one rank, so the channel's epoch word in that rank's scratch has exactly one writer.
+#pragma once
+#include "llcomm/abi.cuh"
+#include "llcomm/ptx.cuh"
+#include "llcomm/wait.cuh"
+
+#if LLC_HAS_DEVICE
+
+struct LlcBlockRole {
+  llc_u32 rank;
+  llc_u32 channel;
+};
+
+LLC_DEVICE LlcBlockRole llcBlockRole(llc_u32 blocksPerRank, const llc_u8* launchRanks) {
+  LlcBlockRole r;
+  r.rank = launchRanks[blockIdx.x / blocksPerRank];
+  r.channel = blockIdx.x % blocksPerRank;
+  return r;
+}
+
+LLC_DEVICE llc_u64 llcCeilDiv(llc_u64 a, llc_u64 b) { return (a + b - 1) / b; }
+LLC_DEVICE llc_u64 llcMin(llc_u64 a, llc_u64 b) { return a < b ? a : b; }
+
+// The elements [begin, end) of a range of `count` split in `parts` pieces of equal size rounded up to a multiple of
+// `alignElems` (the last pieces may be short or empty). kernel-table.ts's capacity rules mirror this formula.
+struct LlcRange {
+  llc_u64 begin;
+  llc_u64 end;
+  LLC_DEVICE llc_u64 size() const { return end - begin; }
+};
+LLC_DEVICE llc_u64 llcPieceElems(llc_u64 count, llc_u32 parts, llc_u32 alignElems) {
+  return llcCeilDiv(llcCeilDiv(count, parts), alignElems) * alignElems;
+}
+LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u32 alignElems) {
+  const llc_u64 per = llcPieceElems(count, parts, alignElems);
+  LlcRange r;
+  r.begin = llcMin(per * index, count);
+  r.end = llcMin(r.begin + per, count);
+  return r;
+}
+
+// The epoch of one channel of one rank. The word lives in the rank's scratch and is written only by this block,
+// at the end of the call; the next call (a later kernel in stream/graph order) reads it. The kernel boundary orders
+// that store before that load, so relaxed accesses suffice. Epoch 0 is the zero fill: calls use 1, 2, 3, ...
+// (32-bit: after 2^32 - 1 calls on one channel the host must re-create the communicator's buffers).
+struct LlcChannel {
+  llc_u32* epochWord;
+  llc_u32 epoch; // this call's epoch; its parity selects the buffer half
+  llc_u32 index;
+
+  LLC_DEVICE LlcChannel(llc_u64 scratchOfRank, llc_u32 channel)
+      : epochWord(reinterpret_cast<llc_u32*>(scratchOfRank + LLCOMM_SCRATCH_EPOCHS_OFFSET) + channel),
+        epoch(llcLoadRelaxedSys(epochWord) + 1u), index(channel) {}
+
+  LLC_DEVICE llc_u32 half() const { return epoch & 1u; }
+
+  // Byte offset of this channel's current half of `region` inside any rank's receive buffer.
+  LLC_DEVICE llc_u64 regionOffset(const LlcommRegion& region) const {
+    return region.offset + (static_cast<llc_u64>(index) * 2u + half()) * region.channelHalfBytes;
+  }
+
+  // End of the call for this channel: persist the epoch (block-wide; call from every thread of the block).
+  LLC_DEVICE void advanceEpoch() {
+    __syncthreads(); // every thread is done with this epoch's halves before the next call may start
+    if (threadIdx.x == 0) llcStoreRelaxedSys(epochWord, epoch);
+  }
+};
+
+#endif // LLC_HAS_DEVICE

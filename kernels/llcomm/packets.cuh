@@ -1,0 +1,90 @@
+// Slot formats of the LL buffer. Each documents its layout and the store width it relies on (docs/kernels.md).
+//   LL16     16 B: {data0, flag, data1, flag} as two 8-byte elements of one st.v2.u64: PTX makes each 8-byte element
+//            single-copy atomic, so a reader that sees both flag copies equal to the epoch has both data words of
+//            this epoch. (No 16-byte atomicity is assumed; the stress kernel measures whether it holds anyway.)
+//   LL8       8 B: {data, flag} in one aligned scalar st.u64: single-copy atomic by the PTX memory model.
+//   Sentinel 16 B: four data words, no flag; a slot is empty while any element holds the sentinel bits. Each 4-byte
+//            element of the v4 access is atomic on its own and checked on its own, so tearing is harmless.
+// All slot stores and polls are .relaxed.sys: the data rides in the same single-copy-atomic element as its
+// validity (flag or non-sentinel bits), so no release/acquire is needed to publish it.
+#pragma once
+#include "llcomm/dtype.cuh"
+#include "llcomm/ptx.cuh"
+
+#if LLC_HAS_DEVICE
+
+struct LlcLL16 {
+  static constexpr int kWords = 2;      // payload words per slot
+  static constexpr int kSlotBytes = 16; // bytes per slot
+  static constexpr bool kRearm = false; // the flag carries the epoch: stale packets never match, no reset needed
+  static constexpr llc_u32 kWhat = LLCOMM_WAIT_LL;
+  LLC_DEVICE static void write(void* slot, const llc_u32* v, llc_u32 epoch) {
+    const llc_u64 hi = static_cast<llc_u64>(epoch) << 32;
+    llcStoreRelaxedSysV2u64(slot, hi | v[0], hi | v[1]);
+  }
+  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) {
+    llc_u64 a, b;
+    llcLoadRelaxedSysV2u64(slot, a, b);
+    v[0] = static_cast<llc_u32>(a);
+    v[1] = static_cast<llc_u32>(b);
+    return static_cast<llc_u32>(a >> 32) == epoch && static_cast<llc_u32>(b >> 32) == epoch;
+  }
+  LLC_DEVICE static void rearm(void*) {}
+  LLC_DEVICE static llc_u32 canonicalize(llc_u32 w) { return w; }
+};
+
+struct LlcLL8 {
+  static constexpr int kWords = 1;
+  static constexpr int kSlotBytes = 8;
+  static constexpr bool kRearm = false;
+  static constexpr llc_u32 kWhat = LLCOMM_WAIT_LL;
+  LLC_DEVICE static void write(void* slot, const llc_u32* v, llc_u32 epoch) {
+    llcStoreRelaxedSys64(static_cast<llc_u64*>(slot), (static_cast<llc_u64>(epoch) << 32) | v[0]);
+  }
+  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) {
+    const llc_u64 a = llcLoadRelaxedSys64(static_cast<const llc_u64*>(slot));
+    v[0] = static_cast<llc_u32>(a);
+    return static_cast<llc_u32>(a >> 32) == epoch;
+  }
+  LLC_DEVICE static void rearm(void*) {}
+  LLC_DEVICE static llc_u32 canonicalize(llc_u32 w) { return w; }
+};
+
+template <int DT>
+struct LlcSentinel {
+  static constexpr int kWords = 4;
+  static constexpr int kSlotBytes = 16;
+  static constexpr bool kRearm = true;
+  static constexpr llc_u32 kWhat = LLCOMM_WAIT_SENTINEL;
+  // The receiver's own contribution goes through the same canonicalization as what peers received from it, so
+  // every rank reduces the same bits.
+  LLC_DEVICE static llc_u32 canonicalize(llc_u32 w) { return LlcDtype<DT>::canonicalizeWord(w); }
+  LLC_DEVICE static void write(void* slot, const llc_u32* v, llc_u32) {
+    LlcWords4 c;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c.w[i] = LlcDtype<DT>::canonicalizeWord(v[i]);
+    llcStoreRelaxedSysV4(slot, c);
+  }
+  LLC_DEVICE static bool tryRead(const void* slot, llc_u32, llc_u32* v) {
+    const LlcWords4 x = llcLoadRelaxedSysV4(slot);
+    bool arrived = true;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[i] = x.w[i];
+      arrived = arrived && LlcDtype<DT>::wordArrived(x.w[i]); // bitwise compare, never a float compare
+    }
+    return arrived;
+  }
+  // Re-arm after the read. Ordering: the slot is written next at epoch + 2 (the other half takes epoch + 1), and a
+  // peer writes epoch + 2 only after it has received this rank's epoch + 1 data (directly, or for the ring through
+  // the chain of hops), which this rank sends in a later kernel. Kernel completion performs this store before the
+  // next kernel starts, so the peer's epoch + 2 store is causally after it and cannot be overwritten by it.
+  LLC_DEVICE static void rearm(void* slot) {
+    LlcWords4 s;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) s.w[i] = LLCOMM_SENTINEL_WORD;
+    llcStoreRelaxedSysV4(slot, s);
+  }
+};
+
+#endif // LLC_HAS_DEVICE

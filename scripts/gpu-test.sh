@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU test of the cuda backend, run on the GPU machine (through the device tool) from the repository root:
+#   LLCOMM_COMMIT=$(git rev-parse HEAD) scripts/gpu-test.sh
+# 1. node --test on dist/test/gpu/*.test.js (the correctness matrix, back-to-back and graph-replay runs, LL16
+#    stress, one-rank NCCL, benchmark()), every case appended to a JSON-lines file;
+# 2. compute-sanitizer memcheck, racecheck and synccheck on the reduced correctness matrix;
+# 3. scripts/gpu-summary.mjs writes gpu-test-<date>.json (machine, commit, date, cases, passed, failed, details)
+#    and prints a short table last.
+# Output goes to $OUT when set (the device tool brings it back), else bench/results/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/results}
+mkdir -p "$out"
+cases=$out/gpu-cases.jsonl
+: > "$cases"
+export LLCOMM_TEST_BACKEND=cuda LLCOMM_GPU_RESULTS=$cases
+export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
+export NCCL_NVLS_ENABLE=0
+started=$(date -u +%s)
+tests=$(ls dist/test/gpu/*.test.js)
+echo "== node --test ($(echo $tests | wc -w) files)"
+timeout "${LLCOMM_GPU_TEST_TIMEOUT_S:-420}" node --test --test-concurrency=1 --test-reporter=spec $tests > "$out/gpu-test.log" 2>&1
+echo "node --test exit $?" >> "$out/gpu-test.log"
+tail -n 30 "$out/gpu-test.log"
+if [ "${LLCOMM_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck synccheck; do
+    echo "== compute-sanitizer --tool $tool (reduced matrix)"
+    log=$out/sanitizer.log
+    echo "===== $tool" >> "$log"
+    LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_CASE_PREFIX=sanitizer-$tool timeout "${LLCOMM_SANITIZER_TIMEOUT_S:-240}" \
+      compute-sanitizer --tool "$tool" --error-exitcode 9 --target-processes all \
+      node dist/test/gpu/correctness.test.js >> "$log" 2>&1
+    rc=$?
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1)
+    # The sanitizer's verdict: its summary line says 0 errors/hazards and it did not exit with --error-exitcode
+    # (9) or time out (124). Test assertions failing under it (exit 1) are recorded as their own cases.
+    node -e '
+      const [tool, rc, summary] = process.argv.slice(1)
+      const clean = /: 0 errors|SUMMARY: 0 hazards displayed \(0 errors/.test(summary) && rc !== "9" && rc !== "124"
+      require("node:fs").appendFileSync(process.env.LLCOMM_GPU_RESULTS, JSON.stringify({ name: `sanitizer/${tool}`, passed: clean, exitCode: Number(rc), summary, at: new Date().toISOString() }) + "\n")
+    ' "$tool" "$rc" "$summary"
+    echo "$tool exit $rc: $summary"
+  done
+fi
+ended=$(date -u +%s)
+node scripts/gpu-summary.mjs "$cases" "$out" "$((ended - started))"

@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// The JS share of one eager launch, measured without a GPU: llcomm's per-call path with the driver replaced by a
+// stand-in whose cuLaunchKernelEx is a real koffi call of the same signature (libc memcmp(a, b, 0, x): four
+// uint64_t numbers in, an int out, returns 0 at once), so koffi's crossing cost is inside the figures.
+//
+//   node --expose-gc --max-semi-space-size=64 scripts/launch-overhead/profile-js.mjs [--calls 200000]
+//
+// Prints ns per call and heap bytes per call (used-heap growth over a window with no GC; -1 when a GC ran inside
+// the window) for: the bare koffi call, PreparedLaunch.launch(), prepareDeviceAllReduce().issue(),
+// deviceAllReduce(args) with the same args object, and deviceAllReduce({...}) with a fresh args object each call.
+import { parseArgs } from 'node:util'
+import v8 from 'node:v8'
+import koffi from 'koffi'
+
+const { values: opts } = parseArgs({
+  options: { calls: { type: 'string', default: '200000' }, json: { type: 'boolean' } },
+})
+const CALLS = Number(opts.calls)
+
+const { AllReduceLauncher } = await import('../../dist/src/backends/cuda/allreduce-launcher.js')
+const { CudaCommunicator } = await import('../../dist/src/backends/cuda/communicator.js')
+const { deviceBufferLayout } = await import('../../dist/src/backends/cuda/kernel-table.js')
+const { loadTuningTable } = await import('../../dist/src/algorithms/auto.js')
+
+const libc = koffi.load('libc.so.6')
+const launchStandIn = libc.func('int memcmp(uint64_t a, uint64_t b, uint64_t n, uint64_t unused)')
+
+let launches = 0
+const fakeDriver = {
+  cuLaunchKernelExRaw: (config, f, kernelParams, extra) => {
+    launches++
+    return launchStandIn(config, f, 0, extra + kernelParams)
+  },
+  setCurrent() {},
+  occupancyMaxActiveBlocksPerSm: () => 1,
+  setFunctionAttribute() {},
+  streamQuery: () => true,
+  error: (call, rc) => new Error(`${call} ${rc}`),
+}
+const group = {
+  index: 0,
+  ordinal: 0,
+  device: 0,
+  context: 0x1000,
+  ranks: [0, 1],
+  name: 'fake',
+  smCount: 132,
+  arch: 'sm_90',
+  cooperativeLaunch: true,
+}
+const deviceSet = { groups: [group], rankGroup: [0, 0], multiDevice: false, use() {} }
+const fakeModules = { function: () => 0x2000 }
+const nranks = 2
+const bufferBytes = 1 << 20
+const layout = deviceBufferLayout(nranks, bufferBytes)
+const state = {
+  nranks,
+  recvBuf: [0x7f0000000000, 0x7f0000200000],
+  scratch: [0x7f0000400000, 0x7f0000500000],
+  errorWord: 0x7f0000600000,
+  timeoutNs: 10e9,
+  bufferBytes,
+  layout: { ll: layout.ll, sentinel: layout.sentinel, ll128: layout.ll128, plain: layout.plain },
+}
+const launcher = new AllReduceLauncher(fakeDriver, deviceSet, fakeModules, state)
+// A communicator without a GPU: the prototype's methods over the fields its constructor would have set.
+const comm = Object.create(CudaCommunicator.prototype)
+Object.assign(comm, {
+  size: nranks,
+  devices: [0, 0],
+  algorithms: ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'ring', 'oneshot-barrier', 'auto'],
+  kernelAlgorithms: ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'ring', 'oneshot-barrier'],
+  timeoutMs: 10_000,
+  bufferBytes,
+  driver: fakeDriver,
+  deviceSet,
+  launcher,
+  internalStreams: [0x3000],
+  ncclReason: 'no NCCL in this profile',
+  tuning: loadTuningTable(undefined),
+  closed: false,
+  broken: undefined,
+  lastStreams: undefined,
+  eagerCalls: [], // fields of the eager-call cache (communicator.ts), when this build has it
+  eagerNext: 0,
+})
+
+const stream = 0x4000
+const inputs = [0x7e0000000000, 0x7e0000100000]
+const outputs = [0x7e0000200000, 0x7e0000300000]
+const COUNT = 4096
+const args = {
+  inputs,
+  outputs,
+  count: COUNT,
+  dtype: 'bf16',
+  algorithm: 'oneshot-ll',
+  protocol: 'll8',
+  pdl: false,
+  fallback: false,
+  stream,
+}
+const prepared = comm.prepareDeviceAllReduce(args)
+prepared.issue()
+const launch = [...launcher.launches.values()][0]
+
+function measure(name, f) {
+  for (let i = 0; i < 20000; i++) f() // warm-up: let the JIT settle
+  const times = []
+  for (let rep = 0; rep < 5; rep++) {
+    const t0 = performance.now()
+    for (let i = 0; i < CALLS; i++) f()
+    times.push(((performance.now() - t0) * 1e6) / CALLS)
+  }
+  times.sort((a, b) => a - b)
+  // Heap growth per call over a short window; run with a large young generation (--max-semi-space-size=64) so that
+  // no scavenge falls inside it. A shrinking heap means one did: reported as -1.
+  globalThis.gc?.()
+  const window = 2000
+  const before = v8.getHeapStatistics().used_heap_size
+  for (let i = 0; i < window; i++) f()
+  const after = v8.getHeapStatistics().used_heap_size
+  const bytesPerCall = after >= before ? (after - before) / window : -1
+  return { name, nsPerCallMedian: times[2], nsPerCallMin: times[0], heapBytesPerCall: bytesPerCall }
+}
+
+const rows = [
+  measure('koffi memcmp stand-in (4 × uint64 → int)', () => launchStandIn(0x7f0000000000, 0x2000, 0, 0x7f0000000100)),
+  measure('PreparedLaunch.launch()', () => launch.launch()),
+  measure('prepareDeviceAllReduce().issue()', () => prepared.issue()),
+  measure('deviceAllReduce(args) same object', () => comm.deviceAllReduce(args)),
+  measure('deviceAllReduce({...}) fresh object', () =>
+    comm.deviceAllReduce({
+      inputs,
+      outputs,
+      count: COUNT,
+      dtype: 'bf16',
+      algorithm: 'oneshot-ll',
+      protocol: 'll8',
+      pdl: false,
+      fallback: false,
+      stream,
+    }),
+  ),
+]
+if (launches === 0) throw new Error('the stand-in launch was never called')
+
+// Self-check of the eager-call cache (communicator.ts): the launched parameter bytes must follow the arguments, also
+// when the caller rewrites its own pointer array in place between calls.
+const paramsHold = (ptr) => {
+  const { bytes } = launch.snapshot()
+  const v = new DataView(bytes.buffer, 256, launch.paramBytes)
+  for (let off = 0; off + 8 <= launch.paramBytes; off += 8) if (v.getBigUint64(off, true) === BigInt(ptr)) return true
+  return false
+}
+const reused = [...outputs]
+comm.deviceAllReduce({ ...args, outputs: reused })
+if (!paramsHold(outputs[1])) throw new Error('cache check: output pointer missing from the launched params')
+reused[1] = 0x7e0000400000
+comm.deviceAllReduce({ ...args, outputs: reused })
+if (!paramsHold(0x7e0000400000) || paramsHold(outputs[1]))
+  throw new Error('cache check: an in-place change of the outputs array was not re-packed')
+comm.deviceAllReduce(args)
+if (!paramsHold(outputs[1])) throw new Error('cache check: switching back to the first call did not restore its params')
+console.log('eager-call cache check: parameters follow the arguments (3 calls)')
+if (opts.json) console.log(JSON.stringify({ node: process.version, calls: CALLS, rows }, null, 1))
+for (const r of rows) {
+  console.log(
+    `${r.name.padEnd(44)} ${r.nsPerCallMedian.toFixed(1).padStart(9)} ns/call (min ${r.nsPerCallMin.toFixed(1)})  ${r.heapBytesPerCall < 0 ? 'GC in window' : `${r.heapBytesPerCall.toFixed(0)} heap bytes/call`}`,
+  )
+}

@@ -1,0 +1,433 @@
+/**
+ * The byte layout of every kernel parameter struct of kernels/llcomm/abi.cuh, and packers that write exactly those
+ * bytes (plain Buffer packing: only src/ffi imports koffi). Each kernel takes one struct by value, so the host
+ * passes the packed buffer through CU_LAUNCH_PARAM_BUFFER_POINTER and a captured graph keeps it by value.
+ *
+ * The layouts are declared field by field in C order and laid out here with the C rules (each field aligned to its
+ * element size, the struct to its largest alignment); test/kernels/abi.test.ts compiles abi.cuh on the host and
+ * checks every offsetof/sizeof, and every shared constant, against these tables.
+ */
+import { LlcommError } from '../../errors.js'
+
+// ---- constants shared with abi.cuh (checked by the ABI test) ----
+export const LLCOMM_MAX_RANKS = 64
+export const LLCOMM_MAX_CHANNELS = 16
+export const LLCOMM_THREADS = 512
+export const LLCOMM_MIN_BLOCKS_PER_SM = 1
+export const LLCOMM_SCRATCH_EPOCHS_OFFSET = 0
+export const LLCOMM_SCRATCH_BARRIER_OFFSET = 256
+export const LLCOMM_SCRATCH_BARRIER_BYTES = LLCOMM_MAX_CHANNELS * 2 * LLCOMM_MAX_RANKS * 4
+export const LLCOMM_MAX_RING_STEPS = 2 * (LLCOMM_MAX_RANKS - 1)
+export const LLCOMM_SCRATCH_RING_OFFSET = LLCOMM_SCRATCH_BARRIER_OFFSET + LLCOMM_SCRATCH_BARRIER_BYTES
+export const LLCOMM_SCRATCH_RING_STRIDE = 128
+export const LLCOMM_SCRATCH_BYTES = LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4
+/** Fill word of an empty sentinel slot (f32: one NaN; f16/bf16: two 0xFFFF NaNs). */
+export const LLCOMM_SENTINEL_WORD = 0xffffffff
+/** sizeof(LlcommErrorWord): eight u32 {code, rank, peer, epoch, what, slot, channel, reserved}. */
+export const LLCOMM_ERROR_WORD_BYTES = 32
+export const LLCOMM_ERR_TIMEOUT = 1
+/** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
+export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
+  1: 'LL packet',
+  2: 'sentinel slot',
+  3: 'LL128 line counter',
+  4: 'barrier',
+  5: 'ring step flag',
+  6: 'ping-pong flag',
+}
+/** Bytes of one LL128 atomic line (word 0 counter, words 1..31 data). */
+export const LLCOMM_LINE_BYTES = 128
+export const LLCOMM_LINE_DATA_WORDS = 31
+
+// ---- layout machinery ----
+export type FieldKind = 'u8' | 'u32' | 'u64'
+const KIND_BYTES: Readonly<Record<FieldKind, number>> = { u8: 1, u32: 4, u64: 8 }
+
+/** One field in C declaration order; `count` > 1 for arrays. Nested structs are flattened as `outer.inner`. */
+export interface FieldSpec {
+  name: string
+  kind: FieldKind
+  count?: number
+}
+export interface FieldLayout {
+  name: string
+  kind: FieldKind
+  count: number
+  offset: number
+  bytes: number
+}
+export interface StructLayout {
+  /** The C struct name in abi.cuh. */
+  cName: string
+  fields: readonly FieldLayout[]
+  byName: Readonly<Record<string, FieldLayout>>
+  bytes: number
+}
+
+function layOut(cName: string, specs: readonly FieldSpec[]): StructLayout {
+  let offset = 0
+  let maxAlign = 1
+  const fields: FieldLayout[] = []
+  for (const s of specs) {
+    const size = KIND_BYTES[s.kind]
+    const count = s.count ?? 1
+    offset = Math.ceil(offset / size) * size
+    fields.push({ name: s.name, kind: s.kind, count, offset, bytes: size * count })
+    offset += size * count
+    maxAlign = Math.max(maxAlign, size)
+  }
+  const bytes = Math.ceil(offset / maxAlign) * maxAlign
+  return Object.freeze({
+    cName,
+    fields: Object.freeze(fields),
+    byName: Object.freeze(Object.fromEntries(fields.map((f) => [f.name, f]))),
+    bytes,
+  })
+}
+
+const region = (name: string): FieldSpec[] => [
+  { name: `${name}.offset`, kind: 'u64' },
+  { name: `${name}.channelHalfBytes`, kind: 'u64' },
+]
+
+export const ALL_REDUCE_PARAMS_LAYOUT = layOut('LlcommAllReduceParams', [
+  { name: 'input', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'output', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'recvBuf', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'scratch', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'errorWord', kind: 'u64' },
+  { name: 'count', kind: 'u64' },
+  { name: 'timeoutNs', kind: 'u64' },
+  ...region('ll'),
+  ...region('sentinel'),
+  ...region('ll128'),
+  ...region('plain'),
+  { name: 'nranks', kind: 'u32' },
+  { name: 'ranksInLaunch', kind: 'u32' },
+  { name: 'blocksPerRank', kind: 'u32' },
+  { name: 'flags', kind: 'u32' },
+  { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
+])
+
+export const SPIN_PARAMS_LAYOUT = layOut('LlcommSpinParams', [
+  { name: 'delayNs', kind: 'u64' },
+  { name: 'maxDelayNs', kind: 'u64' },
+  { name: 'blocksPerRank', kind: 'u32' },
+  { name: 'ranksInLaunch', kind: 'u32' },
+  { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
+])
+
+export const SOL_L2_PARAMS_LAYOUT = layOut('LlcommSolL2Params', [
+  { name: 'result', kind: 'u64' },
+  { name: 'probe', kind: 'u64' },
+  { name: 'iters', kind: 'u32' },
+  { name: 'mode', kind: 'u32' },
+])
+
+export const SOL_PINGPONG_PARAMS_LAYOUT = layOut('LlcommSolPingPongParams', [
+  { name: 'flag', kind: 'u64', count: 2 },
+  { name: 'result', kind: 'u64' },
+  { name: 'errorWord', kind: 'u64' },
+  { name: 'timeoutNs', kind: 'u64' },
+  { name: 'iters', kind: 'u32' },
+  { name: 'ordering', kind: 'u32' },
+  { name: 'ranksInLaunch', kind: 'u32' },
+  { name: 'reserved', kind: 'u32' },
+  { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
+])
+
+export const SOL_EMPTY_PARAMS_LAYOUT = layOut('LlcommSolEmptyParams', [{ name: 'unused', kind: 'u64' }])
+
+export const SOL_COPY_PARAMS_LAYOUT = layOut('LlcommSolCopyParams', [
+  { name: 'src', kind: 'u64' },
+  { name: 'dst', kind: 'u64' },
+  { name: 'bytes', kind: 'u64' },
+])
+
+export const STRESS_PARAMS_LAYOUT = layOut('LlcommStressParams', [
+  { name: 'packets', kind: 'u64' },
+  { name: 'counters', kind: 'u64' },
+  { name: 'timeoutNs', kind: 'u64' },
+  { name: 'numPackets', kind: 'u32' },
+  { name: 'iters', kind: 'u32' },
+  { name: 'layout', kind: 'u32' },
+  { name: 'writerRank', kind: 'u32' },
+  { name: 'readerRank', kind: 'u32' },
+  { name: 'blocksPerRank', kind: 'u32' },
+  { name: 'ranksInLaunch', kind: 'u32' },
+  { name: 'reserved', kind: 'u32' },
+  { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
+])
+
+export const ERROR_WORD_LAYOUT = layOut('LlcommErrorWord', [
+  { name: 'code', kind: 'u32' },
+  { name: 'rank', kind: 'u32' },
+  { name: 'peer', kind: 'u32' },
+  { name: 'epoch', kind: 'u32' },
+  { name: 'what', kind: 'u32' },
+  { name: 'slot', kind: 'u32' },
+  { name: 'channel', kind: 'u32' },
+  { name: 'reserved', kind: 'u32' },
+])
+
+/** Every struct of abi.cuh, for the ABI test. */
+export const ABI_STRUCTS: readonly StructLayout[] = [
+  ALL_REDUCE_PARAMS_LAYOUT,
+  SPIN_PARAMS_LAYOUT,
+  SOL_L2_PARAMS_LAYOUT,
+  SOL_PINGPONG_PARAMS_LAYOUT,
+  SOL_EMPTY_PARAMS_LAYOUT,
+  SOL_COPY_PARAMS_LAYOUT,
+  STRESS_PARAMS_LAYOUT,
+  ERROR_WORD_LAYOUT,
+]
+
+/** Every integer constant of abi.cuh that the host relies on, for the ABI test. */
+export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
+  LLCOMM_MAX_RANKS,
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_THREADS,
+  LLCOMM_MIN_BLOCKS_PER_SM,
+  LLCOMM_SCRATCH_EPOCHS_OFFSET,
+  LLCOMM_SCRATCH_BARRIER_OFFSET,
+  LLCOMM_SCRATCH_BARRIER_BYTES,
+  LLCOMM_MAX_RING_STEPS,
+  LLCOMM_SCRATCH_RING_OFFSET,
+  LLCOMM_SCRATCH_RING_STRIDE,
+  LLCOMM_SCRATCH_BYTES,
+  LLCOMM_SENTINEL_WORD,
+  LLCOMM_ERR_TIMEOUT,
+}
+
+type Scalar = number | bigint
+type FieldValue = Scalar | readonly Scalar[]
+
+const KIND_MAX: Readonly<Record<FieldKind, bigint>> = { u8: 0xffn, u32: 0xffffffffn, u64: 0xffffffffffffffffn }
+
+function toBig(structName: string, field: string, v: Scalar): bigint {
+  if (typeof v === 'number' && !Number.isSafeInteger(v)) {
+    throw new LlcommError('INVALID_ARGUMENT', `${structName}.${field}: ${v} is not an integer`, { field, value: v })
+  }
+  return BigInt(v)
+}
+
+/** Writes `values` into a zeroed buffer by layout. Fields left out stay zero; arrays may be shorter than declared. */
+export function packStruct(layout: StructLayout, values: Readonly<Record<string, FieldValue | undefined>>): Buffer {
+  const buf = Buffer.alloc(layout.bytes)
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined) continue
+    const f = layout.byName[name]
+    if (!f) throw new LlcommError('INVALID_ARGUMENT', `${layout.cName} has no field ${name}`, { field: name })
+    const list: readonly Scalar[] = Array.isArray(value) ? (value as readonly Scalar[]) : [value as Scalar]
+    if (list.length > f.count) {
+      throw new LlcommError('INVALID_ARGUMENT', `${layout.cName}.${name} holds ${f.count} values, got ${list.length}`, {
+        field: name,
+      })
+    }
+    const size = KIND_BYTES[f.kind]
+    list.forEach((x, i) => {
+      const b = toBig(layout.cName, name, x)
+      if (b < 0n || b > KIND_MAX[f.kind]) {
+        throw new LlcommError('INVALID_ARGUMENT', `${layout.cName}.${name}[${i}] = ${b} does not fit ${f.kind}`, {
+          field: name,
+          value: String(b),
+        })
+      }
+      const at = f.offset + i * size
+      if (f.kind === 'u64') buf.writeBigUInt64LE(b, at)
+      else if (f.kind === 'u32') buf.writeUInt32LE(Number(b), at)
+      else buf.writeUInt8(Number(b), at)
+    })
+  }
+  return buf
+}
+
+// ---- all-reduce ----
+/** Placement of one region in every rank's receive buffer: channel c, half h at offset + (2c + h) * channelHalfBytes. */
+export interface BufferRegion {
+  offset: number
+  channelHalfBytes: number
+}
+
+/** The host's values for LlcommAllReduceParams. Device pointers as bigint (a branded bigint fits). */
+export interface AllReduceParamsHost {
+  /** By global rank; only this launch's ranks need real pointers (16-byte aligned). */
+  input: readonly bigint[]
+  output: readonly bigint[]
+  /** Every rank's receive buffer and scratch, by global rank (peer-mapped). */
+  recvBuf: readonly bigint[]
+  scratch: readonly bigint[]
+  errorWord: bigint
+  /** Elements per rank in this launch (<= launchShape().maxCountPerCall). */
+  count: bigint | number
+  timeoutNs: bigint | number
+  ll: BufferRegion
+  sentinel: BufferRegion
+  ll128: BufferRegion
+  plain: BufferRegion
+  nranks: number
+  ranksInLaunch: number
+  blocksPerRank: number
+  flags?: number
+  /** Global rank of each rank slot of this launch (length ranksInLaunch). */
+  launchRanks: readonly number[]
+}
+
+export function packAllReduceParams(p: AllReduceParamsHost): Buffer {
+  if (!Number.isInteger(p.nranks) || p.nranks < 1 || p.nranks > LLCOMM_MAX_RANKS) {
+    throw new LlcommError('INVALID_ARGUMENT', `nranks ${p.nranks} outside 1..${LLCOMM_MAX_RANKS}`)
+  }
+  if (p.recvBuf.length !== p.nranks || p.scratch.length !== p.nranks) {
+    throw new LlcommError('INVALID_ARGUMENT', `recvBuf and scratch need one pointer per rank (${p.nranks})`)
+  }
+  if (p.launchRanks.length !== p.ranksInLaunch || p.ranksInLaunch < 1) {
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `launchRanks has ${p.launchRanks.length} entries, ranksInLaunch is ${p.ranksInLaunch}`,
+    )
+  }
+  if (p.blocksPerRank < 1 || p.blocksPerRank > LLCOMM_MAX_CHANNELS) {
+    throw new LlcommError('INVALID_ARGUMENT', `blocksPerRank ${p.blocksPerRank} outside 1..${LLCOMM_MAX_CHANNELS}`)
+  }
+  for (const r of p.launchRanks) {
+    if (!Number.isInteger(r) || r < 0 || r >= p.nranks)
+      throw new LlcommError('INVALID_ARGUMENT', `launch rank ${r} outside 0..${p.nranks - 1}`)
+    for (const [name, list] of [
+      ['input', p.input],
+      ['output', p.output],
+    ] as const) {
+      const ptr = list[r]
+      if (ptr === undefined) throw new LlcommError('INVALID_ARGUMENT', `${name} pointer of launch rank ${r} missing`)
+      if (ptr % 16n !== 0n)
+        throw new LlcommError('MISALIGNED_BUFFER', `${name} pointer of rank ${r} is not 16-byte aligned`, { rank: r })
+    }
+  }
+  const values: Record<string, FieldValue> = {
+    input: p.input,
+    output: p.output,
+    recvBuf: p.recvBuf,
+    scratch: p.scratch,
+    errorWord: p.errorWord,
+    count: p.count,
+    timeoutNs: p.timeoutNs,
+    nranks: p.nranks,
+    ranksInLaunch: p.ranksInLaunch,
+    blocksPerRank: p.blocksPerRank,
+    flags: p.flags ?? 0,
+    launchRanks: p.launchRanks,
+  }
+  for (const name of ['ll', 'sentinel', 'll128', 'plain'] as const) {
+    values[`${name}.offset`] = p[name].offset
+    values[`${name}.channelHalfBytes`] = p[name].channelHalfBytes
+  }
+  return packStruct(ALL_REDUCE_PARAMS_LAYOUT, values)
+}
+
+// ---- tool kernels ----
+export interface SpinParamsHost {
+  /** Device array of u64 delays in ns, indexed by global rank. */
+  delayNs: bigint | number
+  maxDelayNs: bigint | number
+  blocksPerRank: number
+  ranksInLaunch: number
+  launchRanks: readonly number[]
+}
+export function packSpinParams(p: SpinParamsHost): Buffer {
+  return packStruct(SPIN_PARAMS_LAYOUT, { ...p })
+}
+
+export interface SolL2ParamsHost {
+  /** Device u64[3]: elapsed ns, elapsed cycles, checksum. */
+  result: bigint | number
+  /** Device u32 holding 0 (mode 1 chases it). */
+  probe: bigint | number
+  iters: number
+  /** 0 = fence.sc.gpu (__threadfence) per iteration; 1 = dependent L2 load per iteration. */
+  mode: 0 | 1
+}
+export function packSolL2Params(p: SolL2ParamsHost): Buffer {
+  return packStruct(SOL_L2_PARAMS_LAYOUT, { ...p })
+}
+
+export interface SolPingPongParamsHost {
+  /** Each side's own flag word (u32, zero-filled before the launch): [side 0, side 1]. */
+  flag: readonly [bigint | number, bigint | number]
+  /** Device u64[2] written by side 0: elapsed ns, round trips completed. */
+  result: bigint | number
+  errorWord: bigint | number
+  timeoutNs: bigint | number
+  iters: number
+  /** 0 = relaxed flags (an LL hop), 1 = release/acquire. */
+  ordering: 0 | 1
+  ranksInLaunch: number
+  /** Side (0 or 1) of each block of this launch. */
+  launchRanks: readonly number[]
+}
+export function packSolPingPongParams(p: SolPingPongParamsHost): Buffer {
+  return packStruct(SOL_PINGPONG_PARAMS_LAYOUT, { ...p, reserved: 0 })
+}
+
+export function packSolEmptyParams(): Buffer {
+  return packStruct(SOL_EMPTY_PARAMS_LAYOUT, {})
+}
+
+export interface SolCopyParamsHost {
+  src: bigint | number
+  dst: bigint | number
+  /** A multiple of 16; both pointers 16-byte aligned. */
+  bytes: bigint | number
+}
+export function packSolCopyParams(p: SolCopyParamsHost): Buffer {
+  if (BigInt(p.bytes) % 16n !== 0n)
+    throw new LlcommError('MISALIGNED_BUFFER', `copy size ${p.bytes} is not a multiple of 16 bytes`)
+  return packStruct(SOL_COPY_PARAMS_LAYOUT, { ...p })
+}
+
+export interface StressParamsHost {
+  packets: bigint | number
+  counters: bigint | number
+  timeoutNs: bigint | number
+  numPackets: number
+  iters: number
+  /** 0 = llcomm's LL16 (v2.u64 {data, flag} x2); 1 = 8 B data then 8 B flag in one v4.u32 store. */
+  layout: 0 | 1
+  writerRank: number
+  readerRank: number
+  blocksPerRank: number
+  ranksInLaunch: number
+  launchRanks: readonly number[]
+}
+export function packStressParams(p: StressParamsHost): Buffer {
+  return packStruct(STRESS_PARAMS_LAYOUT, { ...p, reserved: 0 })
+}
+
+// ---- error word ----
+export interface ErrorWordFields {
+  code: number
+  rank: number
+  peer: number
+  epoch: number
+  what: number
+  slot: number
+  channel: number
+}
+/** Decodes the 32 bytes of LlcommErrorWord copied from the device. */
+export function decodeErrorWordBytes(bytes: Uint8Array): ErrorWordFields {
+  if (bytes.byteLength < LLCOMM_ERROR_WORD_BYTES) {
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `error word needs ${LLCOMM_ERROR_WORD_BYTES} bytes, got ${bytes.byteLength}`,
+    )
+  }
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const at = (name: string) => v.getUint32(ERROR_WORD_LAYOUT.byName[name].offset, true)
+  return {
+    code: at('code'),
+    rank: at('rank'),
+    peer: at('peer'),
+    epoch: at('epoch'),
+    what: at('what'),
+    slot: at('slot'),
+    channel: at('channel'),
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * Turns one AllReduce on device buffers into launches: the kernel variant, its launch shape, the co-residency
+ * check, the packed parameter struct, chunking at maxCountPerCall, one cooperative launch per device per chunk.
+ * Launch configs are built once per (kernel, device, shape, pdl) and reused (src/ffi/launch.ts).
+ */
+import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import { DTYPE_BYTES } from '../../api/types.js'
+import { LlcommError } from '../../errors.js'
+import { CU_FUNC_ATTRIBUTE, type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
+import { type AllReduceParamsHost, packAllReduceParams } from './abi.js'
+import type { DeviceSet, LaunchGroup } from './devices.js'
+import { type KernelVariant, launchShape, selectKernel } from './kernel-table.js'
+import type { KernelModules } from './modules.js'
+
+/** The per-communicator device state every AllReduce launch points at. */
+export interface CommunicatorDeviceState {
+  nranks: number
+  recvBuf: readonly DevicePtr[]
+  scratch: readonly DevicePtr[]
+  errorWord: DevicePtr
+  timeoutNs: number
+  /** The communicator's bufferBytes (launchShape() must see the same value as deviceBufferLayout()). */
+  bufferBytes: number
+  layout: AllReduceLayoutFields
+}
+
+/** The region fields of the params struct that come from deviceBufferLayout() (identical on every rank). */
+export type AllReduceLayoutFields = Pick<AllReduceParamsHost, 'll' | 'sentinel' | 'll128' | 'plain'>
+
+export interface KernelAllReduceCall {
+  inputs: readonly DevicePtr[]
+  outputs: readonly DevicePtr[]
+  count: number
+  dtype: Dtype
+  op: ReduceOp
+  algorithm: AlgorithmName
+  protocol?: LlProtocol
+  pdl: boolean
+  /** One stream per launch group. */
+  streams: readonly CuStream[]
+}
+
+export interface PreparedChunk {
+  launches: { group: LaunchGroup; launch: PreparedLaunch; params: Uint8Array }[]
+}
+
+export class AllReduceLauncher {
+  private readonly driver: CudaDriver
+  private readonly devices: DeviceSet
+  private readonly modules: KernelModules
+  private readonly state: CommunicatorDeviceState
+  private readonly launches = new Map<string, PreparedLaunch>()
+
+  constructor(driver: CudaDriver, devices: DeviceSet, modules: KernelModules, state: CommunicatorDeviceState) {
+    this.driver = driver
+    this.devices = devices
+    this.modules = modules
+    this.state = state
+  }
+
+  variant(algorithm: AlgorithmName, dtype: Dtype, op: ReduceOp, protocol?: LlProtocol): KernelVariant {
+    return selectKernel(algorithm, dtype, op, protocol)
+  }
+
+  /** Launch config for one device, built on first use (with the occupancy check) and cached. */
+  private launchFor(
+    v: KernelVariant,
+    group: LaunchGroup,
+    blocksPerRank: number,
+    threads: number,
+    smem: number,
+    pdl: boolean,
+  ): PreparedLaunch {
+    const key = `${v.kernelName}|${group.index}|${blocksPerRank}|${threads}|${smem}|${pdl ? 1 : 0}`
+    let l = this.launches.get(key)
+    if (l) return l
+    const f = this.modules.function(group, v.sourceFile, v.kernelName)
+    this.driver.setCurrent(group.context)
+    if (smem > 48 * 1024) this.driver.setFunctionAttribute(f, CU_FUNC_ATTRIBUTE.MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
+    const grid = group.ranks.length * blocksPerRank
+    const perSm = this.driver.occupancyMaxActiveBlocksPerSm(f, threads, smem)
+    const fit = perSm * group.smCount
+    if (grid > fit) {
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `${v.kernelName}: ${group.ranks.length} ranks × ${blocksPerRank} blocks = ${grid} blocks on device ${group.ordinal} cannot all be ` +
+          `co-resident (at most ${perSm} per SM × ${group.smCount} SMs = ${fit}); use fewer virtual ranks per device`,
+        {
+          kernel: v.kernelName,
+          device: group.ordinal,
+          ranksInLaunch: group.ranks.length,
+          blocksPerRank,
+          maxCoResidentBlocks: fit,
+        },
+      )
+    }
+    if (!group.cooperativeLaunch) {
+      throw new LlcommError('NO_DEVICE', `device ${group.ordinal} does not support cooperative launch`, {
+        device: group.ordinal,
+      })
+    }
+    l = new PreparedLaunch(
+      this.driver,
+      f,
+      v.kernelName,
+      { gridDimX: grid, blockDimX: threads, sharedBytes: smem },
+      { cooperative: true, pdl },
+      packAllReduceParams(this.emptyParams(group, blocksPerRank)).byteLength,
+    )
+    this.launches.set(key, l)
+    return l
+  }
+
+  private emptyParams(group: LaunchGroup, blocksPerRank: number): AllReduceParamsHost {
+    const zero: DevicePtr[] = new Array(this.state.nranks).fill(0)
+    return this.params(group, blocksPerRank, zero, zero, 1)
+  }
+
+  private params(
+    group: LaunchGroup,
+    blocksPerRank: number,
+    inputs: readonly DevicePtr[],
+    outputs: readonly DevicePtr[],
+    count: number,
+  ): AllReduceParamsHost {
+    const s = this.state
+    return {
+      input: inputs.map((p) => BigInt(p)),
+      output: outputs.map((p) => BigInt(p)),
+      recvBuf: s.recvBuf.map((p) => BigInt(p)),
+      scratch: s.scratch.map((p) => BigInt(p)),
+      errorWord: BigInt(s.errorWord),
+      count: BigInt(count),
+      timeoutNs: BigInt(Math.round(s.timeoutNs)),
+      ll: s.layout.ll,
+      sentinel: s.layout.sentinel,
+      ll128: s.layout.ll128,
+      plain: s.layout.plain,
+      nranks: s.nranks,
+      ranksInLaunch: group.ranks.length,
+      blocksPerRank,
+      flags: 0,
+      launchRanks: group.ranks,
+    }
+  }
+
+  /**
+   * Builds every launch of one call (chunks × devices) with its packed parameters, without issuing anything.
+   * `issue()` of the result is then allocation-free: copy params, launch, per device per chunk.
+   */
+  prepare(call: KernelAllReduceCall): PreparedChunk[] {
+    const { count, dtype } = call
+    const v = this.variant(call.algorithm, dtype, call.op, call.protocol)
+    const elemBytes = DTYPE_BYTES[dtype]
+    const chunks: PreparedChunk[] = []
+    let done = 0
+    while (done < count) {
+      const shape = launchShape(v, this.state.nranks, count - done, this.state.bufferBytes)
+      const n = Math.min(shape.maxCountPerCall, count - done)
+      if (n <= 0)
+        throw new LlcommError(
+          'INVALID_ARGUMENT',
+          `${v.kernelName}: launchShape gave maxCountPerCall ${shape.maxCountPerCall}`,
+        )
+      const offset = done * elemBytes
+      if (done > 0 && offset % 16 !== 0) {
+        throw new LlcommError(
+          'MISALIGNED_BUFFER',
+          `chunk boundary ${offset} bytes is not 16-byte aligned (maxCountPerCall ${shape.maxCountPerCall})`,
+        )
+      }
+      const ins = call.inputs.map((p) => (p + offset) as DevicePtr)
+      const outs = call.outputs.map((p) => (p + offset) as DevicePtr)
+      const launches = this.devices.groups.map((group) => {
+        const launch = this.launchFor(v, group, shape.blocksPerRank, shape.threadsPerBlock, shape.sharedBytes, call.pdl)
+        return {
+          group,
+          launch,
+          params: new Uint8Array(packAllReduceParams(this.params(group, shape.blocksPerRank, ins, outs, n))),
+        }
+      })
+      chunks.push({ launches })
+      done += n
+    }
+    return chunks
+  }
+
+  /** Issues prepared launches on the given streams (one per launch group). */
+  issue(chunks: readonly PreparedChunk[], streams: readonly CuStream[]): void {
+    const multi = this.devices.multiDevice
+    for (const c of chunks) {
+      for (const { group, launch, params } of c.launches) {
+        if (multi) this.driver.setCurrent(group.context)
+        launch.setParams(params)
+        launch.launchOn(streams[group.index])
+      }
+    }
+  }
+
+  disposeAll(): void {
+    for (const l of this.launches.values()) l.dispose()
+    this.launches.clear()
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The communicator's device error word (kernels/llcomm/abi.cuh, LlcommErrorWord): eight u32 words, zero-filled at
+ * creation; the first rank whose wait passes its deadline wins an atomicCAS on `code` and fills the rest. The host
+ * reads it after the launch has finished (stream synchronized), so the plain copy sees the kernel's writes: kernel
+ * completion orders all of the kernel's memory operations before the copy that follows it.
+ */
+import { LlcommError } from '../../errors.js'
+import type { CudaDriver, DevicePtr } from '../../ffi/index.js'
+import { LLCOMM_ERR_TIMEOUT as ERR_TIMEOUT, LLCOMM_ERROR_WORD_BYTES, LLCOMM_WAIT_KINDS as WAIT_NAMES } from './abi.js'
+
+const ERROR_WORD_BYTES = LLCOMM_ERROR_WORD_BYTES
+const NO_PEER = 0xffffffff
+
+export interface DecodedErrorWord {
+  code: number
+  rank: number
+  peer: number
+  epoch: number
+  what: number
+  slot: number
+  channel: number
+}
+
+export function decodeErrorWord(words: Uint32Array): DecodedErrorWord {
+  return {
+    code: words[0],
+    rank: words[1],
+    peer: words[2],
+    epoch: words[3],
+    what: words[4],
+    slot: words[5],
+    channel: words[6],
+  }
+}
+
+/** The LlcommError for a non-zero error word, or undefined when the word is clear. */
+export function errorFromWord(words: Uint32Array): LlcommError | undefined {
+  const w = decodeErrorWord(words)
+  if (w.code === 0) return undefined
+  if (w.code !== ERR_TIMEOUT) {
+    return new LlcommError('CUDA_ERROR', `device error word holds unknown code ${w.code}`, { ...w })
+  }
+  const what = WAIT_NAMES[w.what] ?? `wait kind ${w.what}`
+  return LlcommError.timeout({
+    rank: w.rank,
+    peer: w.peer === NO_PEER ? -1 : w.peer,
+    epoch: w.epoch,
+    waitingFor: `${what} ${w.slot} on channel ${w.channel}`,
+  })
+}
+
+/** Copies the error word to the host (synchronous) and decodes it; clears nothing. */
+export function readErrorWord(driver: CudaDriver, errorWord: DevicePtr): LlcommError | undefined {
+  const words = new Uint32Array(ERROR_WORD_BYTES / 4)
+  driver.copyDtoH(words, errorWord)
+  return errorFromWord(words)
+}

@@ -1,0 +1,370 @@
+/**
+ * The kernel instantiations and their launch and buffer rules, as the host sees them.
+ *
+ * One source of truth: kernels/instantiations.def lists every all-reduce instantiation; each kernels/allreduce/*.cu
+ * expands it as an X-macro, and this module parses the same lines. launchShape() and deviceBufferLayout() mirror the
+ * kernels' capacity arithmetic (kernels/llcomm/channel.cuh llcPiece, and the lane sizes computed at the top of each
+ * kernel); test/kernels/kernel-table.test.ts checks their invariants.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, relative, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import { DTYPE_BYTES } from '../../api/types.js'
+import { LlcommError } from '../../errors.js'
+import {
+  type BufferRegion,
+  LLCOMM_ERROR_WORD_BYTES,
+  LLCOMM_LINE_BYTES,
+  LLCOMM_LINE_DATA_WORDS,
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_MAX_RANKS,
+  LLCOMM_SCRATCH_BYTES,
+  LLCOMM_SENTINEL_WORD,
+  LLCOMM_THREADS,
+} from './abi.js'
+
+export type KernelProtocol = 'll8' | 'll16' | 'sentinel' | 'll128' | 'flags' | 'barrier'
+
+export interface KernelVariant {
+  algorithm: AlgorithmName
+  protocol: KernelProtocol
+  dtype: Dtype
+  op: ReduceOp
+  kernelName: string
+  /** Path relative to kernels/. */
+  sourceFile: string
+}
+
+/** The package's kernels/ folder (this file is dist/src/backends/cuda/kernel-table.js), or $LLCOMM_KERNELS_DIR. */
+export function kernelsDirectory(): string {
+  return process.env.LLCOMM_KERNELS_DIR ?? fileURLToPath(new URL('../../../../kernels/', import.meta.url))
+}
+
+export const INSTANTIATIONS_FILE = 'instantiations.def'
+
+const VARIANT_LINE = /^LLCOMM_VARIANT\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*$/
+const ALGORITHMS_WITH_KERNELS: readonly AlgorithmName[] = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+]
+const PROTOCOLS: readonly KernelProtocol[] = ['ll8', 'll16', 'sentinel', 'll128', 'flags', 'barrier']
+const DTYPE_NAMES: readonly Dtype[] = ['f32', 'f16', 'bf16']
+const OPS: readonly ReduceOp[] = ['sum']
+
+/** Parses the LLCOMM_VARIANT(algorithm, protocol, dtype, op) lines of instantiations.def. */
+export function parseInstantiations(text: string): KernelVariant[] {
+  const out: KernelVariant[] = []
+  for (const raw of text.split('\n')) {
+    const line = raw.trim()
+    if (!line.startsWith('LLCOMM_VARIANT(')) continue
+    const m = VARIANT_LINE.exec(line)
+    if (!m) throw new LlcommError('INVALID_ARGUMENT', `cannot parse instantiation line: ${line}`)
+    const [, alg, protocol, dtype, op] = m
+    const algorithm = alg.replace(/_/g, '-') as AlgorithmName
+    if (!ALGORITHMS_WITH_KERNELS.includes(algorithm))
+      throw new LlcommError('INVALID_ARGUMENT', `unknown algorithm in ${line}`)
+    if (!PROTOCOLS.includes(protocol as KernelProtocol))
+      throw new LlcommError('INVALID_ARGUMENT', `unknown protocol in ${line}`)
+    if (!DTYPE_NAMES.includes(dtype as Dtype)) throw new LlcommError('INVALID_ARGUMENT', `unknown dtype in ${line}`)
+    if (!OPS.includes(op as ReduceOp)) throw new LlcommError('INVALID_ARGUMENT', `unknown op in ${line}`)
+    out.push({
+      algorithm,
+      protocol: protocol as KernelProtocol,
+      dtype: dtype as Dtype,
+      op: op as ReduceOp,
+      kernelName: `llcomm_${alg}_${protocol}_${dtype}_${op}`,
+      sourceFile: `allreduce/${alg}.cu`,
+    })
+  }
+  return out
+}
+
+/** Every all-reduce instantiation. */
+export const KERNEL_VARIANTS: readonly KernelVariant[] = Object.freeze(
+  parseInstantiations(readFileSync(join(kernelsDirectory(), INSTANTIATIONS_FILE), 'utf8')).map((v) => Object.freeze(v)),
+)
+
+/** The tool kernels (spin, speed-of-light microbenchmarks, LL16 stress), one parameter struct each (abi.ts). */
+export interface ToolKernel {
+  kernelName: string
+  sourceFile: string
+  /** abi.cuh struct of its one parameter. */
+  paramsStruct: string
+}
+export const TOOL_KERNELS: readonly ToolKernel[] = Object.freeze([
+  { kernelName: 'llcomm_spin_ns', sourceFile: 'tools/spin.cu', paramsStruct: 'LlcommSpinParams' },
+  { kernelName: 'llcomm_sol_l2_rtt', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolL2Params' },
+  { kernelName: 'llcomm_sol_pingpong', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolPingPongParams' },
+  { kernelName: 'llcomm_sol_empty', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolEmptyParams' },
+  { kernelName: 'llcomm_sol_copy', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolCopyParams' },
+  { kernelName: 'llcomm_stress_ll16', sourceFile: 'tools/stress_ll16.cu', paramsStruct: 'LlcommStressParams' },
+])
+
+function listFiles(dir: string): string[] {
+  const out: string[] = []
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name)
+    if (e.isDirectory()) out.push(...listFiles(p))
+    else if (/\.(cu|cuh|def)$/.test(e.name)) out.push(p)
+  }
+  return out.sort()
+}
+
+/**
+ * Every file NVRTC may need: `name` is the include name (a path relative to kernels/, exactly as the sources write
+ * their #include lines), `path` the file relative to kernels/.
+ */
+export function kernelSources(): { name: string; path: string }[] {
+  const dir = kernelsDirectory()
+  return listFiles(dir).map((p) => {
+    const rel = relative(dir, p).split(sep).join('/')
+    return { name: rel, path: rel }
+  })
+}
+
+/** The variant for an algorithm, dtype and op; `protocol` picks LL16 or LL8 for oneshot-ll (default LL8). */
+export function selectKernel(
+  algorithm: AlgorithmName,
+  dtype: Dtype,
+  op: ReduceOp,
+  protocol?: LlProtocol,
+): KernelVariant {
+  const candidates = KERNEL_VARIANTS.filter((v) => v.algorithm === algorithm && v.dtype === dtype && v.op === op)
+  if (candidates.length === 0) {
+    if (!ALGORITHMS_WITH_KERNELS.includes(algorithm)) {
+      throw new LlcommError('UNSUPPORTED_ALGORITHM', `algorithm ${algorithm} has no llcomm kernel`, { algorithm })
+    }
+    throw new LlcommError('UNSUPPORTED_DTYPE', `no ${algorithm} kernel for dtype ${dtype} and op ${op}`, {
+      algorithm,
+      dtype,
+      op,
+    })
+  }
+  if (candidates.length === 1) {
+    if (protocol !== undefined && algorithm === 'oneshot-ll' && candidates[0].protocol !== protocol) {
+      throw new LlcommError('INVALID_ARGUMENT', `no ${algorithm} kernel with protocol ${protocol}`, {
+        algorithm,
+        protocol,
+      })
+    }
+    return candidates[0]
+  }
+  // Several protocols (oneshot-ll): LL8 unless asked, since LL16 needs the stress test's verdict first (SPEC §2).
+  const want: KernelProtocol = protocol ?? 'll8'
+  const v = candidates.find((c) => c.protocol === want)
+  if (!v)
+    throw new LlcommError('INVALID_ARGUMENT', `no ${algorithm} kernel with protocol ${want}`, {
+      algorithm,
+      protocol: want,
+    })
+  return v
+}
+
+// ---- buffers ----
+/** Default payload capacity per buffer half (bytes, all channels together): CommunicatorOptions.bufferBytes. */
+export const DEFAULT_BUFFER_BYTES = 1 << 20
+
+export interface BufferFill {
+  offset: number
+  bytes: number
+  word32: number
+  region: 'recv' | 'scratch'
+}
+
+export interface DeviceBufferLayout {
+  recvBufBytes: number
+  scratchBytes: number
+  channels: number
+  /** What the host writes once at creation (cuMemsetD32), per rank. Ranges not listed need no initial contents. */
+  fills: BufferFill[]
+  /** Regions of the receive buffer (packed into every launch's params, identical on every rank). */
+  ll: BufferRegion
+  sentinel: BufferRegion
+  ll128: BufferRegion
+  plain: BufferRegion
+  /** sizeof(LlcommErrorWord), one per communicator, zero-filled. */
+  errorWordBytes: number
+  nranks: number
+  bufferBytes: number
+}
+
+const roundUp = (x: number, m: number) => Math.ceil(x / m) * m
+const roundDown = (x: number, m: number) => Math.floor(x / m) * m
+
+function checkRanks(nranks: number): void {
+  if (!Number.isInteger(nranks) || nranks < 1 || nranks > LLCOMM_MAX_RANKS) {
+    throw new LlcommError('INVALID_ARGUMENT', `nranks ${nranks} outside 1..${LLCOMM_MAX_RANKS}`, { nranks })
+  }
+}
+
+/**
+ * Each rank's receive buffer holds four regions, each split into LLCOMM_MAX_CHANNELS channels × 2 halves (epoch
+ * parity). With P = ceil(bufferBytes / channels) rounded up to 128 bytes of payload per channel-half:
+ *   ll       (LL8/LL16 packets, zero fill)       2P per channel-half (packets are half flag)
+ *   sentinel (sentinel slots, 0xFFFFFFFF fill)     P
+ *   ll128    (atomic lines, zero fill)            lines for P / nranks of payload (twoshot-atomic's owner part)
+ *   plain    (ring, oneshot-barrier; no fill)      P
+ * So a one-shot carries bufferBytes / nranks per launch and a two-shot up to bufferBytes / 2 or bufferBytes.
+ */
+export function deviceBufferLayout(nranks: number, bufferBytes: number = DEFAULT_BUFFER_BYTES): DeviceBufferLayout {
+  checkRanks(nranks)
+  if (!Number.isInteger(bufferBytes) || bufferBytes < 1) {
+    throw new LlcommError('INVALID_ARGUMENT', `bufferBytes ${bufferBytes} must be a positive integer`, { bufferBytes })
+  }
+  const channels = LLCOMM_MAX_CHANNELS
+  const payload = roundUp(Math.ceil(bufferBytes / channels), 128)
+  const llHalf = 2 * payload
+  const sentinelHalf = payload
+  const ll128Half = roundUp(Math.ceil(payload / nranks / (LLCOMM_LINE_DATA_WORDS * 4)), 1) * LLCOMM_LINE_BYTES
+  const plainHalf = payload
+  let offset = 0
+  const place = (half: number): BufferRegion => {
+    const r = { offset, channelHalfBytes: half }
+    offset += channels * 2 * half
+    return r
+  }
+  const ll = place(llHalf)
+  const sentinel = place(sentinelHalf)
+  const ll128 = place(ll128Half)
+  const plain = place(plainHalf)
+  const recvBufBytes = offset
+  if (recvBufBytes > 2 ** 40)
+    throw new LlcommError('INVALID_ARGUMENT', `bufferBytes ${bufferBytes} gives an absurd buffer`)
+  const regionBytes = (r: BufferRegion) => channels * 2 * r.channelHalfBytes
+  return {
+    recvBufBytes,
+    scratchBytes: LLCOMM_SCRATCH_BYTES,
+    channels,
+    fills: [
+      { offset: ll.offset, bytes: regionBytes(ll), word32: 0, region: 'recv' },
+      { offset: sentinel.offset, bytes: regionBytes(sentinel), word32: LLCOMM_SENTINEL_WORD, region: 'recv' },
+      { offset: ll128.offset, bytes: regionBytes(ll128), word32: 0, region: 'recv' },
+      { offset: 0, bytes: LLCOMM_SCRATCH_BYTES, word32: 0, region: 'scratch' },
+    ],
+    ll,
+    sentinel,
+    ll128,
+    plain,
+    errorWordBytes: LLCOMM_ERROR_WORD_BYTES,
+    nranks,
+    bufferBytes,
+  }
+}
+
+// ---- launch shape ----
+/**
+ * Bytes of message per block before another block (channel) is used. Initial values, not tuned: `llcomm tune`
+ * should measure them. More blocks put more SMs on NVLink at once; fewer keep the per-block fixed cost down.
+ */
+export const TARGET_BYTES_PER_BLOCK: Readonly<Record<KernelProtocol | 'twoshot-sentinel', number>> = {
+  ll8: 4096,
+  ll16: 4096,
+  sentinel: 8192,
+  'twoshot-sentinel': 16384,
+  ll128: 16384,
+  barrier: 16384,
+  flags: 32768,
+}
+
+/** Blocks of all ranks of one device together must stay co-resident: at most 128 (H200 has 132 SMs). */
+export const MAX_BLOCKS_PER_DEVICE = 128
+
+export function maxBlocksPerRank(nranks: number): number {
+  return Math.max(1, Math.min(LLCOMM_MAX_CHANNELS, Math.floor(MAX_BLOCKS_PER_DEVICE / nranks)))
+}
+
+/**
+ * Payload bytes one channel can carry in one launch for this variant, from the region sizes exactly as the
+ * kernel computes its lanes (always a multiple of 16).
+ */
+export function channelCapacityBytes(v: KernelVariant, nranks: number, layout: DeviceBufferLayout): number {
+  const n = nranks
+  const ll = layout.ll.channelHalfBytes
+  const s = layout.sentinel.channelHalfBytes
+  const plain = layout.plain.channelHalfBytes
+  switch (v.algorithm) {
+    case 'oneshot-ll': {
+      // lane = ll / n (16-aligned) per sender; each packet carries half its bytes.
+      const laneBytes = roundDown(Math.floor(ll / n), 16)
+      return roundDown(laneBytes / 2, 16)
+    }
+    case 'oneshot-sentinel':
+      return roundDown(Math.floor(s / n), 16)
+    case 'twoshot-sentinel': {
+      const part = roundDown(Math.floor(s / (2 * n)), 16) // one RS lane and one AG lane per rank
+      return n * part
+    }
+    case 'twoshot-atomic': {
+      const agLane = roundDown(Math.floor(ll / n), 16) // LL8 packets: 4 payload bytes per 8
+      const byAg = roundDown(agLane / 2, 16)
+      const lines = Math.floor(layout.ll128.channelHalfBytes / LLCOMM_LINE_BYTES)
+      const byLines = roundDown(lines * LLCOMM_LINE_DATA_WORDS * 4, 16)
+      return n * Math.min(byAg, byLines)
+    }
+    case 'oneshot-barrier':
+      return roundDown(plain, 16)
+    case 'ring': {
+      if (n === 1) return roundDown(plain, 16)
+      const slot = roundDown(Math.floor(plain / (2 * (n - 1))), 16) // one part per step
+      return n * slot
+    }
+    default:
+      throw new LlcommError('UNSUPPORTED_ALGORITHM', `algorithm ${v.algorithm} has no llcomm kernel`)
+  }
+}
+
+/** llcPiece's size: ceil(count / parts) rounded up to alignElems (kernels/llcomm/channel.cuh). */
+export function pieceElems(count: number, parts: number, alignElems: number): number {
+  return roundUp(Math.ceil(count / parts), alignElems)
+}
+
+export interface LaunchShape {
+  blocksPerRank: number
+  threadsPerBlock: number
+  sharedBytes: number
+  maxCountPerCall: number
+}
+
+/**
+ * The launch shape of one launch of `count` elements per rank (a pure function of variant, nranks, count and the
+ * buffer size, so every rank runs the same channels). The host launches min(count, maxCountPerCall) elements
+ * and chunks the rest. `bufferBytes` must be the communicator's (deviceBufferLayout's) value.
+ */
+export function launchShape(
+  v: KernelVariant,
+  nranks: number,
+  count: number,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): LaunchShape {
+  checkRanks(nranks)
+  if (!Number.isInteger(count) || count < 1)
+    throw new LlcommError('INVALID_ARGUMENT', `count ${count} must be a positive integer`)
+  const layout = deviceBufferLayout(nranks, bufferBytes)
+  const eb = DTYPE_BYTES[v.dtype]
+  const alignElems = 16 / eb
+  const capElems = channelCapacityBytes(v, nranks, layout) / eb
+  if (capElems < alignElems) {
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `bufferBytes ${bufferBytes} is too small for ${v.algorithm} at ${nranks} ranks`,
+      {
+        bufferBytes,
+        nranks,
+      },
+    )
+  }
+  const maxBlocks = maxBlocksPerRank(nranks)
+  const maxCountPerCall = maxBlocks * capElems
+  const n = Math.min(count, maxCountPerCall)
+  const target = TARGET_BYTES_PER_BLOCK[v.algorithm === 'twoshot-sentinel' ? 'twoshot-sentinel' : v.protocol]
+  let blocks = Math.max(Math.ceil((n * eb) / target), Math.ceil(n / capElems))
+  blocks = Math.min(maxBlocks, Math.max(1, blocks))
+  // Every channel's piece must fit its lanes (the kernels do not check; this is the guarantee).
+  while (pieceElems(n, blocks, alignElems) > capElems && blocks < maxBlocks) blocks++
+  return { blocksPerRank: blocks, threadsPerBlock: LLCOMM_THREADS, sharedBytes: 0, maxCountPerCall }
+}

@@ -1,0 +1,126 @@
+/**
+ * One rank's control words and its bounded waits. The epoch lives in the shared memory and only the rank itself
+ * advances it (no host-side counter ranks must agree on). Waits spin `spinIterations` times, then block in
+ * Atomics.wait on the rank's doorbell, so progress never depends on having a core per rank.
+ */
+import { LlcommError } from '../../errors.js'
+import { type ChannelLayout, CONTROL, controlIndex } from './layout.js'
+
+export interface WaitOptions {
+  spinIterations: number
+  timeoutMs: number
+}
+
+/** The largest epoch before wrapping back to 1; even, so that parity keeps alternating across the wrap. */
+const EPOCH_WRAP = 0xfffffffe
+
+export class RankControl {
+  readonly rank: number
+  readonly size: number
+  readonly layout: ChannelLayout
+  readonly i32: Int32Array
+  epoch: number
+  private readonly spinIterations: number
+  private readonly timeoutMs: number
+  private readonly dirtyPeers: Uint8Array
+  private anyDirty = false
+
+  constructor(sab: SharedArrayBuffer, layout: ChannelLayout, rank: number, wait: WaitOptions) {
+    this.rank = rank
+    this.size = layout.ranks
+    this.layout = layout
+    this.i32 = new Int32Array(sab)
+    this.spinIterations = wait.spinIterations
+    this.timeoutMs = wait.timeoutMs
+    this.dirtyPeers = new Uint8Array(layout.ranks)
+    this.epoch = Atomics.load(this.i32, controlIndex(rank, CONTROL.EPOCH)) >>> 0
+  }
+
+  /** Half of the double buffer used at the current epoch. */
+  get half(): number {
+    return this.epoch & 1
+  }
+
+  /**
+   * Next epoch. Stored with Atomics.store only for diagnostics (timeouts name the laggard): no peer relies on
+   * reading it, since every ordering between ranks goes through the flags, sentinels and counters themselves.
+   */
+  advanceEpoch(): number {
+    this.epoch = this.epoch >= EPOCH_WRAP ? 1 : this.epoch + 1
+    Atomics.store(this.i32, controlIndex(this.rank, CONTROL.EPOCH), this.epoch | 0)
+    return this.epoch
+  }
+
+  /** Back to epoch 0 (only with every rank idle: see RankProtocol.reset). */
+  resetEpoch(): void {
+    this.epoch = 0
+    Atomics.store(this.i32, controlIndex(this.rank, CONTROL.EPOCH), 0)
+  }
+
+  /** Remember that `peer`'s buffers were written, so its doorbell is rung before we block or return. */
+  markWritten(peer: number): void {
+    this.dirtyPeers[peer] = 1
+    this.anyDirty = true
+  }
+
+  /**
+   * Rings the doorbell of every peer written since the last ring: Atomics.add then Atomics.notify. The add is
+   * sequentially consistent and comes after our data stores in program order, so a waiter that sees the new
+   * doorbell value also sees the data (and one that read the old value is woken by the notify; see waitUntil).
+   */
+  ringDoorbells(): void {
+    if (!this.anyDirty) return
+    this.anyDirty = false
+    for (let p = 0; p < this.size; p++) {
+      if (this.dirtyPeers[p] === 0) continue
+      this.dirtyPeers[p] = 0
+      const bell = controlIndex(p, CONTROL.DOORBELL)
+      Atomics.add(this.i32, bell, 1)
+      Atomics.notify(this.i32, bell)
+    }
+  }
+
+  /**
+   * Slow path of every wait: returns once `ready()` holds, or throws TIMEOUT naming rank, peer and epoch.
+   * No lost wake-up: we read our doorbell value `bell`, then re-check `ready()`, then Atomics.wait(bell). A
+   * writer stores its data, then Atomics.add's our doorbell, then notifies. If its data store precedes our
+   * re-check we see the data; otherwise its add follows our doorbell read, so either Atomics.wait finds the
+   * value already changed and returns at once, or we are queued before its notify (wait and notify take the same
+   * waiter-list lock) and are woken. Our own pending doorbells are rung first: a peer may be waiting for us.
+   */
+  waitUntil(ready: () => boolean, peer: number, waitingFor: () => string): void {
+    this.ringDoorbells()
+    for (let i = 0; i < this.spinIterations; i++) if (ready()) return
+    const deadline = performance.now() + this.timeoutMs
+    const bellIndex = controlIndex(this.rank, CONTROL.DOORBELL)
+    for (;;) {
+      const bell = Atomics.load(this.i32, bellIndex)
+      if (ready()) return
+      const leftMs = deadline - performance.now()
+      if (leftMs <= 0) {
+        throw LlcommError.timeout({
+          rank: this.rank,
+          peer: peer >= 0 ? peer : this.laggardPeer(),
+          epoch: this.epoch,
+          waitingFor: waitingFor(),
+        })
+      }
+      Atomics.wait(this.i32, bellIndex, bell, leftMs)
+    }
+  }
+
+  /** The peer with the smallest epoch (the likeliest missing one), for waits that cannot name a single peer. */
+  laggardPeer(): number {
+    let best = -1
+    let bestEpoch = Number.POSITIVE_INFINITY
+    for (let p = 0; p < this.size; p++) {
+      if (p === this.rank) continue
+      const e = Atomics.load(this.i32, controlIndex(p, CONTROL.EPOCH)) >>> 0
+      if (e < bestEpoch) {
+        bestEpoch = e
+        best = p
+      }
+    }
+    return best
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Epoch barrier on the shared memory (for the `oneshot-barrier` baseline): each rank counts its own arrivals in
+ * its control block and waits until every peer's count has caught up. Counts only grow, so there is no sense to
+ * reverse and no reset between barriers.
+ */
+import type { RankControl } from './control.js'
+import { CONTROL, controlIndex } from './layout.js'
+
+export class EpochBarrier {
+  private readonly control: RankControl
+  private readonly peers: number[]
+
+  constructor(control: RankControl) {
+    this.control = control
+    this.peers = []
+    for (let p = 0; p < control.size; p++) if (p !== control.rank) this.peers.push(p)
+  }
+
+  /**
+   * Arrive, then wait for all. Our Atomics.add is SC and follows our writes before the barrier in program order;
+   * a peer's SC load that sees our count therefore also sees those writes (and symmetrically for theirs).
+   */
+  arriveAndWait(): void {
+    const c = this.control
+    const i32 = c.i32
+    const arrived = Atomics.add(i32, controlIndex(c.rank, CONTROL.BARRIER_ARRIVALS), 1) + 1
+    for (const p of this.peers) c.markWritten(p)
+    c.ringDoorbells()
+    for (const p of this.peers) {
+      const index = controlIndex(p, CONTROL.BARRIER_ARRIVALS)
+      if (Atomics.load(i32, index) - arrived >= 0) continue
+      c.waitUntil(
+        () => Atomics.load(i32, index) - arrived >= 0,
+        p,
+        () => `barrier ${arrived}`,
+      )
+    }
+  }
+
+  reset(): void {
+    Atomics.store(this.control.i32, controlIndex(this.control.rank, CONTROL.BARRIER_ARRIVALS), 0)
+  }
+}

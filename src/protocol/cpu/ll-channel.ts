@@ -1,0 +1,79 @@
+/**
+ * The thread-level LL-buffer API of SPEC §2, shared by the LL8 and sentinel buffers (same names as the CUDA
+ * device API). Values are 32-bit words: one f32, or two f16/bf16 lanes. Slot `s` from peer `p` is slot s of the
+ * receiver's region for p, in the half of the double buffer selected by the current epoch's parity.
+ *
+ * Contract (what the caller guarantees): a sender writes slot s of half h into peer p at epoch e only after it
+ * has seen evidence that p finished reading that slot at its previous use of half h (epoch e-2); every
+ * algorithm states that evidence beside its sends. Every rank advances its epoch once per chunk, in the same
+ * sequence of calls as every other rank. Every algorithm here also keeps the completion invariant: a rank
+ * completes a chunk only after every rank has started it (each chunk's data flow reaches every rank), so finishing
+ * epoch e-1 proves every rank finished e-2, whichever algorithms ran then (docs/protocols.md).
+ */
+import type { DtypeCodec } from '../../dtype/codec.js'
+
+export interface LlChannel {
+  /** Write `word` into slot `slot` of `peer`'s buffer (our region there), tagged for the current epoch. */
+  send(peer: number, slot: number, word: number): void
+  /** Wait (bounded) for slot `slot` from `peer` at the current epoch and return its word. */
+  recv(peer: number, slot: number): number
+  /** recv from each of `peers` in the given (fixed) order and reduce lane-wise in f32; returns the rounded word. */
+  recvReduce(peers: readonly number[], slot: number): number
+  /** send the same word to every peer in `peers`. */
+  bcast(peers: readonly number[], slot: number, word: number): void
+  /** Ring the doorbells of peers written since the last flush (done automatically before any blocking wait). */
+  flush(): void
+  /** Re-initialize this rank's whole receive region (only with every rank idle). */
+  reset(): void
+  /** Re-initialize slots [first, first+count) of every peer region in both halves (only with every rank idle). */
+  resetRange(first: number, count: number): void
+  /** Next epoch (one epoch word per rank, shared by all of its buffers). */
+  advanceEpoch(): number
+  /** The dtype whose lanes recvReduce and the sentinel canonicalization use. */
+  codec: DtypeCodec
+}
+
+/** Lane-wise f32 reduction of words in a fixed order; shared by both buffers' recvReduce. */
+export class LaneAccumulator {
+  private lo = 0
+  private hi = 0
+  private first = true
+  constructor(readonly codec: DtypeCodec) {}
+
+  add(word: number): void {
+    const c = this.codec
+    if (c.lanesPerWord === 1) {
+      const x = c.decodeLane(word)
+      this.lo = this.first ? x : Math.fround(this.lo + x)
+    } else {
+      const a = c.decodeLane(word & 0xffff)
+      const b = c.decodeLane(word >>> 16)
+      if (this.first) {
+        this.lo = a
+        this.hi = b
+      } else {
+        this.lo = Math.fround(this.lo + a)
+        this.hi = Math.fround(this.hi + b)
+      }
+    }
+    this.first = false
+  }
+
+  /** Start over (a recv that threw TIMEOUT may have left a partial sum behind). */
+  clear(): void {
+    this.first = true
+    this.lo = 0
+    this.hi = 0
+  }
+
+  /** The rounded word (canonical NaN), and a fresh accumulator. */
+  take(): number {
+    const c = this.codec
+    const w =
+      c.lanesPerWord === 1 ? c.encodeLane(this.lo) : ((c.encodeLane(this.hi) << 16) | c.encodeLane(this.lo)) >>> 0
+    this.first = true
+    this.lo = 0
+    this.hi = 0
+    return w
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * LL8: 4 B data + 4 B flag in one aligned 64-bit Atomics.store on a BigUint64Array (single-copy atomic: a reader
+ * sees the whole packet or none of it). The flag is the sender's epoch, so a stale packet from epoch e-2 in the
+ * same half never matches and the buffer never needs resetting between calls. Payload efficiency is 50%.
+ */
+import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
+import type { RankControl } from './control.js'
+import { regionBase } from './layout.js'
+import { LaneAccumulator, type LlChannel } from './ll-channel.js'
+
+const TWO_POW_32 = 1n << 32n
+
+/** Deliberately broken variants, only for the test that proves the checks are load-bearing. */
+export interface Ll8TestFaults {
+  /** Accept any non-zero flag instead of exactly the current epoch. */
+  ignoreEpochInFlag?: boolean
+}
+
+export class Ll8Buffer implements LlChannel {
+  codec: DtypeCodec = DTYPE_CODECS.f32
+  private readonly u64: BigUint64Array
+  private readonly control: RankControl
+  private readonly slotsPerPeer: number
+  private readonly halfStride: number
+  private readonly regionIndex: number[]
+  private cachedEpoch = -1
+  private flagLow = 0n
+  private flagHigh = 0n
+  private acc: LaneAccumulator
+  private readonly faults: Ll8TestFaults
+
+  constructor(sab: SharedArrayBuffer, control: RankControl, faults: Ll8TestFaults = {}) {
+    const layout = control.layout
+    this.u64 = new BigUint64Array(sab)
+    this.control = control
+    this.slotsPerPeer = layout.slotsPerPeer
+    this.halfStride = layout.ranks * layout.slotsPerPeer
+    this.regionIndex = []
+    for (let r = 0; r < layout.ranks; r++) this.regionIndex.push((regionBase(layout, r) + layout.ll8Offset) / 8)
+    this.acc = new LaneAccumulator(DTYPE_CODECS.f32)
+    this.faults = faults
+  }
+
+  private refreshEpoch(): void {
+    const e = this.control.epoch
+    this.cachedEpoch = e
+    this.flagLow = BigInt(e) << 32n
+    this.flagHigh = this.flagLow + TWO_POW_32
+  }
+
+  private index(owner: number, from: number, slot: number): number {
+    return this.regionIndex[owner] + (this.control.epoch & 1) * this.halfStride + from * this.slotsPerPeer + slot
+  }
+
+  send(peer: number, slot: number, word: number): void {
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    // One 64-bit SC store: data and flag become visible together (no separate flag store to order).
+    Atomics.store(this.u64, this.index(peer, this.control.rank, slot), this.flagLow | BigInt(word >>> 0))
+    this.control.markWritten(peer)
+  }
+
+  bcast(peers: readonly number[], slot: number, word: number): void {
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    const packet = this.flagLow | BigInt(word >>> 0) // built once, stored to every peer (one SC store each)
+    for (let i = 0; i < peers.length; i++) {
+      Atomics.store(this.u64, this.index(peers[i], this.control.rank, slot), packet)
+      this.control.markWritten(peers[i])
+    }
+  }
+
+  private isCurrent(packet: bigint): boolean {
+    if (this.faults.ignoreEpochInFlag) return packet >= TWO_POW_32
+    return packet >= this.flagLow && packet < this.flagHigh
+  }
+
+  recv(peer: number, slot: number): number {
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    const index = this.index(this.control.rank, peer, slot)
+    let packet = Atomics.load(this.u64, index)
+    if (!this.isCurrent(packet)) {
+      // The flag must equal our epoch exactly: data and flag arrive in one store, so a matching flag proves the
+      // data word is this epoch's. Nothing to re-arm: the next use of this half carries epoch+2.
+      this.control.waitUntil(
+        () => {
+          packet = Atomics.load(this.u64, index)
+          return this.isCurrent(packet)
+        },
+        peer,
+        () => `ll8 recv slot ${slot} (flag ${packet >> 32n})`,
+      )
+    }
+    return Number(packet & 0xffffffffn)
+  }
+
+  recvReduce(peers: readonly number[], slot: number): number {
+    const acc = this.accumulator()
+    acc.clear()
+    for (let i = 0; i < peers.length; i++) acc.add(this.recv(peers[i], slot))
+    return acc.take()
+  }
+
+  private accumulator(): LaneAccumulator {
+    if (this.acc.codec !== this.codec) this.acc = new LaneAccumulator(this.codec)
+    return this.acc
+  }
+
+  flush(): void {
+    this.control.ringDoorbells()
+  }
+
+  reset(): void {
+    const first = this.regionIndex[this.control.rank]
+    this.u64.fill(0n, first, first + 2 * this.halfStride)
+    this.cachedEpoch = -1
+  }
+
+  resetRange(first: number, count: number): void {
+    const base = this.regionIndex[this.control.rank]
+    for (let h = 0; h < 2; h++) {
+      for (let p = 0; p < this.control.size; p++) {
+        const start = base + h * this.halfStride + p * this.slotsPerPeer + first
+        this.u64.fill(0n, start, start + count)
+      }
+    }
+  }
+
+  advanceEpoch(): number {
+    return this.control.advanceEpoch()
+  }
+}

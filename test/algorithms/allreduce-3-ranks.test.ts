@@ -1,0 +1,4 @@
+// Every algorithm x dtype x length at 3 ranks (see grid.ts for the checks and the tolerance).
+import { allReduceGrid } from './grid.js'
+
+allReduceGrid(3)

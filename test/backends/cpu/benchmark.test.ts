@@ -1,0 +1,35 @@
+// benchmark(): timings come from inside the ranks (per iteration: collective time from the last arrival, and the
+// skew wait apart), inputs are checked in the ranks, and auto reports what it ran.
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import { type CpuCommunicator, createCpuCommunicator } from '../../../src/backends/cpu/communicator.js'
+
+let comm: CpuCommunicator
+before(async () => {
+  comm = await createCpuCommunicator({ backend: 'cpu', ranks: 3 })
+})
+after(async () => {
+  await comm.close()
+})
+
+test('one time and one skew wait per measured iteration, non-negative, zero wrong', async () => {
+  const r = await comm.benchmark({ algorithm: 'twoshot-sentinel', dtype: 'f32', count: 2000, iters: 25, warmup: 5 })
+  assert.equal(r.algorithm, 'twoshot-sentinel')
+  assert.equal(r.timesUs.length, 25)
+  assert.equal(r.skewWaitUs.length, 25)
+  assert.ok(r.timesUs.every((t) => Number.isFinite(t) && t > 0))
+  assert.ok(r.skewWaitUs.every((t) => Number.isFinite(t) && t >= 0))
+  assert.equal(r.wrong, 0)
+})
+
+test('a skew of a few milliseconds shows up as skew wait, not as collective time', async () => {
+  const r = await comm.benchmark({ algorithm: 'oneshot-ll', dtype: 'bf16', count: 8, iters: 30, skewUs: 4000 })
+  const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1]
+  assert.ok(median(r.skewWaitUs) > 500, `median skew wait ${median(r.skewWaitUs)} us`)
+  assert.equal(r.wrong, 0)
+})
+
+test('auto resolves through the tuning table', async () => {
+  const r = await comm.benchmark({ algorithm: 'auto', dtype: 'f16', count: 16, iters: 3 })
+  assert.equal(r.algorithm, 'oneshot-ll')
+})

@@ -1,0 +1,71 @@
+// A user's worker for the per-rank view tests: attaches its rank, runs a plan of steps, posts what happened.
+import { parentPort, workerData } from 'node:worker_threads'
+import type { AlgorithmName, Dtype, TensorArray } from '../../../src/api/types.js'
+import { benchmarkDelayUs, busyWaitUs } from '../../../src/backends/cpu/benchmark-data.js'
+import { attachCpuRank, type CpuRankHandle } from '../../../src/backends/cpu/rank-view.js'
+import { LlcommError } from '../../../src/errors.js'
+import { adversarialInput } from '../../support/adversarial.js'
+
+export type Step =
+  | {
+      kind: 'allreduce'
+      algorithm: AlgorithmName | 'auto'
+      dtype: Dtype
+      count: number
+      seed: number
+      skipRank?: number
+      /** Each rank busy-waits a random 0..jitterUs (seeded by step and rank) before the call. */
+      jitterUs?: number
+    }
+  /** Every rank arrives at a test barrier, resets its rank, arrives again (recovery after a TIMEOUT). */
+  | { kind: 'reset' }
+
+export interface StepResult {
+  output?: TensorArray
+  algorithm?: string
+  error?: { code: string; details: Record<string, unknown> }
+}
+
+const { handle, steps, barrier } = workerData as { handle: CpuRankHandle; steps: Step[]; barrier: SharedArrayBuffer }
+const counter = new Int32Array(barrier)
+let arrivals = 0
+function testBarrier(): void {
+  arrivals++
+  Atomics.add(counter, 0, 1)
+  Atomics.notify(counter, 0)
+  const target = arrivals * handle.ranks
+  const deadline = Date.now() + 30_000
+  for (let seen = Atomics.load(counter, 0); seen < target; seen = Atomics.load(counter, 0)) {
+    if (Date.now() > deadline) throw new Error('test barrier timed out')
+    Atomics.wait(counter, 0, seen, 100)
+  }
+}
+
+const rank = attachCpuRank(handle)
+const results: StepResult[] = []
+for (const step of steps) {
+  if (step.kind === 'reset') {
+    testBarrier()
+    rank.reset()
+    testBarrier()
+    results.push({})
+    continue
+  }
+  if (step.skipRank === rank.rank) {
+    results.push({})
+    continue
+  }
+  if (step.jitterUs) busyWaitUs(benchmarkDelayUs(step.jitterUs, step.seed, 0, rank.rank))
+  try {
+    const output = rank.allReduce(adversarialInput(step.dtype, step.count, step.seed, rank.rank), {
+      algorithm: step.algorithm,
+      dtype: step.dtype,
+    })
+    results.push({ output, algorithm: output.info.algorithm })
+  } catch (e) {
+    if (!(e instanceof LlcommError)) throw e
+    results.push({ error: { code: e.code, details: e.details } })
+  }
+}
+rank.detach()
+parentPort?.postMessage(results)

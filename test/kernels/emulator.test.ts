@@ -1,0 +1,200 @@
+/**
+ * Runs the all-reduce kernels' device code on host threads (test/kernels/emulator/: every grid thread a std::thread,
+ * every ptx.cuh access a std::atomic_ref access) through sequences of calls on shared buffers, with launch shapes
+ * and buffer layouts from kernel-table.ts. Checks exact results (the data are exactly representable), bitwise
+ * identical outputs on all ranks, in-place calls, NaN in → NaN out for user values equal to the sentinel, the
+ * buffer invariants between calls (sentinel region re-armed, LL128 lines zero), channel epochs, guard bytes, and
+ * that a missing rank ends every launch with a TIMEOUT naming rank, peer and epoch instead of a hang.
+ * It tests the logic, not the GPU memory model (the host is x86-TSO) and not NVLink.
+ */
+
+import assert from 'node:assert/strict'
+import { execFile, execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import type { Dtype } from '../../src/api/types.js'
+import {
+  deviceBufferLayout,
+  KERNEL_VARIANTS,
+  type KernelVariant,
+  kernelsDirectory,
+  launchShape,
+} from '../../src/backends/cuda/kernel-table.js'
+import { SKIP_NVCC } from './toolchain.js'
+
+const THREADS_PER_BLOCK = 32 // the kernels stride by blockDim; one warp keeps the emulated grid small
+const WAIT_TIMEOUT_MS = 60_000 // generous: 2 cores serve every emulated thread; a real deadlock still ends here
+const CONCURRENCY = 2
+
+interface EmuResult {
+  ok: boolean
+  mismatches: number
+  firstMismatch: string
+  crossRankDiffs: number
+  nanChecked: number
+  sentinelBytesNotArmed: number
+  ll128BytesNotZero: number
+  badEpochs: number
+  guardsBroken: number
+  error: { code: number; rank: number; peer: number; epoch: number; what: number; slot: number; channel: number }
+  seconds: number
+}
+
+let work = ''
+let exe = ''
+
+function findGxx(): string | undefined {
+  for (const c of ['g++', 'c++', 'clang++']) {
+    try {
+      execFileSync(c, ['--version'], { stdio: 'ignore' })
+      return c
+    } catch {
+      // try the next one
+    }
+  }
+  return undefined
+}
+
+before(() => {
+  const cxx = findGxx()
+  if (!cxx) {
+    if (SKIP_NVCC) return
+    throw new Error('the kernel emulation test needs a C++20 host compiler (g++ >= 12 or clang++ with _Float16)')
+  }
+  work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
+  exe = join(work, 'emulator')
+  const root = join(kernelsDirectory(), '..')
+  execFileSync(
+    cxx,
+    [
+      '-std=c++20',
+      '-O1',
+      '-pthread',
+      '-I',
+      kernelsDirectory(),
+      '-I',
+      join(root, 'test/kernels/emulator'),
+      join(root, 'test/kernels/emulator/emulator.cpp'),
+      '-o',
+      exe,
+    ],
+    { stdio: 'pipe' },
+  )
+})
+after(() => {
+  if (work) rmSync(work, { recursive: true, force: true })
+})
+
+interface Case {
+  v: KernelVariant
+  nranks: number
+  bufferBytes: number
+  /** Element counts per call ('max' = launchShape's maxCountPerCall); suffix ':inplace' for input == output. */
+  calls: string[]
+  absentRank?: number
+  timeoutMs?: number
+}
+
+function argsOf(c: Case): string[] {
+  const L = deviceBufferLayout(c.nranks, c.bufferBytes)
+  const max = launchShape(c.v, c.nranks, 1, c.bufferBytes).maxCountPerCall
+  const calls = c.calls.map((s) => {
+    const [countText, mode] = s.split(':')
+    // The host chunks at maxCountPerCall; the emulator runs single launches, so counts above it are clamped.
+    const count = countText === 'max' ? max : Math.min(max, Number(countText))
+    const { blocksPerRank } = launchShape(c.v, c.nranks, count, c.bufferBytes)
+    return `${count}:${blocksPerRank}${mode ? `:${mode}` : ''}`
+  })
+  return [
+    c.v.kernelName,
+    String(c.nranks),
+    String(THREADS_PER_BLOCK),
+    String(c.timeoutMs ?? WAIT_TIMEOUT_MS),
+    String(c.absentRank ?? -1),
+    String(L.recvBufBytes),
+    ...[L.ll, L.sentinel, L.ll128, L.plain].flatMap((r) => [String(r.offset), String(r.channelHalfBytes)]),
+    ...calls,
+  ]
+}
+
+function runCase(c: Case): Promise<EmuResult> {
+  return new Promise((resolve, reject) => {
+    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
+      resolve(JSON.parse(stdout) as EmuResult)
+    })
+  })
+}
+
+async function runAll(cases: Case[]): Promise<{ c: Case; r: EmuResult }[]> {
+  const out: { c: Case; r: EmuResult }[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < cases.length) {
+        const c = cases[next++]
+        out.push({ c, r: await runCase(c) })
+      }
+    }),
+  )
+  return out
+}
+
+const label = (c: Case) =>
+  `${c.v.kernelName} nranks=${c.nranks} bufferBytes=${c.bufferBytes} calls=${c.calls.join(',')}`
+const oneDtypeEach = (dtype: (i: number) => Dtype) =>
+  [...new Set(KERNEL_VARIANTS.map((v) => `${v.algorithm}/${v.protocol}`))].map((key, i) => {
+    const v = KERNEL_VARIANTS.find((x) => `${x.algorithm}/${x.protocol}` === key && x.dtype === dtype(i))
+    assert.ok(v, key)
+    return v
+  })
+
+test('every kernel: exact, identical on all ranks, invariants kept across a sequence of calls', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: Case[] = []
+  for (const v of KERNEL_VARIANTS)
+    cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['max', '1', '37:inplace', '5', 'max', '100'] })
+  // Other rank counts and buffer sizes, once per algorithm and protocol, rotating dtypes.
+  for (const v of oneDtypeEach((i) => (['f32', 'bf16', 'f16'] as const)[i % 3])) {
+    cases.push({ v, nranks: 2, bufferBytes: 40000, calls: ['max', '3', 'max:inplace'] })
+    cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['1000', '8', '333:inplace'] })
+  }
+  for (const v of oneDtypeEach((i) => (['bf16', 'f16', 'f32'] as const)[i % 3]))
+    cases.push({ v, nranks: 5, bufferBytes: 65536, calls: ['4099', '2'] })
+  const started = Date.now()
+  const results = await runAll(cases)
+  t.diagnostic(`${cases.length} emulated runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.ok(r.nanChecked > 0, `${label(c)}: the sentinel-as-data probe did not run`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed after the calls`)
+    assert.equal(r.ll128BytesNotZero, 0, `${label(c)}: LL128 lines left non-zero after the calls`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
+test('a rank that never arrives: every launch ends, with a TIMEOUT that names a waiting rank, its peer and the epoch', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: Case[] = oneDtypeEach((i) => (['bf16', 'f32'] as const)[i % 2]).map((v) => ({
+    v,
+    nranks: 3,
+    bufferBytes: 16384,
+    calls: ['max'],
+    absentRank: 1,
+    timeoutMs: 300,
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)
+    assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)
+    assert.equal(r.error.epoch, 1, `${label(c)}: epoch of the first call`)
+    assert.ok(r.error.what >= 1 && r.error.what <= 5, `${label(c)}: wait kind ${r.error.what}`)
+    if (c.v.algorithm !== 'twoshot-atomic' && c.v.algorithm !== 'ring')
+      assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
+  }
+})

@@ -1,0 +1,145 @@
+// Host emulation of the device environment the all-reduce kernels use, so their logic (lanes, parts, tails,
+// epochs and halves, re-arming, counters, ring steps, timeouts) runs on host threads in CI without a GPU.
+// Every thread of the grid is a std::thread; __syncthreads/__syncwarp are std::barriers; every access the kernels
+// make through llcomm/ptx.cuh is a std::atomic_ref access with the same (or stronger) ordering. What this cannot
+// show: GPU memory-model behaviour (x86 is TSO), NVLink atomicity, performance.
+#pragma once
+#define LLCOMM_HOST_EMULATION 1
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __grid_constant__
+
+struct EmuDim {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local EmuDim threadIdx, blockIdx;
+inline EmuDim blockDim, gridDim; // one launch at a time
+inline thread_local std::barrier<>* emuBlockBarrier = nullptr;
+inline thread_local std::barrier<>* emuWarpBarrier = nullptr;
+inline void __syncthreads() { emuBlockBarrier->arrive_and_wait(); }
+inline void __syncwarp() { emuWarpBarrier->arrive_and_wait(); }
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float __fadd_rn(float a, float b) {
+  volatile float r = a + b;
+  return r;
+}
+inline int __ffs(unsigned x) { return __builtin_ffs(static_cast<int>(x)); }
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return std::atomic_ref<unsigned long long>(*p).fetch_add(v);
+}
+
+#include "llcomm/types.cuh"
+
+template <class T>
+std::atomic_ref<T> emuRef(const void* p) {
+  return std::atomic_ref<T>(*const_cast<T*>(static_cast<const T*>(p)));
+}
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+inline llc_u64 llcGlobalTimerNs() { return static_cast<llc_u64>(clock64()); }
+inline void llcSpinPause() { std::this_thread::yield(); }
+inline llc_u32 llcLoadRelaxedSys(const llc_u32* p) { return emuRef<llc_u32>(p).load(kRelaxed); }
+inline llc_u32 llcLoadAcquireSys(const llc_u32* p) { return emuRef<llc_u32>(p).load(std::memory_order_acquire); }
+inline void llcStoreRelaxedSys(llc_u32* p, llc_u32 v) { emuRef<llc_u32>(p).store(v, kRelaxed); }
+inline void llcStoreReleaseSys(llc_u32* p, llc_u32 v) { emuRef<llc_u32>(p).store(v, std::memory_order_release); }
+inline llc_u32 llcCasRelaxedSys(llc_u32* p, llc_u32 expected, llc_u32 desired) {
+  emuRef<llc_u32>(p).compare_exchange_strong(expected, desired, kRelaxed);
+  return expected;
+}
+inline void llcRedAddReleaseSys(llc_u32* p, llc_u32 v) { emuRef<llc_u32>(p).fetch_add(v, std::memory_order_release); }
+inline llc_u64 llcLoadRelaxedSys64(const llc_u64* p) { return emuRef<llc_u64>(p).load(kRelaxed); }
+inline void llcStoreRelaxedSys64(llc_u64* p, llc_u64 v) { emuRef<llc_u64>(p).store(v, kRelaxed); }
+// Vector accesses: one atomic access per element, exactly the PTX model's guarantee (and no more).
+inline void llcLoadRelaxedSysV2u64(const void* p, llc_u64& a, llc_u64& b) {
+  a = emuRef<llc_u64>(p).load(kRelaxed);
+  b = emuRef<llc_u64>(static_cast<const char*>(p) + 8).load(kRelaxed);
+}
+inline void llcStoreRelaxedSysV2u64(void* p, llc_u64 a, llc_u64 b) {
+  emuRef<llc_u64>(p).store(a, kRelaxed);
+  emuRef<llc_u64>(static_cast<char*>(p) + 8).store(b, kRelaxed);
+}
+inline LlcWords4 llcLoadRelaxedSysV4(const void* p) {
+  LlcWords4 v;
+  for (int i = 0; i < 4; ++i) v.w[i] = emuRef<llc_u32>(static_cast<const char*>(p) + 4 * i).load(kRelaxed);
+  return v;
+}
+inline void llcStoreRelaxedSysV4(void* p, const LlcWords4& v) {
+  for (int i = 0; i < 4; ++i) emuRef<llc_u32>(static_cast<char*>(p) + 4 * i).store(v.w[i], kRelaxed);
+}
+// "Weak" accesses are emulated as relaxed atomics too (stronger than needed, never weaker).
+inline LlcWords4 llcLoadWeakV4(const void* p) { return llcLoadRelaxedSysV4(p); }
+inline void llcStoreWeakV4(void* p, const LlcWords4& v) { llcStoreRelaxedSysV4(p, v); }
+inline void llcLoadWeak2(const void* p, llc_u32* w) {
+  for (int i = 0; i < 2; ++i) w[i] = emuRef<llc_u32>(static_cast<const char*>(p) + 4 * i).load(kRelaxed);
+}
+inline void llcLoadWeak1(const void* p, llc_u32* w) { w[0] = emuRef<llc_u32>(p).load(kRelaxed); }
+inline void llcStoreWeak2(void* p, const llc_u32* w) {
+  for (int i = 0; i < 2; ++i) emuRef<llc_u32>(static_cast<char*>(p) + 4 * i).store(w[i], kRelaxed);
+}
+inline void llcStoreWeak1(void* p, const llc_u32* w) { emuRef<llc_u32>(p).store(w[0], kRelaxed); }
+inline float llcF32FromF16(llc_u16 h) {
+  _Float16 x;
+  std::memcpy(&x, &h, 2);
+  return static_cast<float>(x);
+}
+inline llc_u16 llcF16FromF32Rn(float f) {
+  const _Float16 x = static_cast<_Float16>(f);
+  llc_u16 h;
+  std::memcpy(&h, &x, 2);
+  return h;
+}
+inline llc_u16 llcBf16FromF32Rn(float f) {
+  const llc_u32 u = __float_as_uint(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFF; // NaN: the canonical bf16 NaN, as cvt.rn.bf16.f32 gives
+  return static_cast<llc_u16>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+inline void emuRedAdd(llc_u32* p, llc_u32 (*combine)(llc_u32, llc_u32), llc_u32 v) {
+  auto r = emuRef<llc_u32>(p);
+  llc_u32 old = r.load(kRelaxed);
+  while (!r.compare_exchange_weak(old, combine(old, v), kRelaxed)) {
+  }
+}
+inline llc_u32 emuAddF32(llc_u32 a, llc_u32 b) { return __float_as_uint(__uint_as_float(a) + __uint_as_float(b)); }
+template <int F16>
+inline llc_u32 emuAddHalf2(llc_u32 a, llc_u32 b) {
+  llc_u32 out = 0;
+  for (int i = 0; i < 2; ++i) {
+    const llc_u16 x = static_cast<llc_u16>(a >> (16 * i)), y = static_cast<llc_u16>(b >> (16 * i));
+    float fx, fy;
+    if (F16) {
+      fx = llcF32FromF16(x);
+      fy = llcF32FromF16(y);
+    } else {
+      fx = __uint_as_float(static_cast<llc_u32>(x) << 16);
+      fy = __uint_as_float(static_cast<llc_u32>(y) << 16);
+    }
+    const llc_u16 s = F16 ? llcF16FromF32Rn(fx + fy) : llcBf16FromF32Rn(fx + fy);
+    out |= static_cast<llc_u32>(s) << (16 * i);
+  }
+  return out;
+}
+inline void llcRedAddRelaxedSysF32(llc_u32* p, llc_u32 bits) { emuRedAdd(p, emuAddF32, bits); }
+inline void llcRedAddRelaxedSysBf16x2(llc_u32* p, llc_u32 packed) { emuRedAdd(p, emuAddHalf2<0>, packed); }
+inline void llcRedAddRelaxedSysF16x2(llc_u32* p, llc_u32 packed) { emuRedAdd(p, emuAddHalf2<1>, packed); }
+inline void llcFenceAcqRelSys() { std::atomic_thread_fence(std::memory_order_acq_rel); }
+inline void llcWaitForPriorGrid() {} // launches are sequential in the emulation

@@ -1,0 +1,300 @@
+// Runs one all-reduce kernel of the instantiation table on emulated ranks (host threads), for a sequence of calls
+// on the same buffers, and checks: every launched rank's output against a float64 reference (the test data are
+// exactly representable so every algorithm must be exact), bitwise identity across ranks, the buffer invariants
+// between calls (sentinel region fully re-armed, LL128 lines zero), the channel epochs, guard bytes after every
+// buffer, and, with an absent rank, that the launch ends with a TIMEOUT in the error word instead of hanging.
+//
+// usage: emulator KERNEL NRANKS THREADS TIMEOUT_MS ABSENT_RANK RECV_BYTES LL_OFF LL_HALF S_OFF S_HALF L128_OFF
+//                 L128_HALF P_OFF P_HALF CALL...      where CALL = COUNT:BLOCKS[:inplace]
+// prints one JSON object.
+#include "emu.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "allreduce/oneshot_ll.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#include "allreduce/oneshot_sentinel.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#include "allreduce/twoshot_sentinel.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#include "allreduce/twoshot_atomic.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#include "allreduce/oneshot_barrier.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#include "allreduce/ring.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+
+// Every member of the LL buffer handle, used by a kernel or not (reset, resetRange), must compile.
+template struct LlBuffer<LlcLL16>;
+template struct LlBuffer<LlcLL8>;
+template struct LlBuffer<LlcSentinel<LLCOMM_DTYPE_F32>>;
+template struct LlBuffer<LlcSentinel<LLCOMM_DTYPE_BF16>>;
+template struct LlcAtomicLines<LLCOMM_DTYPE_F16>;
+
+using KernelFn = void (*)(const LlcommAllReduceParams);
+struct KernelEntry {
+  const char* name;
+  KernelFn fn;
+};
+// The registry comes from the same table the kernels were generated from.
+#define LLCOMM_REGISTER(algorithm, protocol, dtype, op) \
+  {"llcomm_" #algorithm "_" #protocol "_" #dtype "_" #op, &LLCOMM_KERNEL_NAME(algorithm, protocol, dtype, op)},
+#define LLCOMM_VARIANT_oneshot_ll(p, d, o) LLCOMM_REGISTER(oneshot_ll, p, d, o)
+#define LLCOMM_VARIANT_oneshot_sentinel(p, d, o) LLCOMM_REGISTER(oneshot_sentinel, p, d, o)
+#define LLCOMM_VARIANT_twoshot_sentinel(p, d, o) LLCOMM_REGISTER(twoshot_sentinel, p, d, o)
+#define LLCOMM_VARIANT_twoshot_atomic(p, d, o) LLCOMM_REGISTER(twoshot_atomic, p, d, o)
+#define LLCOMM_VARIANT_oneshot_barrier(p, d, o) LLCOMM_REGISTER(oneshot_barrier, p, d, o)
+#define LLCOMM_VARIANT_ring(p, d, o) LLCOMM_REGISTER(ring, p, d, o)
+static const KernelEntry kKernels[] = {
+#include "instantiations.def"
+};
+
+static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid, unsigned block) {
+  blockDim.x = block;
+  gridDim.x = grid;
+  const unsigned warpsPerBlock = (block + 31) / 32;
+  std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
+  for (unsigned b = 0; b < grid; ++b) {
+    blockBarriers.push_back(std::make_unique<std::barrier<>>(block));
+    for (unsigned w = 0; w < warpsPerBlock; ++w)
+      warpBarriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, block - 32 * w)));
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(grid) * block);
+  for (unsigned b = 0; b < grid; ++b)
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([&, b, t] {
+        threadIdx.x = t;
+        blockIdx.x = b;
+        emuBlockBarrier = blockBarriers[b].get();
+        emuWarpBarrier = warpBarriers[b * warpsPerBlock + t / 32].get();
+        fn(p);
+      });
+  for (auto& th : threads) th.join();
+}
+
+static constexpr size_t kGuard = 256;
+static constexpr unsigned char kGuardByte = 0xA5;
+
+struct Buffer {
+  std::vector<unsigned char> bytes; // [pad to 128][data][guard]
+  size_t size;
+  size_t lead;
+  explicit Buffer(size_t n, unsigned char fill) : bytes(n + 128 + kGuard, kGuardByte), size(n) {
+    lead = (128 - reinterpret_cast<uintptr_t>(bytes.data()) % 128) % 128;
+    std::memset(data(), fill, n);
+  }
+  unsigned char* data() { return bytes.data() + lead; }
+  bool guardIntact() const {
+    for (size_t i = 0; i < kGuard; ++i)
+      if (bytes[lead + size + i] != kGuardByte) return false;
+    return true;
+  }
+};
+
+static double toDouble(int dt, llc_u32 bits) {
+  if (dt == LLCOMM_DTYPE_F32) return __uint_as_float(bits);
+  if (dt == LLCOMM_DTYPE_F16) return llcF32FromF16(static_cast<llc_u16>(bits));
+  return __uint_as_float(bits << 16);
+}
+static llc_u32 fromDouble(int dt, double v) {
+  if (dt == LLCOMM_DTYPE_F32) return __float_as_uint(static_cast<float>(v));
+  if (dt == LLCOMM_DTYPE_F16) return llcF16FromF32Rn(static_cast<float>(v));
+  return llcBf16FromF32Rn(static_cast<float>(v));
+}
+
+int main(int argc, char** argv) {
+  if (argc < 16) {
+    std::fprintf(stderr, "usage: see emulator.cpp\n");
+    return 2;
+  }
+  const std::string name = argv[1];
+  const unsigned n = std::atoi(argv[2]), threads = std::atoi(argv[3]);
+  const double timeoutMs = std::atof(argv[4]);
+  const int absent = std::atoi(argv[5]);
+  const size_t recvBytes = std::strtoull(argv[6], nullptr, 10);
+  LlcommRegion regions[4];
+  for (int i = 0; i < 4; ++i) {
+    regions[i].offset = std::strtoull(argv[7 + 2 * i], nullptr, 10);
+    regions[i].channelHalfBytes = std::strtoull(argv[8 + 2 * i], nullptr, 10);
+  }
+  KernelFn fn = nullptr;
+  for (const auto& k : kKernels)
+    if (name == k.name) fn = k.fn;
+  if (!fn) {
+    std::fprintf(stderr, "unknown kernel %s\n", name.c_str());
+    return 2;
+  }
+  const int dt = name.find("_f32_") != std::string::npos ? LLCOMM_DTYPE_F32
+                 : name.find("_f16_") != std::string::npos ? LLCOMM_DTYPE_F16
+                                                           : LLCOMM_DTYPE_BF16;
+  const size_t eb = dt == LLCOMM_DTYPE_F32 ? 4 : 2;
+  const llc_u32 sentinelElem = dt == LLCOMM_DTYPE_F32 ? 0xFFFFFFFFu : 0xFFFFu;
+
+  std::vector<std::unique_ptr<Buffer>> recv, scratch;
+  for (unsigned r = 0; r < n; ++r) {
+    recv.push_back(std::make_unique<Buffer>(recvBytes, 0x5A)); // plain region: garbage, nothing may rely on it
+    unsigned char* b = recv.back()->data();
+    std::memset(b + regions[0].offset, 0, LLCOMM_MAX_CHANNELS * 2 * regions[0].channelHalfBytes);
+    std::memset(b + regions[1].offset, 0xFF, LLCOMM_MAX_CHANNELS * 2 * regions[1].channelHalfBytes);
+    std::memset(b + regions[2].offset, 0, LLCOMM_MAX_CHANNELS * 2 * regions[2].channelHalfBytes);
+    scratch.push_back(std::make_unique<Buffer>(LLCOMM_SCRATCH_BYTES, 0));
+  }
+  Buffer errorWord(sizeof(LlcommErrorWord), 0);
+
+  std::vector<unsigned> launchRanks;
+  for (unsigned r = 0; r < n; ++r)
+    if (static_cast<int>(r) != absent) launchRanks.push_back(r);
+
+  std::vector<unsigned> expectedEpoch(LLCOMM_MAX_CHANNELS, 0);
+  long mismatches = 0, crossRank = 0, nanChecked = 0;
+  std::string firstMismatch;
+  std::mt19937 rng(12345);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 15; c < argc; ++c) {
+    unsigned long long count = 0;
+    unsigned blocks = 0;
+    char mode[16] = {0};
+    std::sscanf(argv[c], "%llu:%u:%15s", &count, &blocks, mode);
+    const bool inplace = std::string(mode) == "inplace";
+    std::vector<std::unique_ptr<Buffer>> in, out;
+    std::vector<std::vector<llc_u32>> inBits(n, std::vector<llc_u32>(count));
+    for (unsigned r = 0; r < n; ++r) {
+      in.push_back(std::make_unique<Buffer>(count * eb, 0));
+      out.push_back(inplace ? nullptr : std::make_unique<Buffer>(count * eb, 0xCD));
+      for (unsigned long long i = 0; i < count; ++i) {
+        // k / 8 with |k| <= 8: every partial sum of up to 16 ranks is exact in bf16, f16 and f32.
+        llc_u32 bits = fromDouble(dt, (static_cast<int>(rng() % 17) - 8) / 8.0);
+        if (r == n - 1 && i % 97 == 13) bits = sentinelElem; // the sentinel pattern as user data: NaN in, NaN out
+        inBits[r][i] = bits;
+        std::memcpy(in[r]->data() + i * eb, &bits, eb);
+      }
+    }
+    LlcommAllReduceParams p;
+    std::memset(&p, 0, sizeof p);
+    for (unsigned r = 0; r < n; ++r) {
+      p.input[r] = reinterpret_cast<llc_u64>(in[r]->data());
+      p.output[r] = reinterpret_cast<llc_u64>(inplace ? in[r]->data() : out[r]->data());
+      p.recvBuf[r] = reinterpret_cast<llc_u64>(recv[r]->data());
+      p.scratch[r] = reinterpret_cast<llc_u64>(scratch[r]->data());
+    }
+    p.errorWord = reinterpret_cast<llc_u64>(errorWord.data());
+    p.count = count;
+    p.timeoutNs = static_cast<llc_u64>(timeoutMs * 1e6);
+    p.ll = regions[0];
+    p.sentinel = regions[1];
+    p.ll128 = regions[2];
+    p.plain = regions[3];
+    p.nranks = n;
+    p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
+    p.blocksPerRank = blocks;
+    for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
+    emuLaunch(fn, p, p.ranksInLaunch * blocks, threads);
+    if (absent >= 0) break; // a timeout run: one call, checked below
+    for (unsigned ch = 0; ch < blocks; ++ch) {
+      const unsigned long long per = ((count + blocks - 1) / blocks + (16 / eb) - 1) / (16 / eb) * (16 / eb);
+      if (per * ch < count) expectedEpoch[ch]++;
+    }
+    for (unsigned long long i = 0; i < count; ++i) {
+      double ref = 0;
+      bool nan = false;
+      for (unsigned r = 0; r < n; ++r) {
+        if (inBits[r][i] == sentinelElem) nan = true;
+        ref += toDouble(dt, inBits[r][i]);
+      }
+      llc_u32 first = 0;
+      for (size_t k = 0; k < launchRanks.size(); ++k) {
+        const unsigned r = launchRanks[k];
+        llc_u32 got = 0;
+        std::memcpy(&got, (inplace ? in[r] : out[r])->data() + i * eb, eb);
+        if (k == 0) first = got;
+        else if (got != first) crossRank++;
+        const double g = toDouble(dt, got);
+        const bool ok = nan ? std::isnan(g) : got == fromDouble(dt, ref);
+        if (nan) nanChecked++;
+        if (!ok) {
+          if (mismatches == 0) {
+            char buf[200];
+            std::snprintf(buf, sizeof buf, "call %d rank %u element %llu: got %g (0x%x) want %g", c - 15, r, i, g, got, ref);
+            firstMismatch = buf;
+          }
+          mismatches++;
+        }
+      }
+    }
+    for (unsigned r = 0; r < n; ++r)
+      if (!in[r]->guardIntact() || (out[r] && !out[r]->guardIntact())) {
+        std::printf("{\"ok\":false,\"reason\":\"input/output guard overwritten at call %d\"}\n", c - 15);
+        return 0;
+      }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  LlcommErrorWord ew;
+  std::memcpy(&ew, errorWord.data(), sizeof ew);
+  long notArmed = 0, notZero = 0, badEpochs = 0, guards = 0;
+  for (unsigned r = 0; r < n; ++r) {
+    const unsigned char* b = recv[r]->data();
+    for (size_t i = 0; i < LLCOMM_MAX_CHANNELS * 2 * regions[1].channelHalfBytes; ++i)
+      if (b[regions[1].offset + i] != 0xFF) notArmed++;
+    for (size_t i = 0; i < LLCOMM_MAX_CHANNELS * 2 * regions[2].channelHalfBytes; ++i)
+      if (b[regions[2].offset + i] != 0) notZero++;
+    if (!recv[r]->guardIntact() || !scratch[r]->guardIntact()) guards++;
+    if (absent < 0)
+      for (unsigned ch = 0; ch < LLCOMM_MAX_CHANNELS; ++ch) {
+        llc_u32 e;
+        std::memcpy(&e, scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * ch, 4);
+        if (e != expectedEpoch[ch]) badEpochs++;
+      }
+  }
+  std::printf(
+      "{\"ok\":%s,\"mismatches\":%ld,\"firstMismatch\":\"%s\",\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
+      "\"sentinelBytesNotArmed\":%ld,\"ll128BytesNotZero\":%ld,\"badEpochs\":%ld,\"guardsBroken\":%ld,"
+      "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u},\"seconds\":%.3f}\n",
+      mismatches == 0 && crossRank == 0 && notArmed == 0 && notZero == 0 && badEpochs == 0 && guards == 0 ? "true" : "false",
+      mismatches, firstMismatch.c_str(), crossRank, nanChecked, notArmed, notZero, badEpochs, guards, ew.code, ew.rank, ew.peer,
+      ew.epoch, ew.what, ew.slot, ew.channel, seconds);
+  return 0;
+}

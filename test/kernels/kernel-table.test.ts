@@ -1,0 +1,216 @@
+/** Unit tests of the kernel table: coverage, names, launch shapes and buffer layout invariants (no GPU, no nvcc). */
+
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { DTYPE_BYTES, DTYPES, type Dtype } from '../../src/api/types.js'
+import {
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_MAX_RANKS,
+  LLCOMM_SCRATCH_BYTES,
+  LLCOMM_SENTINEL_WORD,
+  LLCOMM_THREADS,
+} from '../../src/backends/cuda/abi.js'
+import {
+  channelCapacityBytes,
+  deviceBufferLayout,
+  KERNEL_VARIANTS,
+  kernelSources,
+  kernelsDirectory,
+  launchShape,
+  maxBlocksPerRank,
+  parseInstantiations,
+  pieceElems,
+  selectKernel,
+  TOOL_KERNELS,
+} from '../../src/backends/cuda/kernel-table.js'
+
+const KERNEL_ALGORITHMS = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+] as const
+const RANKS = [1, 2, 3, 4, 5, 7, 8, 16, 24, 32, 63, 64]
+const BUFFERS = [64 << 10, 1 << 20, 3_000_001, 8 << 20]
+
+test('every algorithm with kernels has a variant for every dtype and op sum; oneshot-ll has LL8 and LL16', () => {
+  for (const a of KERNEL_ALGORITHMS) {
+    for (const d of DTYPES) {
+      const vs = KERNEL_VARIANTS.filter((v) => v.algorithm === a && v.dtype === d && v.op === 'sum')
+      assert.ok(vs.length >= 1, `${a} ${d}`)
+      assert.equal(selectKernel(a, d, 'sum').algorithm, a)
+    }
+  }
+  for (const d of DTYPES) {
+    assert.equal(selectKernel('oneshot-ll', d, 'sum', 'll16').protocol, 'll16')
+    assert.equal(selectKernel('oneshot-ll', d, 'sum', 'll8').protocol, 'll8')
+    assert.equal(selectKernel('oneshot-ll', d, 'sum').protocol, 'll8', 'LL8 until the stress test clears LL16')
+  }
+  assert.equal(KERNEL_VARIANTS.length, 21)
+})
+
+test('kernel names are unique, follow llcomm_<algorithm>_<protocol>_<dtype>_<op>, and sources exist', () => {
+  const names = [...KERNEL_VARIANTS.map((v) => v.kernelName), ...TOOL_KERNELS.map((k) => k.kernelName)]
+  assert.equal(new Set(names).size, names.length)
+  for (const v of KERNEL_VARIANTS) {
+    assert.equal(v.kernelName, `llcomm_${v.algorithm.replace(/-/g, '_')}_${v.protocol}_${v.dtype}_${v.op}`)
+    assert.match(v.kernelName, /^[a-z0-9_]+$/)
+  }
+  const sources = new Set(kernelSources().map((s) => s.path))
+  for (const k of [...KERNEL_VARIANTS, ...TOOL_KERNELS]) assert.ok(sources.has(k.sourceFile), k.sourceFile)
+  for (const s of kernelSources()) assert.equal(s.name, s.path)
+  assert.ok(sources.has('llcomm/abi.cuh') && sources.has('instantiations.def'))
+})
+
+test('unsupported requests fail with typed errors', () => {
+  assert.throws(() => selectKernel('nccl', 'f32', 'sum'), { code: 'UNSUPPORTED_ALGORITHM' })
+  assert.throws(() => selectKernel('ring', 'f64' as Dtype, 'sum'), { code: 'UNSUPPORTED_DTYPE' })
+  // The LL protocol option concerns oneshot-ll only; other algorithms ignore it.
+  assert.equal(selectKernel('ring', 'f32', 'sum', 'll16').protocol, 'flags')
+  assert.throws(() => parseInstantiations('LLCOMM_VARIANT(oneshot_ll, ll32, f32, sum)'), { code: 'INVALID_ARGUMENT' })
+  assert.throws(() => launchShape(KERNEL_VARIANTS[0], 65, 10), { code: 'INVALID_ARGUMENT' })
+  assert.throws(() => launchShape(KERNEL_VARIANTS[0], 2, 0), { code: 'INVALID_ARGUMENT' })
+  assert.throws(() => deviceBufferLayout(2, 0), { code: 'INVALID_ARGUMENT' })
+})
+
+test('buffer layout: regions are disjoint, 128-byte aligned, inside the buffer; fills cover what needs a fill', () => {
+  for (const n of RANKS) {
+    for (const b of BUFFERS) {
+      const L = deviceBufferLayout(n, b)
+      assert.equal(L.channels, LLCOMM_MAX_CHANNELS)
+      assert.equal(L.scratchBytes, LLCOMM_SCRATCH_BYTES)
+      const regions = [L.ll, L.sentinel, L.ll128, L.plain].map((r) => ({
+        start: r.offset,
+        end: r.offset + 2 * L.channels * r.channelHalfBytes,
+        half: r.channelHalfBytes,
+      }))
+      regions.sort((x, y) => x.start - y.start)
+      for (const [i, r] of regions.entries()) {
+        assert.equal(r.start % 128, 0)
+        assert.equal(r.half % 128, 0)
+        assert.ok(r.half > 0)
+        assert.ok(r.end <= L.recvBufBytes)
+        if (i > 0) assert.ok(regions[i - 1].end <= r.start, 'regions overlap')
+      }
+      // Channel-halves of one region tile it without overlap: (2c + h) * half for c < channels, h < 2.
+      const sentinelFill = L.fills.find((f) => f.word32 === LLCOMM_SENTINEL_WORD)
+      assert.deepEqual(sentinelFill, {
+        offset: L.sentinel.offset,
+        bytes: 2 * L.channels * L.sentinel.channelHalfBytes,
+        word32: LLCOMM_SENTINEL_WORD,
+        region: 'recv',
+      })
+      for (const r of [L.ll, L.ll128]) {
+        assert.ok(
+          L.fills.some(
+            (f) =>
+              f.region === 'recv' &&
+              f.word32 === 0 &&
+              f.offset === r.offset &&
+              f.bytes === 2 * L.channels * r.channelHalfBytes,
+          ),
+        )
+      }
+      assert.ok(
+        L.fills.some(
+          (f) => f.region === 'scratch' && f.offset === 0 && f.bytes === LLCOMM_SCRATCH_BYTES && f.word32 === 0,
+        ),
+      )
+      for (const f of L.fills) {
+        assert.equal(f.offset % 4, 0)
+        assert.equal(f.bytes % 4, 0)
+        assert.ok(f.offset + f.bytes <= (f.region === 'recv' ? L.recvBufBytes : L.scratchBytes))
+      }
+    }
+  }
+})
+
+/** The lane arithmetic of each kernel (kernels/allreduce/*.cu), written out independently of kernel-table.ts. */
+function laneUse(
+  alg: string,
+  n: number,
+  pieceBytes: number,
+  eb: number,
+  L: ReturnType<typeof deviceBufferLayout>,
+): { fits: boolean } {
+  const down16 = (x: number) => Math.floor(x / 16) * 16
+  const partBytes = Math.ceil(Math.ceil(pieceBytes / eb / n) / (16 / eb)) * 16
+  switch (alg) {
+    case 'oneshot-ll': {
+      const lane = down16(Math.floor(L.ll.channelHalfBytes / n))
+      return { fits: Math.ceil(pieceBytes / 8) * 16 <= lane && Math.ceil(pieceBytes / 4) * 8 <= lane } // LL16 and LL8
+    }
+    case 'oneshot-sentinel':
+      return { fits: Math.ceil(pieceBytes / 16) * 16 <= down16(Math.floor(L.sentinel.channelHalfBytes / n)) }
+    case 'twoshot-sentinel':
+      return { fits: Math.ceil(partBytes / 16) * 16 <= down16(Math.floor(L.sentinel.channelHalfBytes / (2 * n))) }
+    case 'twoshot-atomic': {
+      const words = partBytes / 4
+      const lines = Math.ceil(words / 31)
+      return {
+        fits: words * 8 <= down16(Math.floor(L.ll.channelHalfBytes / n)) && lines * 128 <= L.ll128.channelHalfBytes,
+      }
+    }
+    case 'oneshot-barrier':
+      return { fits: Math.ceil(pieceBytes / 16) * 16 <= L.plain.channelHalfBytes }
+    case 'ring': {
+      if (n === 1) return { fits: pieceBytes <= L.plain.channelHalfBytes }
+      return { fits: partBytes <= down16(Math.floor(L.plain.channelHalfBytes / (2 * (n - 1)))) }
+    }
+  }
+  throw new Error(alg)
+}
+
+test('launchShape: channels fit their lanes at every count up to maxCountPerCall; shapes are well formed', () => {
+  for (const v of KERNEL_VARIANTS) {
+    const eb = DTYPE_BYTES[v.dtype]
+    for (const n of RANKS) {
+      for (const b of BUFFERS) {
+        const L = deviceBufferLayout(n, b)
+        const full = launchShape(v, n, 1, b).maxCountPerCall
+        assert.equal((full * eb) % 16, 0, 'chunk boundaries stay 16-byte aligned')
+        assert.equal(full, maxBlocksPerRank(n) * (channelCapacityBytes(v, n, L) / eb))
+        const counts = [1, 2, 3, 7, 8, 9, 15, 17, 1000, 4097, Math.floor(full / 3), full - 1, full, full + 1, 10 * full]
+        for (const count of counts.filter((c) => c >= 1)) {
+          const s = launchShape(v, n, count, b)
+          assert.equal(s.maxCountPerCall, full)
+          assert.equal(s.threadsPerBlock, LLCOMM_THREADS)
+          assert.equal(s.sharedBytes, 0)
+          assert.ok(s.blocksPerRank >= 1 && s.blocksPerRank <= LLCOMM_MAX_CHANNELS)
+          assert.ok(s.blocksPerRank * n <= Math.max(128, n), `${s.blocksPerRank} blocks × ${n} ranks`)
+          const launched = Math.min(count, full)
+          const piece = pieceElems(launched, s.blocksPerRank, 16 / eb)
+          const where = `${v.kernelName} n=${n} buffer=${b} count=${count} blocks=${s.blocksPerRank}`
+          assert.ok(
+            laneUse(v.algorithm, n, piece * eb, eb, L).fits,
+            `channel piece of ${piece} elements overflows its lanes: ${where}`,
+          )
+        }
+      }
+    }
+  }
+})
+
+test('launchShape is a pure function of (variant, nranks, count, bufferBytes)', () => {
+  const v = selectKernel('twoshot-sentinel', 'bf16', 'sum')
+  assert.deepEqual(launchShape(v, 8, 4096), launchShape(v, 8, 4096))
+  assert.ok(launchShape(v, 8, 1 << 20).blocksPerRank >= launchShape(v, 8, 1024).blocksPerRank)
+})
+
+test('LLCOMM_MAX_RANKS ranks fit in one launch (64 virtual ranks, at least one block each)', () => {
+  assert.equal(maxBlocksPerRank(LLCOMM_MAX_RANKS), 2)
+  for (const v of KERNEL_VARIANTS) assert.ok(launchShape(v, LLCOMM_MAX_RANKS, 4096).maxCountPerCall > 0)
+})
+
+test('the instantiation table is what the .cu files expand (one X-macro per algorithm file)', () => {
+  for (const a of KERNEL_ALGORITHMS) {
+    const file = `allreduce/${a.replace(/-/g, '_')}.cu`
+    const text = readFileSync(join(kernelsDirectory(), file), 'utf8')
+    assert.match(text, new RegExp(`#define LLCOMM_VARIANT_${a.replace(/-/g, '_')}\\(`), `${file} defines its X-macro`)
+    assert.match(text, /#include "instantiations\.def"/, `${file} includes the table`)
+  }
+})
