@@ -181,7 +181,12 @@ export class CudaCommunicator implements Communicator {
       const g0 = this.deviceSet.groups[0]
       this.errorWord = this.allocs.alloc(g0.context, ERROR_WORD_BYTES, 'errorWord')
       this.driver.memsetD32(this.errorWord, 0, ERROR_WORD_BYTES / 4)
-      this.driver.contextSynchronize()
+      // cuMemsetD32 to device memory may return before it is done (null stream of that device's context), and the
+      // streams below are non-blocking: wait on every device's context, not only the current one.
+      for (const g of this.deviceSet.groups) {
+        this.deviceSet.use(g)
+        this.driver.contextSynchronize()
+      }
       for (const g of this.deviceSet.groups) {
         this.deviceSet.use(g)
         this.internalStreams.push(this.driver.streamCreate())
@@ -546,6 +551,12 @@ export class CudaCommunicator implements Communicator {
       for (let r = 0; r < this.size; r++) {
         this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
         this.driver.copyHtoD(buf.inputs[r], inputs[r], bytes)
+      }
+      // A pageable cuMemcpyHtoD returns once the data is staged; the DMA into device memory runs on the context's
+      // null stream, which our non-blocking streams do not wait for. Finish it on every device before the kernel.
+      for (const g of this.deviceSet.groups) {
+        this.deviceSet.use(g)
+        this.driver.contextSynchronize()
       }
       const info = this.deviceAllReduce({
         inputs: buf.inputs,

@@ -1,8 +1,101 @@
+/**
+ * `llcomm diagnose TRACE`: collectives and their sizes, gaps between kernels, communication on the critical
+ * path, the bottleneck class (seed 003's table) and the step time with llcomm's latencies.
+ */
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Command } from 'commander'
+import { analyzeTrace } from '../../diagnose/analyze.js'
+import { classify } from '../../diagnose/classify.js'
+import { readTraceFile } from '../../diagnose/read-trace.js'
+import { diagnoseHtml } from '../../diagnose/report-html.js'
+import { diagnoseText } from '../../diagnose/report-text.js'
+import { benchLatencySource, type LatencySource, modelLatencySource, whatIf } from '../../diagnose/what-if.js'
+import { LlcommError } from '../../errors.js'
+import { type BenchFile, readBenchFile, tryReadBenchFile } from '../../model/bench-results.js'
+import { loadAlgorithmTable, loadPlatformTable } from '../../model/latency-tables.js'
 
-// Placeholder: replaced by the module that implements `llcomm diagnose`.
+interface DiagnoseOptions {
+  json?: boolean
+  html?: string
+  bench?: string[]
+  platform?: string
+  ranks?: string
+  step?: string
+}
+
+/** --bench files, else every JSON under bench/results when there is one, else none. */
+function benchFiles(given: string[] | undefined): string[] {
+  if (given) return given
+  const dir = 'bench/results'
+  if (!existsSync(dir)) return []
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => join(dir, f))
+}
+
 export function register(program: Command): void {
-  program.command('diagnose').description('(not built yet)').action(() => {
-    throw new Error('llcomm diagnose is not built yet')
-  })
+  program
+    .command('diagnose')
+    .description('find collectives, gaps and communication on the critical path in a PyTorch-profiler / Chrome trace')
+    .argument('<trace>', 'trace JSON (.json or .json.gz): PyTorch profiler, Chrome trace, or llcomm format')
+    .option('--json', 'print { totalUs, busyUs, commUs, commShare, collectives, classification, whatIf }')
+    .option('--html <file>', 'write a self-contained HTML page with a timeline and plots')
+    .option('--bench <files...>', 'bench/results JSON with llcomm measured latencies (default: bench/results/*.json)')
+    .option(
+      '--platform <name>',
+      'without bench results: price AllReduces with the latency model of this platform (gb200, h200, …)',
+    )
+    .option('--step <regex>', 'annotation names that mark one step (default ^ProfilerStep#\\d+$)')
+    .option('--ranks <n>', "rank count to price the AllReduces at (default: the trace's process-group size)")
+    .action((path: string, o: DiagnoseOptions) => {
+      const trace = readTraceFile(path)
+      const analysis = analyzeTrace(trace, { stepPattern: o.step })
+      const classification = classify(analysis)
+      // files named with --bench must be bench documents; of the default folder, other documents are skipped
+      const files = (o.bench ? o.bench.map(readBenchFile) : benchFiles(undefined).map(tryReadBenchFile)).filter(
+        (f): f is BenchFile => f !== undefined && f.rows.length > 0,
+      )
+      let source: LatencySource | undefined
+      if (files.length > 0) source = benchLatencySource(files)
+      else if (o.platform) source = modelLatencySource(loadAlgorithmTable(), loadPlatformTable(), o.platform)
+      let ranks: number | undefined
+      if (o.ranks !== undefined) {
+        ranks = Number(o.ranks)
+        if (!Number.isInteger(ranks) || ranks < 2)
+          throw new LlcommError('INVALID_ARGUMENT', `--ranks needs an integer ≥ 2, got ${o.ranks}`)
+      }
+      const prediction = whatIf(analysis, source, ranks)
+      const text = diagnoseText(path, analysis, classification, prediction)
+      if (o.html) writeFileSync(o.html, diagnoseHtml(path, trace, analysis, classification, prediction, text))
+      if (o.json) {
+        const { totalUs, busyUs, commUs, commShare, collectives } = analysis
+        const out = {
+          totalUs,
+          busyUs,
+          commUs,
+          commShare,
+          collectives: collectives.map(({ name, count, bytes, totalUs: t, meanUs, cpuOnly, groupSize }) => ({
+            name,
+            count,
+            bytes,
+            totalUs: t,
+            meanUs,
+            cpuOnly,
+            groupSize,
+          })),
+          classification,
+          whatIf: prediction,
+          exposedCommUs: analysis.exposedCommUs,
+          idleUs: analysis.idleUs,
+          steps: analysis.steps,
+          streams: analysis.streams,
+          notes: analysis.notes,
+        }
+        process.stdout.write(`${JSON.stringify(out, null, 2)}\n`)
+      } else {
+        process.stdout.write(`${text}\n${o.html ? `\nwrote ${o.html}\n` : ''}`)
+      }
+    })
 }
