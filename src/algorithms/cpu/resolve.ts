@@ -12,7 +12,8 @@ import { chooseAlgorithm, type TuningTable } from '../auto.js'
 import { CPU_ALGORITHMS, type CpuAlgorithm } from './index.js'
 
 export const CPU_ALGORITHM_NAMES = Object.keys(CPU_ALGORITHMS) as AlgorithmName[]
-const AUTO_PREFERENCE: readonly AlgorithmName[] = ['oneshot-ll', 'twoshot-sentinel', 'ring']
+/** Tie-break order of `auto` among algorithms the tuning table rates alike (exported for tests). */
+export const CPU_AUTO_PREFERENCE: readonly AlgorithmName[] = ['oneshot-ll', 'twoshot-sentinel', 'ring']
 
 export interface ResolvedCpuAlgorithm {
   algorithm: CpuAlgorithm
@@ -33,7 +34,7 @@ export function resolveCpuAlgorithm(
           layout.ranks,
           call.count * DTYPE_BYTES[call.dtype],
           CPU_ALGORITHM_NAMES,
-          AUTO_PREFERENCE,
+          CPU_AUTO_PREFERENCE,
         )
       : requested
   const algorithm = CPU_ALGORITHMS[name]
