@@ -8,16 +8,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/llcomm-campaign}
-res=$out/r
+res=/tmp/llcomm-campaign-r   # packed into $OUT/results.tgz: the tool returns at most 8 files
 mkdir -p "$res"
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0
 budget=${LLCOMM_CAMPAIGN_S:-560}
 t0=$(date +%s)
-llcomm() { node bin/llcomm.js "$@"; }
+llcomm="node bin/llcomm.js"   # a variable, not a function: `timeout` runs external commands only
 gpus=$(nvidia-smi -L | wc -l)
 summary=$out/summary.txt
 : > "$summary"
-pack() { tar -czf "$out/results.tgz.tmp" -C "$out" r && mv "$out/results.tgz.tmp" "$out/results.tgz"; }
+pack() { tar -czf "$out/results.tgz.tmp" -C "$(dirname "$res")" "$(basename "$res")" && mv "$out/results.tgz.tmp" "$out/results.tgz"; }
 step() { # step NAME LIMIT_S MIN_GPUS command...
   local name=$1 limit=$2 need=$3; shift 3
   local now=$(( $(date +%s) - t0 ))
@@ -36,21 +36,21 @@ vr() { local n=$1 s=""; for ((i=0;i<n;i++)); do s+="${s:+,}0"; done; echo "$s"; 
 common=(--no-progress --iters ${LLCOMM_CAMPAIGN_ITERS:-500} --warmup 100)
 
 # 1. speed of light: NVLink ping-pong between GPUs, and between two blocks of one GPU
-step sol-2gpu 40 2 llcomm sol --devices 0,1 --ranks 2 --json "$res/sol-2gpu.json"
-step sol-1gpu 40 1 llcomm sol --devices 0,0 --ranks 2,4,8,16,32,64 --json "$res/sol-1gpu.json"
+step sol-2gpu 40 2 $llcomm sol --devices 0,1 --ranks 2 --json "$res/sol-2gpu.json"
+step sol-1gpu 40 1 $llcomm sol --devices 0,0 --ranks 2,4,8,16,32,64 --json "$res/sol-1gpu.json"
 # 2. the side-by-side bench on 2 GPUs: every algorithm plus nccl and nccl-symmetric
-step bench-2gpu 150 2 llcomm bench --devices 0,1 --min 8 --max 16M --dtype bf16,f32 "${common[@]}" --json "$res/bench-2gpu.json"
-step bench-2gpu-skew20 60 2 llcomm bench --devices 0,1 --sizes 8,8K,64K,256K,1M --dtype bf16 --skew-us 20 "${common[@]}" --json "$res/bench-2gpu-skew20.json"
-step bench-2gpu-pdl 60 2 llcomm bench --devices 0,1 --sizes 8,8K,64K,256K,1M --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-2gpu-pdl.json"
+step bench-2gpu 150 2 $llcomm bench --devices 0,1 --min 8 --max 16M --dtype bf16,f32 "${common[@]}" --json "$res/bench-2gpu.json"
+step bench-2gpu-skew20 60 2 $llcomm bench --devices 0,1 --sizes 8,8K,64K,256K,1M --dtype bf16 --skew-us 20 "${common[@]}" --json "$res/bench-2gpu-skew20.json"
+step bench-2gpu-pdl 60 2 $llcomm bench --devices 0,1 --sizes 8,8K,64K,256K,1M --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-2gpu-pdl.json"
 # 3. tuning table for two H200s
-step tune-2gpu 60 2 llcomm tune --devices 0,1 --min 8 --max 16M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-2gpu.json"
+step tune-2gpu 60 2 $llcomm tune --devices 0,1 --min 8 --max 16M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-2gpu.json"
 # 4. virtual ranks on one GPU: 2..64 ranks, f32 and bf16 (issue 4), PDL on/off at 8 ranks
 for n in 2 4 8 16 32 64; do
   sizes="8,64,512,4K,8K,32K,64K,256K,1M"; [ "$n" -le 8 ] && sizes+=",4M,16M"
-  step "bench-v$n" 90 1 llcomm bench --devices "$(vr $n)" --sizes "$sizes" --dtype bf16,f32 "${common[@]}" --json "$res/bench-v$n.json"
+  step "bench-v$n" 90 1 $llcomm bench --devices "$(vr $n)" --sizes "$sizes" --dtype bf16,f32 "${common[@]}" --json "$res/bench-v$n.json"
 done
-step bench-v8-pdl 60 1 llcomm bench --devices "$V8" --sizes 8,8K,64K --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-v8-pdl.json"
-step tune-v8 60 1 llcomm tune --devices "$V8" --min 8 --max 16M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-v8.json"
+step bench-v8-pdl 60 1 $llcomm bench --devices "$V8" --sizes 8,8K,64K --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-v8-pdl.json"
+step tune-v8 60 1 $llcomm tune --devices "$V8" --min 8 --max 16M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-v8.json"
 # 5. correctness on distinct GPUs and virtual ranks (the sanitizer ran on one GPU before); first on two GPUs
 step gpu-test 240 1 env LLCOMM_SKIP_SANITIZER=1 LLCOMM_GPU_TEST_TIMEOUT_S=230 OUT="$res" bash scripts/gpu-test.sh
 echo "== campaign done in $(( $(date +%s) - t0 ))s"
