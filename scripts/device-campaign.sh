@@ -4,6 +4,7 @@
 # device tool returns at most 8 files). Steps that need two GPUs are skipped on one.
 #   scripts/device-bundle.sh   (here), then through the device tool, carry [".carry","dist",".devnm"]:
 #   source .carry/activate && ln -sfn .devnm/node_modules node_modules && LLCOMM_COMMIT=<sha> bash scripts/device-campaign.sh
+# LLCOMM_CAMPAIGN_STEPS=a,b runs only the named steps.
 # Budget: LLCOMM_CAMPAIGN_S (default 560 s) for the whole script; a step that would start past it is skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,7 @@ summary=$out/summary.txt
 pack() { tar -czf "$out/results.tgz.tmp" -C "$(dirname "$res")" "$(basename "$res")" && mv "$out/results.tgz.tmp" "$out/results.tgz"; }
 step() { # step NAME LIMIT_S MIN_GPUS command...
   local name=$1 limit=$2 need=$3; shift 3
+  if [ -n "${LLCOMM_CAMPAIGN_STEPS:-}" ] && [[ ",$LLCOMM_CAMPAIGN_STEPS," != *",$name,"* ]]; then return; fi
   local now=$(( $(date +%s) - t0 ))
   if [ "$gpus" -lt "$need" ]; then echo "$name: skipped (needs $need GPUs, have $gpus)" | tee -a "$summary"; return; fi
   if [ $(( now + 20 )) -gt "$budget" ]; then echo "$name: skipped (campaign budget spent at ${now}s)" | tee -a "$summary"; return; fi
@@ -46,11 +48,13 @@ step bench-2gpu-pdl 60 2 $llcomm bench --devices 0,1 --sizes 8,8K,64K,256K,1M --
 step tune-2gpu 60 2 $llcomm tune --devices 0,1 --min 8 --max 16M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-2gpu.json"
 # 4. virtual ranks on one GPU: 2..64 ranks, f32 and bf16 (issue 4), PDL on/off at 8 ranks
 for n in 2 4 8 16 32 64; do
-  sizes="8,64,512,4K,8K,32K,64K,256K,1M"; [ "$n" -le 8 ] && sizes+=",4M,16M"
+  # 4M and 16M at 8 ranks took over 90 s of the budget (run of 2026-11-29): only with LLCOMM_CAMPAIGN_LARGE=1
+  sizes="8,64,512,4K,8K,32K,64K,256K,1M"; [ "$n" -ge 64 ] && sizes="8,64,512,4K,8K,32K,64K"
+  [ "$n" -le 8 ] && [ "${LLCOMM_CAMPAIGN_LARGE:-0}" = 1 ] && sizes+=",4M,16M"
   step "bench-v$n" 90 1 $llcomm bench --devices "$(vr $n)" --sizes "$sizes" --dtype bf16,f32 "${common[@]}" --json "$res/bench-v$n.json"
 done
 step bench-v8-pdl 60 1 $llcomm bench --devices "$V8" --sizes 8,8K,64K --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-v8-pdl.json"
-step tune-v8 60 1 $llcomm tune --devices "$V8" --min 8 --max 16M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-v8.json"
+step tune-v8 60 1 $llcomm tune --devices "$V8" --min 8 --max 1M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-v8.json"
 # 5. correctness on distinct GPUs and virtual ranks (the sanitizer ran on one GPU before); first on two GPUs
 step gpu-test 240 1 env LLCOMM_SKIP_SANITIZER=1 LLCOMM_GPU_TEST_TIMEOUT_S=230 OUT="$res" bash scripts/gpu-test.sh
 echo "== campaign done in $(( $(date +%s) - t0 ))s"
