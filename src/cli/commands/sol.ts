@@ -31,6 +31,8 @@ interface Measured {
   raw: Record<string, number>
   source: SolDocument['source']
   gpu?: string
+  /** With --from: the machine the primitives were measured on (not the one re-printing them). */
+  savedMachine?: SolDocument['machine']
 }
 
 async function measureOnCuda(devices: number[]): Promise<Measured> {
@@ -83,7 +85,7 @@ function readSavedPrimitives(path: string): Measured {
   const primitives: SolPrimitives = { l2RoundTripUs: p.l2RoundTripUs, remoteStoreUs: p.remoteStoreUs }
   if (typeof p.kernelFloorUs === 'number') primitives.kernelFloorUs = p.kernelFloorUs
   if (typeof p.copyBandwidthGBs === 'number') primitives.copyBandwidthGBs = p.copyBandwidthGBs
-  return { primitives, raw: { ...(p.raw ?? {}) }, source: doc.source, gpu: doc.machine?.gpu }
+  return { primitives, raw: { ...(p.raw ?? {}) }, source: doc.source, gpu: doc.machine?.gpu, savedMachine: doc.machine }
 }
 
 async function runSolCommand(flags: SolFlags): Promise<void> {
@@ -115,7 +117,7 @@ async function runSolCommand(flags: SolFlags): Promise<void> {
     measured = await measure(backend, devices)
   }
   const doc: SolDocument = {
-    machine: describeMachine(measured.gpu),
+    machine: measured.savedMachine ?? describeMachine(measured.gpu),
     commit: currentCommit(),
     date: new Date().toISOString(),
     command: commandLine(),

@@ -1,0 +1,102 @@
+/**
+ * The decode cost model's data: model architectures (data/models/models.json) and GPUs (data/models/gpus.json),
+ * each entry with its source.
+ */
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { LlcommError } from '../errors.js'
+import type { SourcedValue } from './latency-tables.js'
+
+export type WeightDtype = 'bf16' | 'f16' | 'fp8' | 'f32'
+export const WEIGHT_DTYPE_BYTES: Readonly<Record<WeightDtype, number>> = { bf16: 2, f16: 2, fp8: 1, f32: 4 }
+
+export interface MoeShape {
+  routedExperts: number
+  sharedExperts: number
+  expertsPerToken: number
+  expertIntermediateSize: number
+  /** The first denseLayers layers use a dense MLP of intermediateSize. */
+  denseLayers: number
+}
+
+export interface ModelArchitecture {
+  name: string
+  source: string
+  layers: number
+  hiddenSize: number
+  heads: number
+  kvHeads: number
+  headDim: number
+  intermediateSize: number
+  vocabSize: number
+  tiedEmbeddings: boolean
+  attention: 'gqa' | 'mla'
+  qLoraRank?: number
+  kvLoraRank?: number
+  qkNopeHeadDim?: number
+  qkRopeHeadDim?: number
+  vHeadDim?: number
+  moe?: MoeShape
+  weightDtype: WeightDtype
+  embeddingDtype?: WeightDtype
+  activationDtype: WeightDtype
+  kvDtype: WeightDtype
+  paramsTotalB: number
+  paramsActiveB: number
+}
+
+export interface GpuSpec {
+  name: string
+  hbmGBs: SourcedValue
+  hbmEfficiency: SourcedValue
+  memoryGB: SourcedValue
+  /** Key of data/latency/platforms.json used for AllReduce latencies. */
+  latencyPlatform: string
+  usdPerGpuHour: SourcedValue
+}
+
+const MODELS_URL = new URL('../../../data/models/models.json', import.meta.url)
+const GPUS_URL = new URL('../../../data/models/gpus.json', import.meta.url)
+
+function readJson(url: URL): unknown {
+  const path = fileURLToPath(url)
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'))
+  } catch (e) {
+    throw new LlcommError('INVALID_ARGUMENT', `cannot read ${path}: ${(e as Error).message}`, { path })
+  }
+}
+
+export interface ModelTable {
+  models: Record<string, ModelArchitecture>
+  aliases: Record<string, string>
+}
+
+export function loadModelTable(): ModelTable {
+  return readJson(MODELS_URL) as ModelTable
+}
+
+export function loadGpuTable(): { gpus: Record<string, GpuSpec> } {
+  return readJson(GPUS_URL) as { gpus: Record<string, GpuSpec> }
+}
+
+export function findModel(table: ModelTable, name: string): ModelArchitecture {
+  const key = name.toLowerCase()
+  const m = table.models[key] ?? table.models[table.aliases[key] ?? '']
+  if (!m)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `unknown model ${JSON.stringify(name)} (known: ${Object.keys(table.models).join(', ')})`,
+    )
+  return m
+}
+
+export function findGpu(table: { gpus: Record<string, GpuSpec> }, name: string): GpuSpec {
+  const g = table.gpus[name.toLowerCase()]
+  if (!g)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `unknown gpu ${JSON.stringify(name)} (known: ${Object.keys(table.gpus).join(', ')})`,
+    )
+  return g
+}

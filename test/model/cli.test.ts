@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const BIN = fileURLToPath(new URL('../../../bin/llcomm.js', import.meta.url))
+const run = (args: string[]) => spawnSync(process.execPath, [BIN, 'model', ...args], { encoding: 'utf8' })
+
+describe('llcomm model (CLI)', () => {
+  it('prints the scale simulation as JSON', () => {
+    const r = run([
+      '--platform',
+      'h200',
+      '--gpus',
+      '2,4,8,16',
+      '--sizes',
+      '8K',
+      '--algorithms',
+      'oneshot-ll,oneshot-barrier',
+      '--json',
+    ])
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout)
+    assert.equal(out.scale.length, 8)
+    assert.ok(out.scale.find((x: { gpus: number; beyondDomain: boolean }) => x.gpus === 16).beyondDomain)
+  })
+
+  it('prices a decode step with a user-supplied $/GPU-hour', () => {
+    const r = run([
+      '--decode',
+      '--model',
+      'llama-3.1-70b',
+      '--tp',
+      '4',
+      '--gpu',
+      'gb200',
+      '--usd-per-gpu-hour',
+      '3',
+      '--json',
+    ])
+    assert.equal(r.status, 0, r.stderr)
+    const d = JSON.parse(r.stdout).decode
+    assert.equal(d.allReducesPerToken, 160)
+    assert.ok(d.perAlgorithm.every((a: { usdPerMillionTokens: number }) => a.usdPerMillionTokens > 0))
+  })
+
+  it('calibrates from a bench file and reports residuals', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llcomm-model-'))
+    const rows = []
+    for (const ranks of [2, 4, 8])
+      for (const bytes of [1024, 65536, 1048576]) {
+        // oneshot-sentinel on 'cpu': 10 µs floor + 5 µs hop + (N−1)·M bytes at 2 GB/s
+        rows.push({
+          backend: 'cpu',
+          ranks,
+          algorithm: 'oneshot-sentinel',
+          dtype: 'f32',
+          bytes,
+          medianUs: 15 + ((ranks - 1) * bytes) / 2e3,
+          p99Us: 0,
+          algbwGBs: 0,
+          busbwGBs: 0,
+          wrong: 0,
+        })
+        rows.push({
+          backend: 'cpu',
+          ranks,
+          algorithm: 'ring',
+          dtype: 'f32',
+          bytes,
+          medianUs: 10 + 5 * 2 * (ranks - 1) + (2 * (ranks - 1) * bytes) / ranks / 2e3,
+          p99Us: 0,
+          algbwGBs: 0,
+          busbwGBs: 0,
+          wrong: 0,
+        })
+      }
+    const path = join(dir, 'cpu.json')
+    writeFileSync(
+      path,
+      JSON.stringify({
+        machine: { hostname: 'h', cpuModel: 'c', cores: 2 },
+        commit: 'x',
+        date: 'd',
+        command: 'llcomm bench --backend cpu',
+        rows,
+      }),
+    )
+    const r = run(['--calibrate', path, '--json'])
+    assert.equal(r.status, 0, r.stderr)
+    const cal = JSON.parse(r.stdout).calibrations[0]
+    assert.equal(cal.platform, 'cpu')
+    assert.ok(
+      Math.abs(cal.params.kernelFloorUs - 10) < 1e-6 && Math.abs(cal.params.hopUs - 5) < 1e-6,
+      JSON.stringify(cal.params),
+    )
+    assert.equal(cal.inSample.within15, 18)
+  })
+})
