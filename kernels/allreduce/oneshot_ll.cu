@@ -15,7 +15,21 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.ll), laneBytes, call.role.rank, p.nranks, ch, &waiter);
   constexpr int W = Fmt::kWords;
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 4u * W));
-  typename LlBuffer<Fmt>::Value v;
+  typename LlBuffer<Fmt>::Value v{};
+  const llc_u32 groups = buf.spreadGroups(slots); // uniform over the block
+  if (groups > 1) {
+    // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, recvReduceSpread).
+    LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
+    buf.bcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
+      llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, x.w);
+    });
+    const llc_u32 s = threadIdx.x;
+    if (s < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w); // own contribution
+    const typename LlBuffer<Fmt>::Value sum = buf.template recvReduceSpread<DT>(slots, groups, v, stage);
+    if (s < slots) llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
+    ch.advanceEpoch();
+    return;
+  }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w);
     buf.bcast(s, v);

@@ -15,7 +15,22 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.sentinel), laneBytes, call.role.rank, p.nranks, ch, &waiter);
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
-  typename LlBuffer<Fmt>::Value v;
+  typename LlBuffer<Fmt>::Value v{};
+  const llc_u32 groups = buf.spreadGroups(slots); // uniform over the block
+  if (groups > 1) {
+    // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, recvReduceSpread); each
+    // slot is re-armed by the thread that read it, as in recvReduce.
+    LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
+    buf.bcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
+      llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, x.w);
+    });
+    const llc_u32 s = threadIdx.x;
+    if (s < slots) llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w); // own contribution
+    const typename LlBuffer<Fmt>::Value sum = buf.template recvReduceSpread<DT>(slots, groups, v, stage);
+    if (s < slots) llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
+    ch.advanceEpoch();
+    return;
+  }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w);
     buf.bcast(s, v);

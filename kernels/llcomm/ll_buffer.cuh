@@ -21,6 +21,24 @@
 
 #define LLCOMM_RECV_BATCH 8 // peers polled together by recvReduce (loads in flight; values kept in registers)
 
+// Peer-parallel path (a block with fewer slots than threads): received words are staged in static shared memory,
+// [rank of the window][slot][word], so one thread per slot can reduce them in rank order. 32 KB: under the 48 KB
+// static limit with room to spare, and enough for a window of >= 4 ranks at the largest slot count that takes
+// this path (511 slots x 4 words). The emulator test compiles with a smaller value to exercise several windows.
+#ifndef LLCOMM_PEER_STAGE_WORDS
+#define LLCOMM_PEER_STAGE_WORDS 8192
+#endif
+// Fewest ranks at which the peer-parallel path is taken (2: whenever slots < threads). A compile-time knob for A/B
+// measurements (e.g. -DLLCOMM_SPREAD_MIN_RANKS=65 restores the serial path everywhere); not part of the ABI.
+#ifndef LLCOMM_SPREAD_MIN_RANKS
+#define LLCOMM_SPREAD_MIN_RANKS 2
+#endif
+#if defined(LLCOMM_HOST_EMULATION)
+#define LLC_SHARED_WORDS(name, n) llc_u32* name = static_cast<llc_u32*>(llcEmuBlockShared(4ull * (n)))
+#else
+#define LLC_SHARED_WORDS(name, n) __shared__ llc_u32 name[n]
+#endif
+
 template <class Fmt>
 struct LlBuffer {
   static constexpr int kWords = Fmt::kWords;
@@ -102,6 +120,108 @@ struct LlBuffer {
     }
     Value out;
     acc.pack(out.w);
+    return out;
+  }
+
+  // ---- Peer-parallel variants: block-wide (every thread of the block calls them with the same arguments). ----
+  // When a block has fewer slots than threads, the serial path leaves most threads idle while each slot's thread
+  // walks all nranks - 1 peers in ceil(nranks / LLCOMM_RECV_BATCH) sequential poll rounds (each a full L2/NVLink
+  // round trip). Here (slot, peer) pairs are spread over the block: thread t serves slot t % slots and the peers of
+  // group t / slots. Usable when spreadGroups() > 1.
+
+  // Thread groups per slot (1: use the serial path). A window of ranks must fit the shared stage, too.
+  LLC_DEVICE llc_u32 spreadGroups(llc_u32 slots) const {
+    if (nranks < LLCOMM_SPREAD_MIN_RANKS || slots == 0 || slots >= blockDim.x ||
+        slots * static_cast<llc_u32>(kWords) > LLCOMM_PEER_STAGE_WORDS)
+      return 1;
+    const llc_u32 g = blockDim.x / slots;
+    return g < nranks ? g : nranks;
+  }
+
+  // bcast for all `slots` slots at once: the nranks - 1 stores of each slot are spread over the thread groups.
+  // `load(slot, v)` gives slot `slot`'s payload (each thread loads the slots it sends; cheap, L1/L2-served).
+  template <class Load>
+  LLC_DEVICE void bcastSpread(llc_u32 slots, llc_u32 groups, Load load) const {
+    const llc_u32 t = threadIdx.x;
+    if (t >= groups * slots) return;
+    const llc_u32 slot = t % slots, group = t / slots;
+    if (group + 1 >= nranks) return;
+    Value v;
+    load(slot, v);
+    for (llc_u32 k = 1 + group; k < nranks; k += groups) {
+      llc_u32 peer = me + k;
+      peer = peer >= nranks ? peer - nranks : peer;
+      send(peer, slot, v);
+    }
+  }
+
+  // recvReduce for all `slots` slots at once. Ranks are taken in windows of as many as the shared stage holds
+  // (every rank at once for small slot counts). In a window, the pollers (thread t < groups * slots) wait for their
+  // peers' packets LLCOMM_RECV_BATCH at a time with loads in flight, re-arm each slot right after reading it, and
+  // stage the words; after __syncthreads, thread s < slots reduces slot s in f32 over the window's ranks in rank
+  // order (its own contribution `own` from registers, canonicalized), continuing the accumulator of the previous
+  // windows. So the accumulation order is exactly 0, 1, ..., nranks - 1, as in recvReduce: bitwise the same result.
+  // Returns the sum in threads t < slots (garbage elsewhere). A poller that gave up (timeout) stages garbage and
+  // still reaches every __syncthreads.
+  template <int DT>
+  LLC_DEVICE Value recvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage) const {
+    const llc_u32 t = threadIdx.x;
+    const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
+    llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
+    window = window < nranks ? window : nranks;
+    const llc_u32 g = groups < window ? groups : window; // groups beyond the window would have nothing to poll
+    const bool poller = t < g * slots;
+    const llc_u32 slot = poller ? t % slots : 0, group = poller ? t / slots : 0;
+    LlcAcc<DT, Fmt::kWords> acc;
+    for (llc_u32 base = 0; base < nranks; base += window) {
+      const llc_u32 end = base + window < nranks ? base + window : nranks;
+      if (poller) {
+        for (llc_u32 first = base + group; first < end; first += LLCOMM_RECV_BATCH * g) {
+          Value got[LLCOMM_RECV_BATCH];
+          llc_u32 pending = 0;
+#pragma unroll
+          for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
+            const llc_u32 r = first + j * g;
+            if (r < end && r != me) pending |= 1u << j;
+          }
+          LlcSpin spin;
+          while (pending != 0) {
+#pragma unroll
+            for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+              if ((pending >> j) & 1u)
+                if (Fmt::tryRead(slotPtr(me, first + j * g, slot), epoch, got[j].w)) pending &= ~(1u << j);
+            if (pending != 0 && !waiter->keepWaiting(spin, first + (__ffs(pending) - 1) * g, Fmt::kWhat, slot)) break;
+          }
+#pragma unroll
+          for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
+            const llc_u32 r = first + j * g;
+            if (r < end && r != me) {
+              llc_u32* dst = stage + (r - base) * perRank + slot * kWords;
+#pragma unroll
+              for (int i = 0; i < kWords; ++i) dst[i] = got[j].w[i];
+              // The thread that read the slot re-arms it; ordering argument at rearm() (next write at epoch + 2).
+              if (Fmt::kRearm) Fmt::rearm(slotPtr(me, r, slot));
+            }
+          }
+        }
+      }
+      __syncthreads(); // the window's staged words are visible to the reducing threads
+      if (t < slots) {
+        for (llc_u32 r = base; r < end; ++r) {
+          Value v;
+          const llc_u32* src = stage + (r - base) * perRank + t * kWords;
+#pragma unroll
+          for (int i = 0; i < kWords; ++i) v.w[i] = r == me ? Fmt::canonicalize(own.w[i]) : src[i];
+          if (r == 0)
+            acc.set(v.w);
+          else
+            acc.add(v.w);
+        }
+      }
+      if (end < nranks) __syncthreads(); // the stage is read before the next window overwrites it (uniform test)
+    }
+    Value out = own;
+    if (t < slots) acc.pack(out.w);
     return out;
   }
 

@@ -79,6 +79,10 @@ struct LlcSentinel {
   // peer writes epoch + 2 only after it has received this rank's epoch + 1 data (directly, or for the ring through
   // the chain of hops), which this rank sends in a later kernel. Kernel completion performs this store before the
   // next kernel starts, so the peer's epoch + 2 store is causally after it and cannot be overwritten by it.
+  // Who re-arms: the thread that read the slot (recvReduce's slot thread, or in LlBuffer::recvReduceSpread the
+  // poller of that (slot, peer) pair), right after its read, so a slot is never re-armed before it was read. Which
+  // thread of the block it is does not matter to the argument, which needs only that the store is issued before
+  // the kernel completes; the one-shot kernels send nothing after receiving.
   LLC_DEVICE static void rearm(void* slot) {
     LlcWords4 s;
 #pragma unroll

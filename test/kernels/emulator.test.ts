@@ -27,6 +27,7 @@ import { SKIP_NVCC } from './toolchain.js'
 const THREADS_PER_BLOCK = 32 // the kernels stride by blockDim; one warp keeps the emulated grid small
 const WAIT_TIMEOUT_MS = 60_000 // generous: 2 cores serve every emulated thread; a real deadlock still ends here
 const CONCURRENCY = 2
+const EMU_PEER_STAGE_WORDS = 256
 
 interface EmuResult {
   ok: boolean
@@ -72,6 +73,9 @@ before(() => {
       '-std=c++20',
       '-O1',
       '-pthread',
+      // A small shared stage for the one-shot kernels' peer-parallel path, so that the runs below cover several
+      // rank windows (and the fallback to the serial path) at small slot counts; on the GPU it is 8192 words.
+      `-DLLCOMM_PEER_STAGE_WORDS=${EMU_PEER_STAGE_WORDS}`,
       '-I',
       kernelsDirectory(),
       '-I',
@@ -163,6 +167,18 @@ test('every kernel: exact, identical on all ranks, invariants kept across a sequ
   }
   for (const v of oneDtypeEach((i) => (['bf16', 'f16', 'f32'] as const)[i % 3]))
     cases.push({ v, nranks: 5, bufferBytes: 65536, calls: ['4099', '2'] })
+  // The one-shot kernels' peer-parallel path (fewer slots than threads): (slot, peer) pairs spread over the block,
+  // staged in shared memory in windows of ranks, reduced in rank order. With 32 threads and a 256-word stage these
+  // counts give 1 to 31 slots per block with 2 to 32 thread groups, one window or several (f32 sentinel at 56
+  // elements: 14 slots x 4 words, 4 ranks per window), and, above 31 slots (LL8 at 70), the serial path.
+  for (const v of KERNEL_VARIANTS.filter((x) => x.algorithm === 'oneshot-ll' || x.algorithm === 'oneshot-sentinel'))
+    for (const nranks of [2, 3, 8]) cases.push({ v, nranks, bufferBytes: 65536, calls: ['1', '8', '24:inplace', '3', '56', '70'] })
+  // 64 ranks (2048 emulated threads per launch, ~10 s each): once per protocol.
+  for (const name of ['llcomm_oneshot_ll_ll8_bf16_sum', 'llcomm_oneshot_ll_ll16_f16_sum', 'llcomm_oneshot_sentinel_sentinel_f32_sum']) {
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+    assert.ok(v, name)
+    cases.push({ v, nranks: 64, bufferBytes: 65536, calls: ['1', '24:inplace', '56'] })
+  }
   const started = Date.now()
   const results = await runAll(cases)
   t.diagnostic(`${cases.length} emulated runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
@@ -189,6 +205,9 @@ test('a rank that never arrives: every launch ends, with a TIMEOUT that names a 
     absentRank: 1,
     timeoutMs: 300,
   }))
+  // The peer-parallel path of the one-shot kernels (one slot per block).
+  for (const v of oneDtypeEach(() => 'bf16').filter((x) => x.algorithm.startsWith('oneshot-') && x.protocol !== 'barrier'))
+    cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['1'], absentRank: 1, timeoutMs: 300 })
   for (const { c, r } of await runAll(cases)) {
     assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)
     assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)

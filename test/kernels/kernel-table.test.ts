@@ -21,6 +21,7 @@ import {
   launchShape,
   maxBlocksPerRank,
   parseInstantiations,
+  parseTargetScale,
   pieceElems,
   selectKernel,
   TOOL_KERNELS,
@@ -213,4 +214,13 @@ test('the instantiation table is what the .cu files expand (one X-macro per algo
     assert.match(text, new RegExp(`#define LLCOMM_VARIANT_${a.replace(/-/g, '_')}\\(`), `${file} defines its X-macro`)
     assert.match(text, /#include "instantiations\.def"/, `${file} includes the table`)
   }
+})
+
+test('LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE: unset or empty is 1, a positive number is taken, anything else is refused', () => {
+  assert.equal(parseTargetScale(undefined), 1)
+  assert.equal(parseTargetScale(' '), 1)
+  assert.equal(parseTargetScale('0.25'), 0.25)
+  assert.equal(parseTargetScale('4'), 4)
+  for (const bad of ['0', '-1', 'abc', 'Infinity'])
+    assert.throws(() => parseTargetScale(bad), (e: unknown) => (e as { code?: string }).code === 'INVALID_ARGUMENT', bad)
 })

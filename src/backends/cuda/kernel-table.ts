@@ -271,6 +271,24 @@ export const TARGET_BYTES_PER_BLOCK: Readonly<Record<KernelProtocol | 'twoshot-s
   flags: 32768,
 }
 
+/**
+ * Multiplier on every TARGET_BYTES_PER_BLOCK entry, from $LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE (read once, when this
+ * module loads; default 1). For sweeping the block targets on a GPU without rebuilding: 0.25 puts four times as
+ * many blocks on a message (still capped by maxBlocksPerRank and raised to fit the lanes). Every rank of a
+ * communicator must see the same value (launchShape must be identical on every rank).
+ */
+export const TARGET_BYTES_PER_BLOCK_SCALE: number = parseTargetScale(process.env.LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE)
+
+export function parseTargetScale(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return 1
+  const x = Number(text)
+  if (!Number.isFinite(x) || x <= 0)
+    throw new LlcommError('INVALID_ARGUMENT', `LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=${text} must be a positive number`, {
+      value: text,
+    })
+  return x
+}
+
 /** Blocks of all ranks of one device together must stay co-resident: at most 128 (H200 has 132 SMs). */
 export const MAX_BLOCKS_PER_DEVICE = 128
 
@@ -361,7 +379,11 @@ export function launchShape(
   const maxBlocks = maxBlocksPerRank(nranks)
   const maxCountPerCall = maxBlocks * capElems
   const n = Math.min(count, maxCountPerCall)
-  const target = TARGET_BYTES_PER_BLOCK[v.algorithm === 'twoshot-sentinel' ? 'twoshot-sentinel' : v.protocol]
+  const target = Math.max(
+    16,
+    TARGET_BYTES_PER_BLOCK[v.algorithm === 'twoshot-sentinel' ? 'twoshot-sentinel' : v.protocol] *
+      TARGET_BYTES_PER_BLOCK_SCALE,
+  )
   let blocks = Math.max(Math.ceil((n * eb) / target), Math.ceil(n / capElems))
   blocks = Math.min(maxBlocks, Math.max(1, blocks))
   // Every channel's piece must fit its lanes (the kernels do not check; this is the guarantee).

@@ -25,6 +25,14 @@ inline EmuDim blockDim, gridDim; // one launch at a time
 inline thread_local std::barrier<>* emuBlockBarrier = nullptr;
 inline thread_local std::barrier<>* emuWarpBarrier = nullptr;
 inline void __syncthreads() { emuBlockBarrier->arrive_and_wait(); }
+// Static __shared__ arrays: one zeroed buffer per block (the kernels declare them with LLC_SHARED_WORDS); accesses
+// between threads are ordered by the __syncthreads barriers, as on the GPU.
+constexpr unsigned long long kEmuSharedBytes = 48 * 1024;
+inline thread_local unsigned char* emuBlockSharedMem = nullptr;
+inline void* llcEmuBlockShared(unsigned long long bytes) {
+  if (bytes > kEmuSharedBytes) __builtin_trap();
+  return emuBlockSharedMem;
+}
 inline void __syncwarp() { emuWarpBarrier->arrive_and_wait(); }
 inline float __uint_as_float(unsigned u) {
   float f;

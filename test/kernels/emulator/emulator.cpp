@@ -97,6 +97,7 @@ static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid
   gridDim.x = grid;
   const unsigned warpsPerBlock = (block + 31) / 32;
   std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
+  std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
   for (unsigned b = 0; b < grid; ++b) {
     blockBarriers.push_back(std::make_unique<std::barrier<>>(block));
     for (unsigned w = 0; w < warpsPerBlock; ++w)
@@ -110,6 +111,7 @@ static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid
         threadIdx.x = t;
         blockIdx.x = b;
         emuBlockBarrier = blockBarriers[b].get();
+        emuBlockSharedMem = shared[b].data();
         emuWarpBarrier = warpBarriers[b * warpsPerBlock + t / 32].get();
         fn(p);
       });
