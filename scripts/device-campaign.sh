@@ -54,8 +54,9 @@ for n in 2 4 8 16 32 64; do
   step "bench-v$n" 90 1 $llcomm bench --devices "$(vr $n)" --sizes "$sizes" --dtype bf16,f32 "${common[@]}" --json "$res/bench-v$n.json"
 done
 step bench-v8-pdl 60 1 $llcomm bench --devices "$V8" --sizes 8,8K,64K --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-v8-pdl.json"
+step bench-v8-scale 60 1 env LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=0.25 $llcomm bench --devices "$V8" --sizes 8K,64K,256K,1M --dtype bf16 "${common[@]}" --json "$res/bench-v8-scale025.json"
 step tune-v8 60 1 $llcomm tune --devices "$V8" --min 8 --max 1M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-v8.json"
 # 5. correctness on distinct GPUs and virtual ranks (the sanitizer ran on one GPU before); first on two GPUs
-step gpu-test 240 1 env LLCOMM_SKIP_SANITIZER=1 LLCOMM_GPU_TEST_TIMEOUT_S=230 OUT="$res" bash scripts/gpu-test.sh
+step gpu-test 240 1 env LLCOMM_SKIP_SANITIZER=${LLCOMM_SKIP_SANITIZER:-1} LLCOMM_GPU_TEST_TIMEOUT_S=230 OUT="$res" bash scripts/gpu-test.sh
 echo "== campaign done in $(( $(date +%s) - t0 ))s"
 cat "$summary"
