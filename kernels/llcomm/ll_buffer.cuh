@@ -28,10 +28,13 @@
 #ifndef LLCOMM_PEER_STAGE_WORDS
 #define LLCOMM_PEER_STAGE_WORDS 8192
 #endif
-// Fewest ranks at which the peer-parallel path is taken (2: whenever slots < threads). A compile-time knob for A/B
-// measurements (e.g. -DLLCOMM_SPREAD_MIN_RANKS=65 restores the serial path everywhere); not part of the ABI.
+// Fewest ranks at which the peer-parallel path is taken. Measured on an H200 with virtual ranks (bench/results/
+// cuda-h200-bench-v*-2026-11-29b.json against the serial path's runs of the same day): at 8 B oneshot-ll went
+// 2.57 -> 3.16 us at 2 ranks and 2.91 -> 3.28 at 4 (the serial path polls every peer in one batch there, so the
+// staging and __syncthreads only add), 3.55 -> 3.34 at 8 and 16.8 -> 4.27 at 64. Hence 8. A compile-time knob for
+// A/B measurements (-DLLCOMM_SPREAD_MIN_RANKS=65 restores the serial path everywhere); not part of the ABI.
 #ifndef LLCOMM_SPREAD_MIN_RANKS
-#define LLCOMM_SPREAD_MIN_RANKS 2
+#define LLCOMM_SPREAD_MIN_RANKS 8
 #endif
 #if defined(LLCOMM_HOST_EMULATION)
 #define LLC_SHARED_WORDS(name, n) llc_u32* name = static_cast<llc_u32*>(llcEmuBlockShared(4ull * (n)))

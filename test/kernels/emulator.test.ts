@@ -76,6 +76,9 @@ before(() => {
       // A small shared stage for the one-shot kernels' peer-parallel path, so that the runs below cover several
       // rank windows (and the fallback to the serial path) at small slot counts; on the GPU it is 8192 words.
       `-DLLCOMM_PEER_STAGE_WORDS=${EMU_PEER_STAGE_WORDS}`,
+      // The GPU build takes the peer-parallel path from 8 ranks up; the emulator takes it from 2, so that the
+      // 2- and 3-rank runs cover it too (the 8- and 64-rank runs cover the GPU's choice).
+      '-DLLCOMM_SPREAD_MIN_RANKS=2',
       '-I',
       kernelsDirectory(),
       '-I',

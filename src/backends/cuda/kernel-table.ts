@@ -258,13 +258,17 @@ export function deviceBufferLayout(nranks: number, bufferBytes: number = DEFAULT
 
 // ---- launch shape ----
 /**
- * Bytes of message per block before another block (channel) is used. Initial values, not tuned: `llcomm tune`
- * should measure them. More blocks put more SMs on NVLink at once; fewer keep the per-block fixed cost down.
+ * Bytes of message per block before another block (channel) is used. More blocks put more SMs (and more loads) in
+ * flight at once; fewer keep the per-block fixed cost down. The one-shot entries were lowered fourfold (4096 -> 1024,
+ * 8192 -> 2048) after a run with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=0.25 on an H200, 8 virtual ranks, bf16
+ * (bench/results/cuda-h200-bench-v8-scale025-2026-11-29b.json against cuda-h200-bench-v8-2026-11-29b.json):
+ * oneshot-ll 8 KB 6.75 -> 4.04 us, 64 KB 7.81 -> 7.41; oneshot-sentinel 8 KB 6.13 -> 4.46, 64 KB 6.80 -> 6.19. The
+ * two-shot and barrier entries got no faster in that run (twoshot-sentinel 8 KB 8.97 -> 9.41), so they stay.
  */
 export const TARGET_BYTES_PER_BLOCK: Readonly<Record<KernelProtocol | 'twoshot-sentinel', number>> = {
-  ll8: 4096,
-  ll16: 4096,
-  sentinel: 8192,
+  ll8: 1024,
+  ll16: 1024,
+  sentinel: 2048,
   'twoshot-sentinel': 16384,
   ll128: 16384,
   barrier: 16384,
