@@ -16,22 +16,29 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
     const lanes = codec.lanesPerWord
     const n = input.length
     const seg = Math.ceil(n / p.size)
+    const values = p.scratchF32Values(seg * lanes)
     // Reduce-scatter: element k of owner o's segment goes to line floor(k/31), data word k%31. Owner o re-armed
     // each line at its last use (epoch e-2 or earlier in this half) before sending that epoch's all-gather words,
     // which we received before finishing it (see AtomicLines.rearm and the completion invariant in ll-channel.ts).
-    for (let o = 0; o < p.size; o++) {
-      const end = Math.min(n, (o + 1) * seg)
-      if (end <= o * seg) continue
-      for (let i = o * seg; i < end; i++) {
-        const w = input[i]
-        for (let lane = 0; lane < lanes; lane++) {
-          const k = (i - o * seg) * lanes + lane
-          const bits = lanes === 1 ? w : (w >>> (16 * lane)) & 0xffff
-          lines.atomicAdd(o, Math.floor(k / LINE_PAYLOAD_WORDS), k % LINE_PAYLOAD_WORDS, codec.decodeLane(bits))
+    // Owners in rotated order (ours last): ranks that start together add into different owners' lines instead
+    // of all racing on owner 0's cache lines (the owner's sum does not depend on the order of the adds' issue).
+    for (let j = 1; j <= p.size; j++) {
+      const o = (p.rank + j) % p.size
+      const from = o * seg
+      const end = Math.min(n, from + seg)
+      if (end <= from) continue
+      const elements = (end - from) * lanes
+      if (lanes === 1) {
+        const f32 = new Float32Array(input.buffer, input.byteOffset + 4 * from, end - from)
+        values.set(f32)
+      } else {
+        for (let i = from; i < end; i++) {
+          const w = input[i]
+          values[2 * (i - from)] = codec.decodeLane(w & 0xffff)
+          values[2 * (i - from) + 1] = codec.decodeLane(w >>> 16)
         }
       }
-      const usedLines = Math.ceil(((end - o * seg) * lanes) / LINE_PAYLOAD_WORDS)
-      for (let l = 0; l < usedLines; l++) lines.arrive(o, l)
+      lines.addRangeAndArrive(o, values, elements)
     }
     lines.flush()
     // Our segment: wait for every counter, read, re-arm, then all-gather (re-arm before the sends: see above).
@@ -39,27 +46,25 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
     const mineEnd = Math.min(n, mine + seg)
     const elements = Math.max(0, mineEnd - mine) * lanes
     const usedLines = Math.ceil(elements / LINE_PAYLOAD_WORDS)
-    const reduced = p.scratchF32(elements)
     for (let l = 0; l < usedLines; l++) {
       lines.waitComplete(l)
       const laneCount = Math.min(LINE_PAYLOAD_WORDS, elements - l * LINE_PAYLOAD_WORDS)
-      for (let k = 0; k < laneCount; k++) reduced[l * LINE_PAYLOAD_WORDS + k] = lines.read(l, k)
+      lines.readLine(l, values, l * LINE_PAYLOAD_WORDS, laneCount)
       lines.rearm(l, laneCount)
     }
     const others = peersExcept(p.size, p.rank)
     for (let i = mine; i < mineEnd; i++) {
       const k = (i - mine) * lanes
-      const word =
+      output[i] =
         lanes === 1
-          ? codec.encodeLane(reduced[k])
-          : ((codec.encodeLane(reduced[k + 1]) << 16) | codec.encodeLane(reduced[k])) >>> 0
-      output[i] = word
-      sentinel.bcast(others, i - mine, word)
+          ? codec.encodeLane(values[k])
+          : ((codec.encodeLane(values[k + 1]) << 16) | codec.encodeLane(values[k])) >>> 0
     }
+    if (mineEnd > mine) sentinel.bcastRange(others, 0, output.subarray(mine, mineEnd))
     sentinel.flush()
     for (const o of others) {
       const end = Math.min(n, (o + 1) * seg)
-      for (let i = o * seg; i < end; i++) output[i] = sentinel.recv(o, i - o * seg)
+      if (end > o * seg) sentinel.recvRange(o, 0, output.subarray(o * seg, end))
     }
   },
 }

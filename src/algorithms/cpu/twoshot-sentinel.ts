@@ -16,24 +16,26 @@ export const twoshotSentinelAllReduce: CpuAlgorithm = {
     const others = peersExcept(p.size, p.rank)
     // Reduce-scatter. Owner o re-armed our slots at their last use before it sent us that epoch's all-gather
     // word for the same slot index, which we received before finishing that epoch.
-    for (let o = 0; o < p.size; o++) {
+    for (const o of others) {
       const end = Math.min(n, (o + 1) * seg)
-      for (let i = o * seg; i < end; i++) s.send(o, i - o * seg, input[i])
+      if (end > o * seg) s.sendRange(o, 0, input.subarray(o * seg, end))
     }
     s.flush()
     const mine = p.rank * seg
     const mineEnd = Math.min(n, mine + seg)
-    for (let i = mine; i < mineEnd; i++) {
-      const word = s.recvReduce(p.allRanks, i - mine)
-      output[i] = word
-      // All-gather word: safe, since each peer sent us its reduce-scatter word of this epoch (just received)
-      // only after finishing the previous epoch, including re-arming this slot.
-      s.bcast(others, gatherBase + i - mine, word)
+    if (mineEnd > mine) {
+      const reduced = output.subarray(mine, mineEnd)
+      // Reduces in rank order and re-arms the reduce-scatter slots before the all-gather sends below.
+      // Our own words come straight from `input` (read before `reduced` is written, even if they alias).
+      s.recvReduceRange(p.allRanks, 0, reduced, input.subarray(mine, mineEnd))
+      // All-gather words: safe, since each peer sent us its reduce-scatter words of this epoch (just received)
+      // only after finishing the previous epoch, including re-arming these slots.
+      s.bcastRange(others, gatherBase, reduced)
     }
     s.flush()
     for (const o of others) {
       const end = Math.min(n, (o + 1) * seg)
-      for (let i = o * seg; i < end; i++) output[i] = s.recv(o, gatherBase + i - o * seg)
+      if (end > o * seg) s.recvRange(o, gatherBase, output.subarray(o * seg, end))
     }
   },
 }

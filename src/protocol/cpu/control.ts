@@ -14,6 +14,9 @@ export interface WaitOptions {
 /** The largest epoch before wrapping back to 1; even, so that parity keeps alternating across the wrap. */
 const EPOCH_WRAP = 0xfffffffe
 
+/** Polls between two clock reads while spinning (a power of two): performance.now() is not free. */
+const SPINS_PER_DEADLINE_CHECK = 1024
+
 export class RankControl {
   readonly rank: number
   readonly size: number
@@ -64,48 +67,72 @@ export class RankControl {
   }
 
   /**
-   * Rings the doorbell of every peer written since the last ring: Atomics.add then Atomics.notify. The add is
-   * sequentially consistent and comes after our data stores in program order, so a waiter that sees the new
-   * doorbell value also sees the data (and one that read the old value is woken by the notify; see waitUntil).
+   * Rings the doorbell of every peer written since the last ring: Atomics.add, then Atomics.notify only if the
+   * peer's SLEEPING word is 1. The add is sequentially consistent and comes after our data stores in program
+   * order, so a waiter that sees the new doorbell value also sees the data. Skipping the notify is safe (Dekker
+   * argument on SC atomics): a waiter stores SLEEPING = 1 *before* it reads the doorbell value it will wait on.
+   * If our SLEEPING load returned 0, it precedes that store in the total order, so our add precedes the waiter's
+   * doorbell read: the waiter waits on the new value, and Atomics.wait returns at once (value mismatch).
    */
   ringDoorbells(): void {
     if (!this.anyDirty) return
     this.anyDirty = false
+    const i32 = this.i32
     for (let p = 0; p < this.size; p++) {
       if (this.dirtyPeers[p] === 0) continue
       this.dirtyPeers[p] = 0
       const bell = controlIndex(p, CONTROL.DOORBELL)
-      Atomics.add(this.i32, bell, 1)
-      Atomics.notify(this.i32, bell)
+      Atomics.add(i32, bell, 1)
+      if (Atomics.load(i32, controlIndex(p, CONTROL.SLEEPING)) !== 0) Atomics.notify(i32, bell)
     }
   }
 
   /**
-   * Slow path of every wait: returns once `ready()` holds, or throws TIMEOUT naming rank, peer and epoch.
-   * No lost wake-up: we read our doorbell value `bell`, then re-check `ready()`, then Atomics.wait(bell). A
-   * writer stores its data, then Atomics.add's our doorbell, then notifies. If its data store precedes our
-   * re-check we see the data; otherwise its add follows our doorbell read, so either Atomics.wait finds the
-   * value already changed and returns at once, or we are queued before its notify (wait and notify take the same
-   * waiter-list lock) and are woken. Our own pending doorbells are rung first: a peer may be waiting for us.
+   * Slow path of every wait (callers test their condition inline first, so the closures are only built when
+   * the data is not there yet): returns once `ready()` holds, or throws TIMEOUT naming rank, peer and epoch.
+   * Spins `spinIterations` polls, reading the clock only every SPINS_PER_DEADLINE_CHECK polls, then blocks.
+   * No lost wake-up: we store SLEEPING = 1, read our doorbell value `bell`, re-check `ready()`, then
+   * Atomics.wait(bell). A writer stores its data, then Atomics.add's our doorbell, then loads our SLEEPING
+   * word and notifies if it is 1. If its data store precedes our re-check we see the data. Otherwise its add
+   * follows our doorbell read, so Atomics.wait finds the value changed and returns at once, or we are queued
+   * and its SLEEPING load (after its add, so after our SLEEPING store) sees 1 and its notify wakes us (wait
+   * and notify take the same waiter-list lock). Our own pending doorbells are rung first: a peer may be
+   * waiting for us.
    */
   waitUntil(ready: () => boolean, peer: number, waitingFor: () => string): void {
     this.ringDoorbells()
-    for (let i = 0; i < this.spinIterations; i++) if (ready()) return
-    const deadline = performance.now() + this.timeoutMs
-    const bellIndex = controlIndex(this.rank, CONTROL.DOORBELL)
-    for (;;) {
-      const bell = Atomics.load(this.i32, bellIndex)
+    let deadline = 0
+    for (let i = 0; i < this.spinIterations; i++) {
       if (ready()) return
-      const leftMs = deadline - performance.now()
-      if (leftMs <= 0) {
-        throw LlcommError.timeout({
-          rank: this.rank,
-          peer: peer >= 0 ? peer : this.laggardPeer(),
-          epoch: this.epoch,
-          waitingFor: waitingFor(),
-        })
+      if ((i & (SPINS_PER_DEADLINE_CHECK - 1)) === SPINS_PER_DEADLINE_CHECK - 1) {
+        const now = performance.now()
+        if (deadline === 0) deadline = now + this.timeoutMs
+        else if (now > deadline) break
       }
-      Atomics.wait(this.i32, bellIndex, bell, leftMs)
+    }
+    if (deadline === 0) deadline = performance.now() + this.timeoutMs
+    const i32 = this.i32
+    const bellIndex = controlIndex(this.rank, CONTROL.DOORBELL)
+    const sleepingIndex = controlIndex(this.rank, CONTROL.SLEEPING)
+    try {
+      for (;;) {
+        Atomics.store(i32, sleepingIndex, 1)
+        const bell = Atomics.load(i32, bellIndex)
+        if (ready()) return
+        const leftMs = deadline - performance.now()
+        if (leftMs <= 0) {
+          throw LlcommError.timeout({
+            rank: this.rank,
+            peer: peer >= 0 ? peer : this.laggardPeer(),
+            epoch: this.epoch,
+            waitingFor: waitingFor(),
+          })
+        }
+        Atomics.wait(i32, bellIndex, bell, leftMs)
+      }
+    } finally {
+      // Only an extra notify can follow from a stale 1, never a missed one; cleared so writers skip it.
+      Atomics.store(i32, sleepingIndex, 0)
     }
   }
 

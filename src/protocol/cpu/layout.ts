@@ -35,6 +35,11 @@ export const CONTROL = {
   ATTACHED: 3,
   /** Rank 0's block only: 1 once the owning communicator is closed (per-rank views then fail with CLOSED). */
   CHANNEL_CLOSED: 4,
+  /**
+   * 1 while this rank is (about to be) blocked in Atomics.wait on its doorbell, else 0. Writers notify only when
+   * they see 1: a futex wake costs microseconds, and most waits end while still spinning (see RankControl).
+   */
+  SLEEPING: 5,
 } as const
 
 export const LINE_WORDS = 32

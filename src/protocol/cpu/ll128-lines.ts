@@ -13,6 +13,10 @@ import { LINE_PAYLOAD_WORDS, LINE_WORDS, regionBase } from './layout.js'
 
 export const LINE_IDENTITY_WORD = 0x80000000 | 0
 
+/** One-element views for f32 <-> bits inside the CAS loop (per thread: each worker has its own module). */
+const casF32 = new Float32Array(2)
+const casI32 = new Int32Array(casF32.buffer)
+
 export class AtomicLines {
   private readonly i32: Int32Array
   private readonly control: RankControl
@@ -54,6 +58,48 @@ export class AtomicLines {
   arrive(owner: number, line: number): void {
     Atomics.add(this.i32, this.lineIndex(owner, line), 1)
     this.control.markWritten(owner)
+  }
+
+  /**
+   * Adds values[0..count) into `owner`'s lines in order (value k into line floor(k/31), data word k%31), each by
+   * the same CAS loop as atomicAdd, then arrives at every line used. Per line, all data adds precede the
+   * counter add in program order (see arrive), which is all the owner relies on.
+   */
+  addRangeAndArrive(owner: number, values: Float32Array, count: number): void {
+    const i32 = this.i32
+    const first = this.lineIndex(owner, 0)
+    const lines = Math.ceil(count / LINE_PAYLOAD_WORDS)
+    for (let l = 0; l < lines; l++) {
+      const line = first + l * LINE_WORDS
+      const from = l * LINE_PAYLOAD_WORDS
+      const to = Math.min(count, from + LINE_PAYLOAD_WORDS)
+      for (let k = from; k < to; k++) {
+        const index = line + 1 + k - from
+        const x = values[k]
+        // CAS loop on the bits: an add that lost the race retries on the value that won. casF32[1] = a + x
+        // rounds as Math.fround (a NaN result is any NaN: the owner's encode canonicalizes it).
+        let old = Atomics.load(i32, index)
+        for (;;) {
+          casI32[0] = old
+          casF32[1] = casF32[0] + x
+          const seen = Atomics.compareExchange(i32, index, old, casI32[1])
+          if (seen === old) break
+          old = seen
+        }
+      }
+      // Counter after the data adds of this line (SC): an owner that reads N also reads every rank's data.
+      Atomics.add(i32, line, 1)
+    }
+    if (lines > 0) this.control.markWritten(owner)
+  }
+
+  /** Data words [0, count) of our own (complete) line as f32 values into dst[offset..]. */
+  readLine(line: number, dst: Float32Array, offset: number, count: number): void {
+    const index = this.lineIndex(this.control.rank, line) + 1
+    for (let k = 0; k < count; k++) {
+      casI32[0] = Atomics.load(this.i32, index + k)
+      dst[offset + k] = casF32[0]
+    }
   }
 
   /** Ring the doorbells of owners whose counters we bumped. */

@@ -9,6 +9,7 @@ import { regionBase } from './layout.js'
 import { LaneAccumulator, type LlChannel } from './ll-channel.js'
 
 const TWO_POW_32 = 1n << 32n
+const DATA_MASK = 0xffffffffn
 
 /** Deliberately broken variants, only for the test that proves the checks are load-bearing. */
 export interface Ll8TestFaults {
@@ -27,7 +28,12 @@ export class Ll8Buffer implements LlChannel {
   private flagLow = 0n
   private flagHigh = 0n
   private acc: LaneAccumulator
+  private readonly bases: Int32Array
   private readonly faults: Ll8TestFaults
+  /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
+  private accF32 = new Float32Array(64)
+  private wordsI32 = new Int32Array(64)
+  private wordsF32 = new Float32Array(this.wordsI32.buffer)
 
   constructor(sab: SharedArrayBuffer, control: RankControl, faults: Ll8TestFaults = {}) {
     const layout = control.layout
@@ -38,6 +44,7 @@ export class Ll8Buffer implements LlChannel {
     this.regionIndex = []
     for (let r = 0; r < layout.ranks; r++) this.regionIndex.push((regionBase(layout, r) + layout.ll8Offset) / 8)
     this.acc = new LaneAccumulator(DTYPE_CODECS.f32)
+    this.bases = new Int32Array(layout.ranks)
     this.faults = faults
   }
 
@@ -102,6 +109,118 @@ export class Ll8Buffer implements LlChannel {
   private accumulator(): LaneAccumulator {
     if (this.acc.codec !== this.codec) this.acc = new LaneAccumulator(this.codec)
     return this.acc
+  }
+
+  /**
+   * send for slots [firstSlot, firstSlot + words.length): one 64-bit SC packet store per slot as in `send`
+   * (the BigInt packet is the price of the single-copy 64-bit store), index and flag hoisted out of the loop.
+   */
+  sendRange(peer: number, firstSlot: number, words: Int32Array): void {
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    const u64 = this.u64
+    const flag = this.flagLow
+    const base = this.index(peer, this.control.rank, firstSlot)
+    for (let i = 0; i < words.length; i++) Atomics.store(u64, base + i, flag | BigInt(words[i] >>> 0))
+    this.control.markWritten(peer)
+  }
+
+  /** sendRange to every peer in `peers`: each packet is built once and stored to every peer. */
+  bcastRange(peers: readonly number[], firstSlot: number, words: Int32Array): void {
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    const u64 = this.u64
+    const flag = this.flagLow
+    const rank = this.control.rank
+    const bases = this.bases
+    for (let k = 0; k < peers.length; k++) {
+      bases[k] = this.index(peers[k], rank, firstSlot)
+      this.control.markWritten(peers[k])
+    }
+    for (let i = 0; i < words.length; i++) {
+      const packet = flag | BigInt(words[i] >>> 0)
+      for (let k = 0; k < peers.length; k++) Atomics.store(u64, bases[k] + i, packet)
+    }
+  }
+
+  /**
+   * recv of slots [firstSlot, firstSlot + out.length) from `peer`: one 64-bit SC load per packet, compared
+   * against the precomputed flag range of our epoch (flag == epoch exactly); the data half is extracted only
+   * from a packet whose flag matched, so data and flag always come from the same single-copy store.
+   */
+  recvRange(peer: number, firstSlot: number, out: Int32Array): void {
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    const u64 = this.u64
+    const low = this.flagLow
+    const high = this.flagHigh
+    const anyFlag = this.faults.ignoreEpochInFlag === true
+    const base = this.index(this.control.rank, peer, firstSlot)
+    for (let i = 0; i < out.length; i++) {
+      let packet = Atomics.load(u64, base + i)
+      if (anyFlag ? packet < TWO_POW_32 : packet < low || packet >= high) {
+        packet = this.waitPacket(base + i, peer, firstSlot + i)
+      }
+      out[i] = Number(packet & DATA_MASK)
+    }
+  }
+
+  /**
+   * recvReduce for a range of slots (peers in the given order); bitwise the same as recvReduce per slot. With
+   * `local`, our own rank's words come from it instead of our own slots (the caller sends only to the others).
+   */
+  recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
+    const n = out.length
+    const codec = this.codec
+    const lanes = codec.lanesPerWord
+    if (this.wordsI32.length < n) {
+      this.wordsI32 = new Int32Array(Math.max(n, 2 * this.wordsI32.length))
+      this.wordsF32 = new Float32Array(this.wordsI32.buffer)
+    }
+    if (this.accF32.length < n * lanes) this.accF32 = new Float32Array(Math.max(n * lanes, 2 * this.accF32.length))
+    const words = this.wordsI32.subarray(0, n)
+    const wordsF32 = this.wordsF32
+    const acc = this.accF32
+    const rank = this.control.rank
+    for (let k = 0; k < peers.length; k++) {
+      // Our own contribution is read from `local` when given (then nobody wrote our own slots this epoch).
+      if (peers[k] === rank && local !== undefined) words.set(local)
+      else this.recvRange(peers[k], firstSlot, words)
+      if (lanes === 1) {
+        // A Float32Array element store rounds exactly as Math.fround: the same sums as LaneAccumulator.
+        if (k === 0) for (let i = 0; i < n; i++) acc[i] = wordsF32[i]
+        else for (let i = 0; i < n; i++) acc[i] += wordsF32[i]
+      } else {
+        for (let i = 0; i < n; i++) {
+          const w = words[i]
+          const a = codec.decodeLane(w & 0xffff)
+          const b = codec.decodeLane(w >>> 16)
+          if (k === 0) {
+            acc[2 * i] = a
+            acc[2 * i + 1] = b
+          } else {
+            acc[2 * i] += a
+            acc[2 * i + 1] += b
+          }
+        }
+      }
+    }
+    if (lanes === 1) {
+      for (let i = 0; i < n; i++) out[i] = codec.encodeLane(acc[i])
+    } else {
+      for (let i = 0; i < n; i++) out[i] = (codec.encodeLane(acc[2 * i + 1]) << 16) | codec.encodeLane(acc[2 * i])
+    }
+  }
+
+  /** Slow path of recvRange: bounded wait for a packet of our epoch at `index`; returns it. */
+  private waitPacket(index: number, peer: number, slot: number): bigint {
+    let packet = 0n
+    this.control.waitUntil(
+      () => {
+        packet = Atomics.load(this.u64, index)
+        return this.isCurrent(packet)
+      },
+      peer,
+      () => `ll8 recv slot ${slot} (flag ${packet >> 32n})`,
+    )
+    return packet
   }
 
   flush(): void {

@@ -58,6 +58,26 @@ export class RankProtocol {
     return this.scratch
   }
 
+  private scratchValues = new Float32Array(64)
+
+  /** Reusable per-rank scratch of at least `n` f32 values (stores round as Math.fround). */
+  scratchF32Values(n: number): Float32Array {
+    if (this.scratchValues.length < n) {
+      this.scratchValues = new Float32Array(Math.max(n, this.scratchValues.length * 2))
+    }
+    return this.scratchValues
+  }
+
+  private scratchWordsI32 = new Int32Array(64)
+
+  /** Reusable per-rank scratch of at least `n` 32-bit words. */
+  scratchWords(n: number): Int32Array {
+    if (this.scratchWordsI32.length < n) {
+      this.scratchWordsI32 = new Int32Array(Math.max(n, this.scratchWordsI32.length * 2))
+    }
+    return this.scratchWordsI32
+  }
+
   useDtype(dtype: Dtype): void {
     const codec = DTYPE_CODECS[dtype]
     this.codec = codec

@@ -10,6 +10,12 @@ import { regionBase } from './layout.js'
 import { LaneAccumulator, type LlChannel } from './ll-channel.js'
 
 const SENTINEL = SENTINEL_WORD | 0
+const SENTINEL_LANE = SENTINEL_WORD & 0xffff
+
+/** True when canonicalizeWord may change `w`: some 16-bit half equals the sentinel lane (f32: a superset test). */
+function mayHoldSentinel(w: number): boolean {
+  return (w & 0xffff) === SENTINEL_LANE || w >>> 16 === SENTINEL_LANE
+}
 
 /** Deliberately broken variants, only for the test that proves the re-arm is load-bearing. */
 export interface SentinelTestFaults {
@@ -26,6 +32,10 @@ export class SentinelBuffer implements LlChannel {
   private readonly regionIndex: number[]
   private acc: LaneAccumulator
   private readonly faults: SentinelTestFaults
+  /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
+  private accF32 = new Float32Array(64)
+  private wordsI32 = new Int32Array(64)
+  private wordsF32 = new Float32Array(this.wordsI32.buffer)
 
   constructor(sab: SharedArrayBuffer, control: RankControl, faults: SentinelTestFaults = {}) {
     const layout = control.layout
@@ -86,6 +96,108 @@ export class SentinelBuffer implements LlChannel {
     acc.clear()
     for (let i = 0; i < peers.length; i++) acc.add(this.recv(peers[i], slot))
     return acc.take()
+  }
+
+  /**
+   * send for slots [firstSlot, firstSlot + words.length): the same SC store per slot as `send`, with the index
+   * and the codec hoisted out of the loop. Same ordering contract as `send` for every slot.
+   */
+  sendRange(peer: number, firstSlot: number, words: Int32Array): void {
+    const i32 = this.i32
+    const codec = this.codec
+    const base = this.index(peer, this.control.rank, firstSlot)
+    for (let i = 0; i < words.length; i++) {
+      let w = words[i]
+      if (mayHoldSentinel(w)) w = codec.canonicalizeWord(w) | 0
+      Atomics.store(i32, base + i, w)
+    }
+    this.control.markWritten(peer)
+  }
+
+  /** sendRange to every peer in `peers`, in that order. */
+  bcastRange(peers: readonly number[], firstSlot: number, words: Int32Array): void {
+    for (let k = 0; k < peers.length; k++) this.sendRange(peers[k], firstSlot, words)
+  }
+
+  /**
+   * recv of slots [firstSlot, firstSlot + out.length) from `peer` into `out`: one SC load per slot (a bounded
+   * wait only for a slot still armed), then the whole range re-armed at once. The bulk re-arm is a plain fill:
+   * it precedes in program order the SC store of every message we send afterwards, and the peer writes these
+   * slots again only after an SC load that sees one of those messages (acknowledgement rule), so the fill
+   * happens-before the peer's next write and cannot erase it (same argument as `recv`'s per-slot re-arm).
+   */
+  recvRange(peer: number, firstSlot: number, out: Int32Array): void {
+    const n = out.length
+    const i32 = this.i32
+    const base = this.index(this.control.rank, peer, firstSlot)
+    for (let i = 0; i < n; i++) {
+      let w = Atomics.load(i32, base + i)
+      if (w === SENTINEL) w = this.waitArmed(base + i, peer, firstSlot + i)
+      out[i] = w
+    }
+    if (!this.faults.skipRearm) i32.fill(SENTINEL, base, base + n)
+  }
+
+  /**
+   * recvReduce for slots [firstSlot, firstSlot + out.length): peers in the given order, lane-wise f32 sums
+   * (a Float32Array element store rounds exactly as Math.fround), rounded once to the dtype into `out`.
+   * Bitwise the same result as recvReduce per slot. With `local` (length out.length), our own rank's words
+   * come from it instead of our own slots: the caller then sends to every rank but itself.
+   */
+  recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
+    const n = out.length
+    const codec = this.codec
+    const lanes = codec.lanesPerWord
+    if (this.wordsI32.length < n) {
+      this.wordsI32 = new Int32Array(Math.max(n, 2 * this.wordsI32.length))
+      this.wordsF32 = new Float32Array(this.wordsI32.buffer)
+    }
+    if (this.accF32.length < n * lanes) this.accF32 = new Float32Array(Math.max(n * lanes, 2 * this.accF32.length))
+    const words = this.wordsI32.subarray(0, n)
+    const wordsF32 = this.wordsF32
+    const acc = this.accF32
+    const rank = this.control.rank
+    for (let k = 0; k < peers.length; k++) {
+      // Our own contribution is read from `local` when given (then nobody wrote our own slots this epoch).
+      if (peers[k] === rank && local !== undefined) words.set(local)
+      else this.recvRange(peers[k], firstSlot, words)
+      if (lanes === 1) {
+        if (k === 0) for (let i = 0; i < n; i++) acc[i] = wordsF32[i]
+        else for (let i = 0; i < n; i++) acc[i] += wordsF32[i]
+      } else {
+        for (let i = 0; i < n; i++) {
+          const w = words[i]
+          const a = codec.decodeLane(w & 0xffff)
+          const b = codec.decodeLane(w >>> 16)
+          if (k === 0) {
+            acc[2 * i] = a
+            acc[2 * i + 1] = b
+          } else {
+            acc[2 * i] += a
+            acc[2 * i + 1] += b
+          }
+        }
+      }
+    }
+    if (lanes === 1) {
+      for (let i = 0; i < n; i++) out[i] = codec.encodeLane(acc[i])
+    } else {
+      for (let i = 0; i < n; i++) out[i] = (codec.encodeLane(acc[2 * i + 1]) << 16) | codec.encodeLane(acc[2 * i])
+    }
+  }
+
+  /** Slow path of recvRange: bounded wait until the slot at `index` holds data; returns the word. */
+  private waitArmed(index: number, peer: number, slot: number): number {
+    let word = SENTINEL
+    this.control.waitUntil(
+      () => {
+        word = Atomics.load(this.i32, index)
+        return word !== SENTINEL
+      },
+      peer,
+      () => `sentinel recv slot ${slot}`,
+    )
+    return word
   }
 
   flush(): void {
