@@ -31,7 +31,12 @@ export interface TimeoutDetails {
 export class LlcommError extends Error {
   readonly code: LlcommErrorCode
   readonly details: Record<string, unknown>
-  constructor(code: LlcommErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: LlcommErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, options)
     this.name = 'LlcommError'
     this.code = code

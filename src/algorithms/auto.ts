@@ -33,7 +33,9 @@ export function loadTuningTable(path?: string): TuningTable {
   try {
     table = JSON.parse(readFileSync(file, 'utf8')) as TuningTable
   } catch (e) {
-    throw new LlcommError('INVALID_ARGUMENT', `cannot read tuning table ${file}: ${(e as Error).message}`, { path: file })
+    throw new LlcommError('INVALID_ARGUMENT', `cannot read tuning table ${file}: ${(e as Error).message}`, {
+      path: file,
+    })
   }
   if (!Array.isArray(table.entries)) {
     throw new LlcommError('INVALID_ARGUMENT', `tuning table ${file} has no entries array`, { path: file })
@@ -68,6 +70,7 @@ export function chooseAlgorithm(
     if (band) return band.algorithm
   }
   const fallback = preference.find((a) => available.includes(a))
-  if (!fallback) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no algorithm available for ${backend} at ${ranks} ranks`)
+  if (!fallback)
+    throw new LlcommError('UNSUPPORTED_ALGORITHM', `no algorithm available for ${backend} at ${ranks} ranks`)
   return fallback
 }

@@ -2,12 +2,12 @@
  * The `llcomm` CLI: one small module per subcommand in ./commands, each exporting `register(program)`.
  */
 import { Command } from 'commander'
+import { LlcommError } from '../errors.js'
 import { register as registerBench } from './commands/bench.js'
 import { register as registerDiagnose } from './commands/diagnose.js'
 import { register as registerModel } from './commands/model.js'
 import { register as registerSol } from './commands/sol.js'
 import { register as registerTune } from './commands/tune.js'
-import { LlcommError } from '../errors.js'
 
 const program = new Command()
 program.name('llcomm').description('Low-latency, barrier-free collectives: bench, tune, sol, model, diagnose')

@@ -19,6 +19,9 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
       return createCudaCommunicator(options)
     }
     default:
-      throw new LlcommError('INVALID_ARGUMENT', `unknown backend ${JSON.stringify((options as { backend: unknown }).backend)}`)
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `unknown backend ${JSON.stringify((options as { backend: unknown }).backend)}`,
+      )
   }
 }

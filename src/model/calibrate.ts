@@ -6,6 +6,7 @@
  * and are listed as not identified.
  */
 
+import type { Dtype } from '../api/types.js'
 import { LlcommError } from '../errors.js'
 import { type BenchFile, type MeasuredRow, rowPlatform, usableForCalibration } from './bench-results.js'
 import {
@@ -25,6 +26,8 @@ export interface CalibrationRow {
   ranks: number
   bytes: number
   measuredUs: number
+  /** Element type of the measured call (launch shapes depend on it slightly); default bf16. */
+  dtype?: Dtype
 }
 
 export interface ResidualRow extends CalibrationRow {
@@ -33,6 +36,8 @@ export interface ResidualRow extends CalibrationRow {
   relError: number
   /** Same, with this row left out of the fit (absent when too few rows remain). */
   looRelError?: number
+  /** Same, with every row of this rank count left out of the fit (the test of how the model scales in N). */
+  lorcoRelError?: number
 }
 
 export interface ResidualSummary {
@@ -50,7 +55,11 @@ export interface CalibrationResult {
   residuals: ResidualRow[]
   inSample: ResidualSummary
   leaveOneOut?: ResidualSummary
+  /** Fit on all rank counts but one, predict that one; per held-out rank count and over all rows. */
+  leaveOneRankCountOut?: { all: ResidualSummary; byRanks: { ranks: number; summary: ResidualSummary }[] }
 }
+
+const DTYPES: readonly string[] = ['f32', 'f16', 'bf16']
 
 function summarize(errors: number[]): ResidualSummary {
   const n = errors.length
@@ -75,7 +84,10 @@ function fitParams(
   prior: ParamValues,
 ): FitOutcome {
   const features = rows.map((r) =>
-    modelFeatures(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology),
+    modelFeatures(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology, {
+      structure: platform.structure,
+      dtype: r.dtype,
+    }),
   )
   // Relative weighting: divide each row by its measurement.
   const design = features.map((f, i) => FIT_PARAMS.map((p) => f[p] / rows[i].measuredUs))
@@ -106,7 +118,10 @@ function predictRow(
   params: ParamValues,
 ): number {
   return predictFromParams(
-    modelFeatures(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology),
+    modelFeatures(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology, {
+      structure: platform.structure,
+      dtype: r.dtype,
+    }),
     params,
   ).latencyUs
 }
@@ -116,7 +131,7 @@ export function calibratePlatform(
   platform: PlatformConstants,
   rows: CalibrationRow[],
   algorithms: AlgorithmTable,
-  options: { leaveOneOut?: boolean } = {},
+  options: { leaveOneOut?: boolean; leaveOneRankCountOut?: boolean } = {},
 ): CalibrationResult {
   if (rows.length === 0) throw new LlcommError('INVALID_ARGUMENT', `no usable rows to calibrate ${platformName}`)
   const prior = paramsFromPlatform(platform)
@@ -137,6 +152,27 @@ export function calibratePlatform(
     })
     leaveOneOut = summarize(errors)
   }
+  let leaveOneRankCountOut: CalibrationResult['leaveOneRankCountOut']
+  const rankCounts = [...new Set(rows.map((r) => r.ranks))].sort((a, b) => a - b)
+  if ((options.leaveOneRankCountOut ?? true) && rankCounts.length >= 3) {
+    const byRanks = rankCounts.map((ranks) => {
+      const p = fitParams(
+        rows.filter((r) => r.ranks !== ranks),
+        algorithms,
+        platform,
+        prior,
+      ).params
+      const errors: number[] = []
+      rows.forEach((r, i) => {
+        if (r.ranks !== ranks) return
+        const e = (predictRow(r, algorithms, platform, p) - r.measuredUs) / r.measuredUs
+        residuals[i].lorcoRelError = e
+        errors.push(e)
+      })
+      return { ranks, summary: summarize(errors) }
+    })
+    leaveOneRankCountOut = { all: summarize(residuals.map((r) => r.lorcoRelError as number)), byRanks }
+  }
   return {
     platform: platformName,
     params: fit.params,
@@ -145,6 +181,7 @@ export function calibratePlatform(
     residuals,
     inSample: summarize(residuals.map((r) => r.relError)),
     leaveOneOut,
+    leaveOneRankCountOut,
   }
 }
 
@@ -170,7 +207,13 @@ export function calibrationRowsByPlatform(
     }
     const key = rowPlatform(file, row)
     const list = groups.get(key) ?? []
-    list.push({ algorithm: row.algorithm, ranks: row.ranks, bytes: row.bytes, measuredUs: row.medianUs })
+    list.push({
+      algorithm: row.algorithm,
+      ranks: row.ranks,
+      bytes: row.bytes,
+      measuredUs: row.medianUs,
+      dtype: DTYPES.includes(row.dtype as Dtype) ? (row.dtype as Dtype) : undefined,
+    })
     groups.set(key, list)
   }
   return { groups, skipped }
@@ -201,6 +244,7 @@ export function applyCalibration(platform: PlatformConstants, result: Calibratio
     const v = result.params[p]
     if (p === 'usPerWireByte') set('linkGBs', v !== null && v > 0 ? 1 / (v * 1e3) : null, p)
     else if (p === 'usPerAtomicByte') set('atomicGBs', v !== null && v > 0 ? 1 / (v * 1e3) : null, p)
+    else if (p === 'usPerRearmByte') set('rearmGBs', v !== null && v > 0 ? 1 / (v * 1e3) : null, p)
     else set(p, v, p)
   }
 }

@@ -8,9 +8,18 @@
  *
  * On the `virtual` topology (all ranks on one GPU) the bandwidth term uses the bytes of all N ranks, since they
  * share one memory system. A constant that is absent (null) leaves its term out and is named in missingTerms.
+ *
+ * With structure 'kernel' (a platform measured with llcomm's kernels), an algorithm that has an llcomm kernel is
+ * counted from its launch shape instead (kernel-counts.ts):
+ *
+ *   T = launches · kernelFloor + launches · hopsFixed · hop + pollRounds · pollRound + storeRounds · storeRound
+ *       + serialRecvs · serialRecv + rearms · rearm + atomicLineRounds · atomicLine + rearmBytes / rearmRate + ringSteps · ringStep + barrierCount · barrier(N) + wireBytes / linkBandwidth [+ atomic bytes / atomic rate]
  */
 
+import type { Dtype } from '../api/types.js'
+import { LLCOMM_MAX_RANKS } from '../backends/cuda/abi.js'
 import { LlcommError } from '../errors.js'
+import { kernelCounts } from './kernel-counts.js'
 import type { AlgorithmStructure, PlatformConstants, PlatformTopology, WireShape } from './latency-tables.js'
 
 /** The model's linear parameters, in the order used by the fit. */
@@ -24,6 +33,13 @@ export const FIT_PARAMS = [
   'usPerAtomicByte',
   'libraryOverheadUs',
   'nvlsSwitchReduceUs',
+  'pollRoundUs',
+  'storeRoundUs',
+  'ringStepUs',
+  'serialRecvUs',
+  'rearmUs',
+  'atomicLineUs',
+  'usPerRearmByte',
 ] as const
 export type FitParam = (typeof FIT_PARAMS)[number]
 export type ParamValues = Record<FitParam, number | null>
@@ -50,31 +66,75 @@ export function barrierCountTerms(ranks: number): { fixed: number; perPeer: numb
 }
 
 /** How much of each parameter one call uses: the row of the fit's design matrix. */
+export interface FeatureOptions {
+  /** 'kernel': count launches, poll rounds, store rounds and ring steps from llcomm's launch shapes. */
+  structure?: 'seed' | 'kernel'
+  /** Element type of the call (launch shapes align pieces to 16 bytes of elements); default bf16. */
+  dtype?: Dtype
+}
+
 export function modelFeatures(
   alg: AlgorithmStructure,
   ranks: number,
   bytes: number,
   topology: PlatformTopology,
+  options: FeatureOptions = {},
 ): Features {
   if (!Number.isInteger(ranks) || ranks < 2)
     throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
   if (!(bytes >= 0)) throw new LlcommError('INVALID_ARGUMENT', `bytes must be ≥ 0, got ${bytes}`)
   const b = barrierCountTerms(ranks)
   const wire = wireBytesPerGpu(alg, ranks, bytes)
-  return {
-    kernelFloorUs: 1,
-    hopUs: alg.hopsFixed + alg.hopsPerPeer * (ranks - 1),
-    barrierFixedUs: alg.barriers * b.fixed,
-    barrierPerPeerUs: alg.barriers * b.perPeer,
-    barrierQuadUs: alg.barriers * b.quad,
+  const bandwidth = {
     usPerWireByte: topology === 'virtual' ? wire * ranks : wire,
     usPerAtomicByte:
       (topology === 'virtual' ? ranks : 1) *
       (alg.atomicCoefficient ?? 0) *
       bytes *
       wireShapeFactor(alg.wireShape, ranks),
+  }
+  // Beyond LLCOMM_MAX_RANKS no llcomm kernel runs: the seed form stands in (scale simulations to 72 GPUs).
+  if (
+    options.structure === 'kernel' &&
+    alg.kernel !== undefined &&
+    alg.name !== undefined &&
+    ranks <= LLCOMM_MAX_RANKS
+  ) {
+    const k = kernelCounts(alg.name, alg.kernel, ranks, bytes, options.dtype)
+    return {
+      kernelFloorUs: k.launches,
+      hopUs: k.launches * alg.hopsFixed,
+      barrierFixedUs: k.barriers * b.fixed,
+      barrierPerPeerUs: k.barriers * b.perPeer,
+      barrierQuadUs: k.barriers * b.quad,
+      ...bandwidth,
+      libraryOverheadUs: 0,
+      nvlsSwitchReduceUs: 0,
+      pollRoundUs: k.pollRounds,
+      storeRoundUs: k.storeRounds,
+      ringStepUs: k.ringSteps,
+      serialRecvUs: k.serialRecvs,
+      rearmUs: k.rearms,
+      atomicLineUs: k.atomicLineRounds,
+      usPerRearmByte: topology === 'virtual' ? k.rearmBytes * ranks : k.rearmBytes,
+    }
+  }
+  return {
+    kernelFloorUs: 1,
+    hopUs: alg.hopsFixed + alg.hopsPerPeer * (ranks - 1),
+    barrierFixedUs: alg.barriers * b.fixed,
+    barrierPerPeerUs: alg.barriers * b.perPeer,
+    barrierQuadUs: alg.barriers * b.quad,
+    ...bandwidth,
     libraryOverheadUs: alg.libraryOverhead ? 1 : 0,
     nvlsSwitchReduceUs: alg.switchReduce ? 1 : 0,
+    pollRoundUs: 0,
+    storeRoundUs: 0,
+    ringStepUs: 0,
+    serialRecvUs: 0,
+    rearmUs: 0,
+    atomicLineUs: 0,
+    usPerRearmByte: 0,
   }
 }
 
@@ -97,6 +157,13 @@ export function paramsFromPlatform(p: PlatformConstants): ParamValues {
     usPerAtomicByte: atomic !== null && atomic > 0 ? 1 / (atomic * 1e3) : null,
     libraryOverheadUs: c.libraryOverheadUs.value,
     nvlsSwitchReduceUs: c.nvlsSwitchReduceUs.value,
+    pollRoundUs: c.pollRoundUs.value,
+    storeRoundUs: c.storeRoundUs.value,
+    ringStepUs: c.ringStepUs.value,
+    serialRecvUs: c.serialRecvUs.value,
+    rearmUs: c.rearmUs.value,
+    atomicLineUs: c.atomicLineUs.value,
+    usPerRearmByte: c.rearmGBs.value !== null && c.rearmGBs.value > 0 ? 1 / (c.rearmGBs.value * 1e3) : null,
   }
 }
 
@@ -108,8 +175,17 @@ export interface LatencyPrediction {
     hopsUs: number
     barriersUs: number
     bandwidthUs: number
+    atomicUs: number
     libraryUs: number
     switchUs: number
+    /** structure 'kernel': poll rounds, store rounds and ring steps of the launch shapes */
+    pollsUs: number
+    storesUs: number
+    ringStepsUs: number
+    serialRecvsUs: number
+    rearmsUs: number
+    atomicLinesUs: number
+    rearmBandwidthUs: number
   }
   /** Parameters the call needs that are absent from the table: the prediction leaves them out. */
   missingTerms: FitParam[]
@@ -134,6 +210,13 @@ export function predictFromParams(features: Features, params: ParamValues): Late
     atomicUs: part('usPerAtomicByte'),
     libraryUs: part('libraryOverheadUs'),
     switchUs: part('nvlsSwitchReduceUs'),
+    pollsUs: part('pollRoundUs'),
+    storesUs: part('storeRoundUs'),
+    ringStepsUs: part('ringStepUs'),
+    serialRecvsUs: part('serialRecvUs'),
+    rearmsUs: part('rearmUs'),
+    atomicLinesUs: part('atomicLineUs'),
+    rearmBandwidthUs: part('usPerRearmByte'),
   }
   const latencyUs = Object.values(terms).reduce((a, b) => a + b, 0)
   return { latencyUs, terms, missingTerms }
@@ -145,8 +228,12 @@ export function predictLatency(
   ranks: number,
   bytes: number,
   params: ParamValues = paramsFromPlatform(platform),
+  dtype?: Dtype,
 ): LatencyPrediction {
-  return predictFromParams(modelFeatures(alg, ranks, bytes, platform.topology), params)
+  return predictFromParams(
+    modelFeatures(alg, ranks, bytes, platform.topology, { structure: platform.structure, dtype }),
+    params,
+  )
 }
 
 /** Cost of one global barrier at N ranks under `params` (null when a barrier constant is absent). */

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { LlcommError } from '../errors.js'
+import type { KernelShape } from './kernel-counts.js'
 
 /** Names of the fitted / tabled constants. hopUs, when set, overrides 2 × l2RoundTripUs + remoteStoreUs. */
 export const CONSTANT_NAMES = [
@@ -19,6 +20,13 @@ export const CONSTANT_NAMES = [
   'atomicGBs',
   'libraryOverheadUs',
   'nvlsSwitchReduceUs',
+  'pollRoundUs',
+  'storeRoundUs',
+  'ringStepUs',
+  'serialRecvUs',
+  'rearmUs',
+  'atomicLineUs',
+  'rearmGBs',
 ] as const
 export type ConstantName = (typeof CONSTANT_NAMES)[number]
 
@@ -36,12 +44,21 @@ export interface PlatformConstants {
   topology: PlatformTopology
   /** GPUs in one NVLink domain; predictions beyond it are flagged as extrapolations. */
   nvlinkDomainGpus: number
+  /**
+   * 'kernel': hops, polls and launches counted from llcomm's launch shapes (kernel-counts.ts) for the algorithms
+   * with a `kernel` entry; 'seed' (default): seed 000's hop form for every algorithm.
+   */
+  structure?: 'seed' | 'kernel'
   constants: Record<ConstantName, SourcedValue>
 }
 
 export type WireShape = 'N-1' | '(N-1)/N' | '1'
 
 export interface AlgorithmStructure {
+  /** The table key (set by loadAlgorithmTable). */
+  name?: string
+  /** The llcomm kernel family this algorithm runs as (absent: no llcomm kernel, seed form only). */
+  kernel?: KernelShape
   hopsFixed: number
   hopsPerPeer: number
   barriers: number
@@ -101,6 +118,7 @@ export function loadAlgorithmTable(path?: string): AlgorithmTable {
   if (typeof t !== 'object' || t === null || typeof t.algorithms !== 'object') {
     throw new LlcommError('INVALID_ARGUMENT', 'algorithm table has no algorithms object', { path })
   }
+  for (const [name, a] of Object.entries(t.algorithms)) a.name = name
   return t
 }
 

@@ -175,9 +175,14 @@ test('every kernel: exact, identical on all ranks, invariants kept across a sequ
   // counts give 1 to 31 slots per block with 2 to 32 thread groups, one window or several (f32 sentinel at 56
   // elements: 14 slots x 4 words, 4 ranks per window), and, above 31 slots (LL8 at 70), the serial path.
   for (const v of KERNEL_VARIANTS.filter((x) => x.algorithm === 'oneshot-ll' || x.algorithm === 'oneshot-sentinel'))
-    for (const nranks of [2, 3, 8]) cases.push({ v, nranks, bufferBytes: 65536, calls: ['1', '8', '24:inplace', '3', '56', '70'] })
+    for (const nranks of [2, 3, 8])
+      cases.push({ v, nranks, bufferBytes: 65536, calls: ['1', '8', '24:inplace', '3', '56', '70'] })
   // 64 ranks (2048 emulated threads per launch, ~10 s each): once per protocol.
-  for (const name of ['llcomm_oneshot_ll_ll8_bf16_sum', 'llcomm_oneshot_ll_ll16_f16_sum', 'llcomm_oneshot_sentinel_sentinel_f32_sum']) {
+  for (const name of [
+    'llcomm_oneshot_ll_ll8_bf16_sum',
+    'llcomm_oneshot_ll_ll16_f16_sum',
+    'llcomm_oneshot_sentinel_sentinel_f32_sum',
+  ]) {
     const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
     assert.ok(v, name)
     cases.push({ v, nranks: 64, bufferBytes: 65536, calls: ['1', '24:inplace', '56'] })
@@ -209,7 +214,9 @@ test('a rank that never arrives: every launch ends, with a TIMEOUT that names a 
     timeoutMs: 300,
   }))
   // The peer-parallel path of the one-shot kernels (one slot per block).
-  for (const v of oneDtypeEach(() => 'bf16').filter((x) => x.algorithm.startsWith('oneshot-') && x.protocol !== 'barrier'))
+  for (const v of oneDtypeEach(() => 'bf16').filter(
+    (x) => x.algorithm.startsWith('oneshot-') && x.protocol !== 'barrier',
+  ))
     cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['1'], absentRank: 1, timeoutMs: 300 })
   for (const { c, r } of await runAll(cases)) {
     assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)

@@ -222,5 +222,9 @@ test('LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE: unset or empty is 1, a positive numbe
   assert.equal(parseTargetScale('0.25'), 0.25)
   assert.equal(parseTargetScale('4'), 4)
   for (const bad of ['0', '-1', 'abc', 'Infinity'])
-    assert.throws(() => parseTargetScale(bad), (e: unknown) => (e as { code?: string }).code === 'INVALID_ARGUMENT', bad)
+    assert.throws(
+      () => parseTargetScale(bad),
+      (e: unknown) => (e as { code?: string }).code === 'INVALID_ARGUMENT',
+      bad,
+    )
 })

@@ -27,6 +27,13 @@ const KNOWN: ParamValues = {
   usPerAtomicByte: 1 / 90e3,
   libraryOverheadUs: 4.2,
   nvlsSwitchReduceUs: null,
+  pollRoundUs: null,
+  storeRoundUs: null,
+  ringStepUs: null,
+  serialRecvUs: null,
+  rearmUs: null,
+  atomicLineUs: null,
+  usPerRearmByte: null,
 }
 
 function syntheticRows(params: ParamValues, topology: 'nvswitch' | 'virtual', noise = 0): CalibrationRow[] {
@@ -151,9 +158,10 @@ describe('calibration', () => {
     assert.equal(rowPlatform(file, file.rows[0]), 'h200-virtual')
     const { groups, skipped } = calibrationRowsByPlatform(file, algorithms)
     assert.equal(skipped.length, 1)
+    // the synthetic rows follow the seed form: calibrate the platform entry in that form
     const cal = calibratePlatform(
       'h200-virtual',
-      platforms.platforms['h200-virtual'],
+      { ...platforms.platforms['h200-virtual'], structure: 'seed' },
       groups.get('h200-virtual') as CalibrationRow[],
       algorithms,
     )

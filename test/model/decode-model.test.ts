@@ -20,6 +20,13 @@ const HAND_PARAMS = {
   usPerAtomicByte: null,
   libraryOverheadUs: null,
   nvlsSwitchReduceUs: null,
+  pollRoundUs: null,
+  storeRoundUs: null,
+  ringStepUs: null,
+  serialRecvUs: null,
+  rearmUs: null,
+  atomicLineUs: null,
+  usPerRearmByte: null,
 }
 
 describe('decode cost model', () => {

@@ -168,6 +168,12 @@ test('resetRange re-arms only the given slots, in every peer region and both hal
   assert.equal(b.sentinel.recv(0, 0), 100)
   assert.equal(b.sentinel.recv(0, 3), 103)
   assert.equal(b.ll8.recv(0, 3), 203)
-  assert.throws(() => b.sentinel.recv(0, 1), (e) => isLlcommError(e, 'TIMEOUT'))
-  assert.throws(() => b.ll8.recv(0, 2), (e) => isLlcommError(e, 'TIMEOUT'))
+  assert.throws(
+    () => b.sentinel.recv(0, 1),
+    (e) => isLlcommError(e, 'TIMEOUT'),
+  )
+  assert.throws(
+    () => b.ll8.recv(0, 2),
+    (e) => isLlcommError(e, 'TIMEOUT'),
+  )
 })

@@ -117,6 +117,11 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
     `${x.within15}/${x.rows} within ±15%, rms ${percent(x.rmsRelError)}, max ${percent(x.maxAbsRelError)}`
   lines.push(`residuals in-sample: ${s(r.inSample)}`)
   if (r.leaveOneOut) lines.push(`residuals leave-one-out: ${s(r.leaveOneOut)}`)
+  if (r.leaveOneRankCountOut) {
+    // Fit on every rank count but one, predict that one: the test of how the model scales.
+    lines.push(`residuals leave-one-rank-count-out: ${s(r.leaveOneRankCountOut.all)}`)
+    for (const b of r.leaveOneRankCountOut.byRanks) lines.push(`  ${b.ranks} ranks held out: ${s(b.summary)}`)
+  }
   if (showRows) {
     lines.push(
       textTable(
