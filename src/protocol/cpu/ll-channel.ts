@@ -77,3 +77,68 @@ export class LaneAccumulator {
     return w
   }
 }
+
+/** A buffer that can receive a range of slots from one peer into words (LL8 packets or sentinel slots). */
+export interface RangeReceiver {
+  recvRange(peer: number, firstSlot: number, out: Int32Array): void
+}
+
+/**
+ * recvReduce over a range of slots, for both buffers: receives each peer's words in the given order and sums them
+ * lane-wise in f32 (a Float32Array element store rounds exactly as Math.fround, so the sums equal LaneAccumulator's),
+ * then packs the result. With `local`, our own rank's words come from it instead of our own slots (the caller then
+ * sends to every rank but itself). Scratch arrays grow once and are reused: no allocation per call.
+ */
+export class RangeReduction {
+  private accF32 = new Float32Array(64)
+  private wordsI32 = new Int32Array(64)
+  private wordsF32 = new Float32Array(this.wordsI32.buffer)
+
+  reduce(
+    from: RangeReceiver,
+    codec: DtypeCodec,
+    rank: number,
+    peers: readonly number[],
+    firstSlot: number,
+    out: Int32Array,
+    local?: Int32Array,
+  ): void {
+    const n = out.length
+    const lanes = codec.lanesPerWord
+    if (this.wordsI32.length < n) {
+      this.wordsI32 = new Int32Array(Math.max(n, 2 * this.wordsI32.length))
+      this.wordsF32 = new Float32Array(this.wordsI32.buffer)
+    }
+    if (this.accF32.length < n * lanes) this.accF32 = new Float32Array(Math.max(n * lanes, 2 * this.accF32.length))
+    const words = this.wordsI32.subarray(0, n)
+    const wordsF32 = this.wordsF32
+    const acc = this.accF32
+    for (let k = 0; k < peers.length; k++) {
+      // Our own contribution is read from `local` when given (then nobody wrote our own slots this epoch).
+      if (peers[k] === rank && local !== undefined) words.set(local)
+      else from.recvRange(peers[k], firstSlot, words)
+      if (lanes === 1) {
+        if (k === 0) for (let i = 0; i < n; i++) acc[i] = wordsF32[i]
+        else for (let i = 0; i < n; i++) acc[i] += wordsF32[i]
+      } else {
+        for (let i = 0; i < n; i++) {
+          const w = words[i]
+          const a = codec.decodeLane(w & 0xffff)
+          const b = codec.decodeLane(w >>> 16)
+          if (k === 0) {
+            acc[2 * i] = a
+            acc[2 * i + 1] = b
+          } else {
+            acc[2 * i] += a
+            acc[2 * i + 1] += b
+          }
+        }
+      }
+    }
+    if (lanes === 1) {
+      for (let i = 0; i < n; i++) out[i] = codec.encodeLane(acc[i])
+    } else {
+      for (let i = 0; i < n; i++) out[i] = (codec.encodeLane(acc[2 * i + 1]) << 16) | codec.encodeLane(acc[2 * i])
+    }
+  }
+}

@@ -7,7 +7,7 @@ import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
 import { SENTINEL_WORD } from '../../dtype/sentinels.js'
 import type { RankControl } from './control.js'
 import { regionBase } from './layout.js'
-import { LaneAccumulator, type LlChannel } from './ll-channel.js'
+import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-channel.js'
 
 const SENTINEL = SENTINEL_WORD | 0
 const SENTINEL_LANE = SENTINEL_WORD & 0xffff
@@ -33,9 +33,7 @@ export class SentinelBuffer implements LlChannel {
   private acc: LaneAccumulator
   private readonly faults: SentinelTestFaults
   /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
-  private accF32 = new Float32Array(64)
-  private wordsI32 = new Int32Array(64)
-  private wordsF32 = new Float32Array(this.wordsI32.buffer)
+  private readonly rangeReduction = new RangeReduction()
 
   constructor(sab: SharedArrayBuffer, control: RankControl, faults: SentinelTestFaults = {}) {
     const layout = control.layout
@@ -145,45 +143,7 @@ export class SentinelBuffer implements LlChannel {
    * come from it instead of our own slots: the caller then sends to every rank but itself.
    */
   recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
-    const n = out.length
-    const codec = this.codec
-    const lanes = codec.lanesPerWord
-    if (this.wordsI32.length < n) {
-      this.wordsI32 = new Int32Array(Math.max(n, 2 * this.wordsI32.length))
-      this.wordsF32 = new Float32Array(this.wordsI32.buffer)
-    }
-    if (this.accF32.length < n * lanes) this.accF32 = new Float32Array(Math.max(n * lanes, 2 * this.accF32.length))
-    const words = this.wordsI32.subarray(0, n)
-    const wordsF32 = this.wordsF32
-    const acc = this.accF32
-    const rank = this.control.rank
-    for (let k = 0; k < peers.length; k++) {
-      // Our own contribution is read from `local` when given (then nobody wrote our own slots this epoch).
-      if (peers[k] === rank && local !== undefined) words.set(local)
-      else this.recvRange(peers[k], firstSlot, words)
-      if (lanes === 1) {
-        if (k === 0) for (let i = 0; i < n; i++) acc[i] = wordsF32[i]
-        else for (let i = 0; i < n; i++) acc[i] += wordsF32[i]
-      } else {
-        for (let i = 0; i < n; i++) {
-          const w = words[i]
-          const a = codec.decodeLane(w & 0xffff)
-          const b = codec.decodeLane(w >>> 16)
-          if (k === 0) {
-            acc[2 * i] = a
-            acc[2 * i + 1] = b
-          } else {
-            acc[2 * i] += a
-            acc[2 * i + 1] += b
-          }
-        }
-      }
-    }
-    if (lanes === 1) {
-      for (let i = 0; i < n; i++) out[i] = codec.encodeLane(acc[i])
-    } else {
-      for (let i = 0; i < n; i++) out[i] = (codec.encodeLane(acc[2 * i + 1]) << 16) | codec.encodeLane(acc[2 * i])
-    }
+    this.rangeReduction.reduce(this, this.codec, this.control.rank, peers, firstSlot, out, local)
   }
 
   /** Slow path of recvRange: bounded wait until the slot at `index` holds data; returns the word. */
