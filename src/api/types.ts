@@ -125,6 +125,15 @@ export const ALL_ALGORITHMS: readonly AlgorithmName[] = [
   'nccl',
   'nccl-symmetric',
 ]
+/** The algorithms llcomm implements itself, on every backend (everything but the NCCL baselines). */
+export const LLCOMM_ALGORITHMS: readonly AlgorithmName[] = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+]
 export const BARRIER_FREE_ALGORITHMS: readonly AlgorithmName[] = [
   'oneshot-ll',
   'oneshot-sentinel',

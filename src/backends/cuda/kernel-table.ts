@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
-import { DTYPE_BYTES } from '../../api/types.js'
+import { DTYPE_BYTES, LLCOMM_ALGORITHMS } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import {
   type BufferRegion,
@@ -44,14 +44,7 @@ export function kernelsDirectory(): string {
 export const INSTANTIATIONS_FILE = 'instantiations.def'
 
 const VARIANT_LINE = /^LLCOMM_VARIANT\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*$/
-const ALGORITHMS_WITH_KERNELS: readonly AlgorithmName[] = [
-  'oneshot-ll',
-  'oneshot-sentinel',
-  'twoshot-sentinel',
-  'twoshot-atomic',
-  'oneshot-barrier',
-  'ring',
-]
+const ALGORITHMS_WITH_KERNELS = LLCOMM_ALGORITHMS
 const PROTOCOLS: readonly KernelProtocol[] = ['ll8', 'll16', 'sentinel', 'll128', 'flags', 'barrier']
 const DTYPE_NAMES: readonly Dtype[] = ['f32', 'f16', 'bf16']
 const OPS: readonly ReduceOp[] = ['sum']
