@@ -1,8 +1,8 @@
 /**
  * The NCCL baselines of the cuda backend: `nccl` (ncclCommInitAll over the distinct GPUs, one rank each, group
  * calls) and `nccl-symmetric` (buffers from ncclMemAlloc registered with ncclCommWindowRegister, NCCL >= 2.27).
- * NVLink multicast stays off: Nccl.commInitAll sets NCCL_NVLS_ENABLE=0 when unset; nothing here calls
- * cuMulticastCreate or multimem.
+ * NVLink multicast stays off: Nccl.commInitAll sets NCCL_NVLS_ENABLE=0 when unset; nothing here creates a
+ * multicast object or issues multimem instructions.
  */
 import type { Dtype } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
