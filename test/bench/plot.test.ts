@@ -2,25 +2,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { BenchDocument, BenchRow } from '../../src/bench/document.js'
 import { benchPlotSpec, plotPoints, renderBenchSvg } from '../../src/bench/plot.js'
+import { benchRow } from '../support/bench-rows.js'
 
-function row(algorithm: BenchRow['algorithm'], bytes: number, medianUs: number): BenchRow {
-  return {
-    backend: 'cpu',
-    ranks: 4,
-    algorithm,
-    requestedAlgorithm: algorithm,
-    fallback: false,
-    dtype: 'f32',
-    bytes,
-    medianUs,
-    p99Us: medianUs,
-    algbwGBs: 0,
-    busbwGBs: 0,
-    wrong: 0,
-    iters: 1,
-    warmup: 0,
-  }
-}
+const row = (algorithm: BenchRow['algorithm'], bytes: number, medianUs: number): BenchRow =>
+  benchRow(algorithm, bytes, medianUs)
 const doc: BenchDocument = {
   machine: { hostname: 'h', cpuModel: 'cpu', cores: 2 },
   commit: 'abc',

@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { BenchRow } from '../../src/bench/document.js'
 import { algorithmLabel, ratioToReference, referenceRows } from '../../src/bench/reference.js'
 import { formatMicros, formatRatioTable, formatRowsTable, formatTable } from '../../src/bench/table.js'
+import { benchRow } from '../support/bench-rows.js'
 
 function row(
   algorithm: BenchRow['algorithm'],
@@ -10,23 +11,15 @@ function row(
   medianUs: number,
   extra: Partial<BenchRow> = {},
 ): BenchRow {
-  return {
-    backend: 'cpu',
-    ranks: 4,
-    algorithm,
-    requestedAlgorithm: algorithm,
-    fallback: false,
-    dtype: 'f32',
-    bytes,
-    medianUs,
+  const algbwGBs = bytes / medianUs / 1e3
+  return benchRow(algorithm, bytes, medianUs, {
     p99Us: medianUs * 1.5,
-    algbwGBs: bytes / medianUs / 1e3,
-    busbwGBs: (bytes / medianUs / 1e3) * 1.5,
-    wrong: 0,
+    algbwGBs,
+    busbwGBs: algbwGBs * 1.5,
     iters: 20,
     warmup: 5,
     ...extra,
-  }
+  })
 }
 
 test('formatTable pads columns and aligns numbers right', () => {

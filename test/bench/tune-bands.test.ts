@@ -11,31 +11,9 @@ import {
   tuningEntriesFromRows,
   winnersBySize,
 } from '../../src/bench/tune-bands.js'
+import { benchRow } from '../support/bench-rows.js'
 
-function row(
-  algorithm: BenchRow['algorithm'],
-  bytes: number,
-  medianUs: number,
-  extra: Partial<BenchRow> = {},
-): BenchRow {
-  return {
-    backend: 'cpu',
-    ranks: 4,
-    algorithm,
-    requestedAlgorithm: algorithm,
-    fallback: false,
-    dtype: 'f32',
-    bytes,
-    medianUs,
-    p99Us: medianUs,
-    algbwGBs: 0,
-    busbwGBs: 0,
-    wrong: 0,
-    iters: 1,
-    warmup: 0,
-    ...extra,
-  }
-}
+const row = benchRow
 
 test('winners skip wrong results, fallbacks and auto rows', () => {
   const rows = [
