@@ -49,14 +49,16 @@ step tune-2gpu 60 2 $llcomm tune --devices 0,1 --min 8 --max 16M --dtype bf16 --
 # 4. virtual ranks on one GPU: 2..64 ranks, f32 and bf16 (issue 4), PDL on/off at 8 ranks
 for n in 2 4 8 16 32 64; do
   # 4M and 16M at 8 ranks took over 90 s of the budget (run of 2026-11-29): only with LLCOMM_CAMPAIGN_LARGE=1
-  sizes="8,64,512,4K,8K,32K,64K,256K,1M"; [ "$n" -ge 64 ] && sizes="8,64,512,4K,8K,32K,64K"
+  sizes="8,64,512,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M"; [ "$n" -ge 64 ] && sizes="8,64,512,2K,4K,8K,16K,32K,64K"
   [ "$n" -le 8 ] && [ "${LLCOMM_CAMPAIGN_LARGE:-0}" = 1 ] && sizes+=",4M,16M"
   step "bench-v$n" 90 1 $llcomm bench --devices "$(vr $n)" --sizes "$sizes" --dtype bf16,f32 "${common[@]}" --json "$res/bench-v$n.json"
 done
 step bench-v8-pdl 60 1 $llcomm bench --devices "$V8" --sizes 8,8K,64K --dtype bf16 --pdl both "${common[@]}" --json "$res/bench-v8-pdl.json"
 step bench-v8-scale 60 1 env LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=0.25 $llcomm bench --devices "$V8" --sizes 8K,64K,256K,1M --dtype bf16 "${common[@]}" --json "$res/bench-v8-scale025.json"
 step tune-v8 60 1 $llcomm tune --devices "$V8" --min 8 --max 1M --dtype bf16 --iters 300 --warmup 50 --no-progress --out "$res/tune-h200-v8.json"
-# 5. correctness on distinct GPUs and virtual ranks (the sanitizer ran on one GPU before); first on two GPUs
+# 5. decode time of one tensor-parallel shard of real model shapes, without AllReduce (the decode model's compute term)
+step decode-shards 150 1 python3 scripts/measure-decode.py --out "$res/decode-shards.json"
+# 6. correctness on distinct GPUs and virtual ranks (the sanitizer ran on one GPU before); first on two GPUs
 step gpu-test 240 1 env LLCOMM_SKIP_SANITIZER=${LLCOMM_SKIP_SANITIZER:-1} LLCOMM_GPU_TEST_TIMEOUT_S=230 OUT="$res" bash scripts/gpu-test.sh
 echo "== campaign done in $(( $(date +%s) - t0 ))s"
 cat "$summary"
