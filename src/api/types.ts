@@ -37,7 +37,10 @@ export interface CommunicatorOptionsBase {
 export interface CpuCommunicatorOptions extends CommunicatorOptionsBase {
   backend: 'cpu'
   ranks: number
-  /** Busy-spin iterations before a waiter blocks in Atomics.wait (ranks may outnumber cores). Default 2000. */
+  /**
+   * Busy-spin polls before a waiter blocks in Atomics.wait (ranks may outnumber cores). Default: 20,000 when
+   * every rank has a core (os.availableParallelism()), else 0.
+   */
   spinIterations?: number
 }
 
@@ -98,6 +101,12 @@ export interface BenchmarkResult {
   skewWaitUs: number[]
   /** Wrong elements against a float64 reference, over the checked iterations. */
   wrong: number
+  /**
+   * cpu: the timed loop as nccl-tests times it, back to back: (last finish of the last timed call − first
+   * arrival of the first) / iters, in µs. Unlike `timesUs` it counts what a rank running ahead into the next
+   * call saves (and any skew); on cuda, `timesUs` is already graph replay of back-to-back calls.
+   */
+  backToBackUs?: number
   /** Set when a fallback replaced the requested algorithm, with the reason (as AllReduceInfo.fallbackReason). */
   fallbackReason?: string
 }

@@ -43,6 +43,8 @@ export interface BenchRow {
   warmup: number
   /** Programmatic dependent launch (cuda), when set explicitly. */
   pdl?: boolean
+  /** cpu: per-call time of the whole timed loop run back to back, as nccl-tests reports (BenchmarkResult). */
+  backToBackUs?: number
   /** Arrival skew asked for (uniform 0..skewUs per rank and call), and the median wait for the last rank. */
   skewUs?: number
   skewWaitUs?: number

@@ -84,6 +84,7 @@ export async function runSweep(
         result.timesUs,
         result.skewWaitUs,
         result.wrong,
+        result.backToBackUs,
       )
       outcome.rows.push(row)
     } catch (e) {
@@ -116,6 +117,7 @@ export function rowFromTimes(
   timesUs: readonly number[],
   skewWaitUs: readonly number[],
   wrong: number,
+  backToBackUs?: number,
 ): BenchRow {
   const bytes = collective.bytesPerRank(c.count, c.dtype)
   const medianUs = median(timesUs)
@@ -137,6 +139,7 @@ export function rowFromTimes(
     warmup: settings.warmup,
   }
   if (c.pdl !== undefined) row.pdl = c.pdl
+  if (backToBackUs !== undefined) row.backToBackUs = backToBackUs
   if (settings.skewUs > 0) {
     row.skewUs = settings.skewUs
     row.skewWaitUs = skewWaitUs.length > 0 ? median(skewWaitUs) : 0

@@ -45,6 +45,7 @@ export function formatRowsTable(rows: readonly BenchRow[]): string {
   const refs = referenceRows(rows)
   const withPdl = rows.some((r) => r.pdl !== undefined)
   const withSkew = rows.some((r) => r.skewUs !== undefined)
+  const withBackToBack = rows.some((r) => r.backToBackUs !== undefined)
   const headers = [
     'size',
     'dtype',
@@ -52,6 +53,7 @@ export function formatRowsTable(rows: readonly BenchRow[]): string {
     'algorithm',
     'median us',
     'p99 us',
+    ...(withBackToBack ? ['b2b us'] : []),
     'algbw GB/s',
     'busbw GB/s',
     'wrong',
@@ -66,6 +68,7 @@ export function formatRowsTable(rows: readonly BenchRow[]): string {
     algorithmLabel(r),
     formatMicros(r.medianUs),
     formatMicros(r.p99Us),
+    ...(withBackToBack ? [r.backToBackUs === undefined ? '-' : formatMicros(r.backToBackUs)] : []),
     formatBandwidth(r.algbwGBs),
     formatBandwidth(r.busbwGBs),
     String(r.wrong),

@@ -7,7 +7,7 @@ import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
 import type { AlgorithmName, Dtype } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { type ProtocolTestFaults, RankProtocol } from '../../protocol/cpu/rank-protocol.js'
-import { benchmarkDelayUs, busyWaitUs, fillBenchmarkInput, ReferenceChecker } from './benchmark-data.js'
+import { benchmarkDelayUs, busyWaitUs, RankBenchmarkData } from './benchmark-data.js'
 
 export interface RankChannelConfig {
   sab: SharedArrayBuffer
@@ -40,9 +40,6 @@ export interface RankBenchmarkResult {
   checkedIterations: number
 }
 
-/** Every iteration is checked when count x ranks is at most this; otherwise the first and last three. */
-const CHECK_ALL_ELEMENTS_MAX = 1 << 16
-
 export class RankRunner {
   readonly protocol: RankProtocol
 
@@ -70,39 +67,33 @@ export class RankRunner {
   }
 
   /**
-   * `iters` (+ `warmup`) back-to-back calls. Per iteration: optional random busy-wait (0..skewUs), arrival
-   * time, the collective, finish time; fresh inputs from the seeded PRNG; output checked against the float64
-   * reference (every iteration for small messages, else the first and last three).
+   * `iters` (+ `warmup`) back-to-back calls. Per iteration: optional random busy-wait (0..skewUs), arrival time,
+   * the collective on one of the input sets generated before the loop (RankBenchmarkData), finish time, and the
+   * check of the output (a word compare with the last verified output of that set, the float64 reference
+   * otherwise; the first use of each set takes the reference check).
    */
   benchmark(cmd: RankBenchmarkCommand): RankBenchmarkResult {
-    const words = cmd.dtype === 'f32' ? cmd.count : Math.ceil(cmd.count / 2)
-    const input = new Int32Array(words)
-    const output = new Int32Array(words)
-    const checker = new ReferenceChecker(cmd.dtype, cmd.count, this.protocol.size)
+    const data = new RankBenchmarkData(cmd.dtype, cmd.count, this.protocol.size, this.rank, cmd.seed)
+    const output = new Int32Array(data.inputs[0].length)
     const originOffsetMs = performance.timeOrigin - cmd.driverTimeOriginMs
     const arrivalsMs = new Float64Array(cmd.iters)
     const finishesMs = new Float64Array(cmd.iters)
     const total = cmd.warmup + cmd.iters
-    const checkAll = cmd.count * this.protocol.size <= CHECK_ALL_ELEMENTS_MAX
     let wrong = 0
-    let checkedIterations = 0
     for (let it = 0; it < total; it++) {
-      fillBenchmarkInput(input, cmd.dtype, cmd.count, cmd.seed, it, this.rank)
+      const set = data.setOf(it)
       busyWaitUs(benchmarkDelayUs(cmd.skewUs, cmd.seed, it, this.rank))
       const arrival = originOffsetMs + performance.now()
-      this.allReduceWords(cmd.algorithm, cmd.dtype, input, output)
+      this.allReduceWords(cmd.algorithm, cmd.dtype, data.inputs[set], output)
       const finish = originOffsetMs + performance.now()
       const measured = it - cmd.warmup
       if (measured >= 0) {
         arrivalsMs[measured] = arrival
         finishesMs[measured] = finish
       }
-      if (checkAll || it < 3 || it >= total - 3) {
-        wrong += checker.countWrong(output, cmd.seed, it)
-        checkedIterations++
-      }
+      wrong += data.countWrong(output, set)
     }
-    return { arrivalsMs, finishesMs, wrong, checkedIterations }
+    return { arrivalsMs, finishesMs, wrong, checkedIterations: total }
   }
 
   reset(): void {

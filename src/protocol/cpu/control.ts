@@ -68,11 +68,15 @@ export class RankControl {
 
   /**
    * Rings the doorbell of every peer written since the last ring: Atomics.add, then Atomics.notify only if the
-   * peer's SLEEPING word is 1. The add is sequentially consistent and comes after our data stores in program
-   * order, so a waiter that sees the new doorbell value also sees the data. Skipping the notify is safe (Dekker
-   * argument on SC atomics): a waiter stores SLEEPING = 1 *before* it reads the doorbell value it will wait on.
-   * If our SLEEPING load returned 0, it precedes that store in the total order, so our add precedes the waiter's
-   * doorbell read: the waiter waits on the new value, and Atomics.wait returns at once (value mismatch).
+   * peer's SLEEPING word is 1 and its AWAITED_PEER word names us or any writer (-1). The add is sequentially
+   * consistent and comes after our data stores in program order, so a waiter that sees the new doorbell value
+   * also sees the data. Skipping the notify is safe (Dekker argument on SC atomics): a waiter stores AWAITED_PEER,
+   * then SLEEPING = 1, *before* it reads the doorbell value it will wait on.
+   * - If our SLEEPING load returned 0, it precedes that store in the total order, so our add precedes the waiter's
+   *   doorbell read: the waiter waits on the new value, and Atomics.wait returns at once (value mismatch).
+   * - If it returned 1 and the waiter read the doorbell before our add, its AWAITED_PEER store also precedes our
+   *   add, so our later AWAITED_PEER load sees the peer it waits for (or a newer wait's): we notify when that is
+   *   us. When it names another peer, our write cannot end that wait, and that peer's own ring will notify.
    */
   ringDoorbells(): void {
     if (!this.anyDirty) return
@@ -83,7 +87,9 @@ export class RankControl {
       this.dirtyPeers[p] = 0
       const bell = controlIndex(p, CONTROL.DOORBELL)
       Atomics.add(i32, bell, 1)
-      if (Atomics.load(i32, controlIndex(p, CONTROL.SLEEPING)) !== 0) Atomics.notify(i32, bell)
+      if (Atomics.load(i32, controlIndex(p, CONTROL.SLEEPING)) === 0) continue
+      const awaited = Atomics.load(i32, controlIndex(p, CONTROL.AWAITED_PEER))
+      if (awaited === this.rank || awaited < 0) Atomics.notify(i32, bell)
     }
   }
 
@@ -114,6 +120,8 @@ export class RankControl {
     const i32 = this.i32
     const bellIndex = controlIndex(this.rank, CONTROL.DOORBELL)
     const sleepingIndex = controlIndex(this.rank, CONTROL.SLEEPING)
+    // The writer that can end this wait (see ringDoorbells); stored before SLEEPING, as the Dekker argument needs.
+    Atomics.store(i32, controlIndex(this.rank, CONTROL.AWAITED_PEER), peer >= 0 ? peer : -1)
     try {
       for (;;) {
         Atomics.store(i32, sleepingIndex, 1)
@@ -133,6 +141,38 @@ export class RankControl {
     } finally {
       // Only an extra notify can follow from a stale 1, never a missed one; cleared so writers skip it.
       Atomics.store(i32, sleepingIndex, 0)
+    }
+  }
+
+  /**
+   * Waits until `arrived(p)` holds for every p in `peers` but `skip`, blocking on one peer at a time: the one
+   * with the smallest epoch among those still missing, the likeliest to come last. Each block then usually
+   * ends with the last arrival instead of the next one in rank order, and writers notify only the peer a
+   * sleeper names (ringDoorbells), so a wait for N-1 peers costs one wake-up where it cost up to N-1.
+   * `block(p)` is the bounded wait for peer p alone (it throws TIMEOUT naming p).
+   */
+  waitForAll(
+    peers: readonly number[],
+    skip: number,
+    arrived: (peer: number) => boolean,
+    block: (peer: number) => void,
+  ): void {
+    const i32 = this.i32
+    for (;;) {
+      let latest = -1
+      let latestEpoch = 0
+      for (let k = 0; k < peers.length; k++) {
+        const p = peers[k]
+        if (p === skip || p === this.rank || arrived(p)) continue
+        // Epoch words are diagnostics only (advanceEpoch): a stale read just picks a worse peer to wait for.
+        const e = Atomics.load(i32, controlIndex(p, CONTROL.EPOCH)) >>> 0
+        if (latest < 0 || e < latestEpoch) {
+          latest = p
+          latestEpoch = e
+        }
+      }
+      if (latest < 0) return
+      block(latest)
     }
   }
 

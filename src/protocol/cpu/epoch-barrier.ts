@@ -26,15 +26,16 @@ export class EpochBarrier {
     const arrived = Atomics.add(i32, controlIndex(c.rank, CONTROL.BARRIER_ARRIVALS), 1) + 1
     for (const p of this.peers) c.markWritten(p)
     c.ringDoorbells()
-    for (const p of this.peers) {
-      const index = controlIndex(p, CONTROL.BARRIER_ARRIVALS)
-      if (Atomics.load(i32, index) - arrived >= 0) continue
+    // The latest peer first, as the barrier-free receives do (RankControl.waitForAll): the same waiting machinery
+    // on both sides of the comparison.
+    const hasArrived = (p: number) => Atomics.load(i32, controlIndex(p, CONTROL.BARRIER_ARRIVALS)) - arrived >= 0
+    c.waitForAll(this.peers, -1, hasArrived, (p) =>
       c.waitUntil(
-        () => Atomics.load(i32, index) - arrived >= 0,
+        () => hasArrived(p),
         p,
         () => `barrier ${arrived}`,
-      )
-    }
+      ),
+    )
   }
 
   reset(): void {

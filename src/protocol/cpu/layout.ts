@@ -40,6 +40,12 @@ export const CONTROL = {
    * they see 1: a futex wake costs microseconds, and most waits end while still spinning (see RankControl).
    */
   SLEEPING: 5,
+  /**
+   * While SLEEPING is 1: the one peer whose write can end this rank's wait, or -1 (any writer). Writers other
+   * than that peer skip the notify: a futex wake on a machine with fewer cores than ranks costs a context switch
+   * of a rank that would only go back to sleep (see RankControl.ringDoorbells).
+   */
+  AWAITED_PEER: 6,
 } as const
 
 export const LINE_WORDS = 32

@@ -81,6 +81,12 @@ export class LaneAccumulator {
 /** A buffer that can receive a range of slots from one peer into words (LL8 packets or sentinel slots). */
 export interface RangeReceiver {
   recvRange(peer: number, firstSlot: number, out: Int32Array): void
+  /**
+   * Optional: return once the ranges [firstSlot, firstSlot + count) of every rank in `peers` but `skip` have
+   * arrived, so that the reads after it do not block. Waiting for all first lets a buffer wait for the latest
+   * peer once instead of once per peer in rank order.
+   */
+  awaitRanges?(peers: readonly number[], skip: number, firstSlot: number, count: number): void
 }
 
 /**
@@ -113,6 +119,7 @@ export class RangeReduction {
     const words = this.wordsI32.subarray(0, n)
     const wordsF32 = this.wordsF32
     const acc = this.accF32
+    from.awaitRanges?.(peers, local !== undefined ? rank : -1, firstSlot, n)
     for (let k = 0; k < peers.length; k++) {
       // Our own contribution is read from `local` when given (then nobody wrote our own slots this epoch).
       if (peers[k] === rank && local !== undefined) words.set(local)

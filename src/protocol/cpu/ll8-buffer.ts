@@ -151,6 +151,11 @@ export class Ll8Buffer implements LlChannel {
     const high = this.flagHigh
     const anyFlag = this.faults.ignoreEpochInFlag === true
     const base = this.index(this.control.rank, peer, firstSlot)
+    // Wait for the last packet first: sendRange/bcastRange store it last, so once it is there the rest is too,
+    // and the loop below reads without chasing a writer that is still storing (each packet is still checked).
+    const lastIndex = base + out.length - 1
+    if (out.length > 1 && !this.isCurrent(Atomics.load(u64, lastIndex)))
+      this.waitPacket(lastIndex, peer, firstSlot + out.length - 1)
     for (let i = 0; i < out.length; i++) {
       let packet = Atomics.load(u64, base + i)
       if (anyFlag ? packet < TWO_POW_32 : packet < low || packet >= high) {
@@ -166,6 +171,22 @@ export class Ll8Buffer implements LlChannel {
    */
   recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
     this.rangeReduction.reduce(this, this.codec, this.control.rank, peers, firstSlot, out, local)
+  }
+
+  /** Waits for the last packet of each peer's range, the latest peer first (as SentinelBuffer.awaitRanges). */
+  awaitRanges(peers: readonly number[], skip: number, firstSlot: number, count: number): void {
+    if (count === 0) return
+    if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
+    const rank = this.control.rank
+    const lastIndex = (p: number) => this.index(rank, p, firstSlot + count - 1)
+    this.control.waitForAll(
+      peers,
+      skip,
+      (p) => this.isCurrent(Atomics.load(this.u64, lastIndex(p))),
+      (p) => {
+        this.waitPacket(lastIndex(p), p, firstSlot + count - 1)
+      },
+    )
   }
 
   /** Slow path of recvRange: bounded wait for a packet of our epoch at `index`; returns it. */

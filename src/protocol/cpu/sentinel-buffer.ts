@@ -97,18 +97,29 @@ export class SentinelBuffer implements LlChannel {
   }
 
   /**
-   * send for slots [firstSlot, firstSlot + words.length): the same SC store per slot as `send`, with the index
-   * and the codec hoisted out of the loop. Same ordering contract as `send` for every slot.
+   * send for slots [firstSlot, firstSlot + words.length): plain stores for every slot but the last, then one SC
+   * store of the last slot (the range's release point).
+   * - Values: an Int32Array element store is tear-free, so a reader's SC load of a slot returns either the
+   *   sentinel or the whole word, whichever store it sees; each slot is its own flag, as with per-slot SC stores.
+   * - Acknowledgement: every receiver reads whole ranges (recvRange), so the SC load of our last slot reads from
+   *   our SC store: it synchronizes with it, and everything we did before in program order (our re-arms
+   *   included) happens-before what the receiver does next, such as writing our slots again.
+   * - No stale read: a slot is written once per use of its half, after the receiver's re-arm of its previous use
+   *   (the contract in ll-channel.ts); the receiver's own re-arm happens-before its next read, so coherence rules
+   *   out reading the value of two uses ago.
    */
   sendRange(peer: number, firstSlot: number, words: Int32Array): void {
+    const n = words.length
+    if (n === 0) return
     const i32 = this.i32
     const codec = this.codec
     const base = this.index(peer, this.control.rank, firstSlot)
-    for (let i = 0; i < words.length; i++) {
-      let w = words[i]
-      if (mayHoldSentinel(w)) w = codec.canonicalizeWord(w) | 0
-      Atomics.store(i32, base + i, w)
+    for (let i = 0; i < n - 1; i++) {
+      const w = words[i]
+      i32[base + i] = mayHoldSentinel(w) ? codec.canonicalizeWord(w) | 0 : w
     }
+    const last = words[n - 1]
+    Atomics.store(i32, base + n - 1, mayHoldSentinel(last) ? codec.canonicalizeWord(last) | 0 : last)
     this.control.markWritten(peer)
   }
 
@@ -118,8 +129,9 @@ export class SentinelBuffer implements LlChannel {
   }
 
   /**
-   * recv of slots [firstSlot, firstSlot + out.length) from `peer` into `out`: one SC load per slot (a bounded
-   * wait only for a slot still armed), then the whole range re-armed at once. The bulk re-arm is a plain fill:
+   * recv of slots [firstSlot, firstSlot + out.length) from `peer` into `out`: one SC load per slot, the last slot
+   * included (sendRange's release point; a bounded wait only for a slot still armed), then the whole range
+   * re-armed at once. The bulk re-arm is a plain fill:
    * it precedes in program order the SC store of every message we send afterwards, and the peer writes these
    * slots again only after an SC load that sees one of those messages (acknowledgement rule), so the fill
    * happens-before the peer's next write and cannot erase it (same argument as `recv`'s per-slot re-arm).
@@ -128,6 +140,9 @@ export class SentinelBuffer implements LlChannel {
     const n = out.length
     const i32 = this.i32
     const base = this.index(this.control.rank, peer, firstSlot)
+    // Wait for the last slot first: sendRange stores it last, so once it is there the rest is too, and the loop
+    // below reads without chasing a writer that is still storing (each slot is still checked on its own).
+    if (n > 1 && Atomics.load(i32, base + n - 1) === SENTINEL) this.waitArmed(base + n - 1, peer, firstSlot + n - 1)
     for (let i = 0; i < n; i++) {
       let w = Atomics.load(i32, base + i)
       if (w === SENTINEL) w = this.waitArmed(base + i, peer, firstSlot + i)
@@ -144,6 +159,25 @@ export class SentinelBuffer implements LlChannel {
    */
   recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
     this.rangeReduction.reduce(this, this.codec, this.control.rank, peers, firstSlot, out, local)
+  }
+
+  /**
+   * Waits for the last slot of each peer's range (sendRange stores it last, with the range's release point), the
+   * latest peer first (RankControl.waitForAll). Our own slots count too unless `skip` is our rank.
+   */
+  awaitRanges(peers: readonly number[], skip: number, firstSlot: number, count: number): void {
+    if (count === 0) return
+    const i32 = this.i32
+    const rank = this.control.rank
+    const lastIndex = (p: number) => this.index(rank, p, firstSlot + count - 1)
+    this.control.waitForAll(
+      peers,
+      skip,
+      (p) => Atomics.load(i32, lastIndex(p)) !== SENTINEL,
+      (p) => {
+        this.waitArmed(lastIndex(p), p, firstSlot + count - 1)
+      },
+    )
   }
 
   /** Slow path of recvRange: bounded wait until the slot at `index` holds data; returns the word. */
