@@ -22,7 +22,7 @@ export async function measureBench(
   o: BenchRunOptions,
 ): Promise<BenchDocument> {
   const cases = planSweep(settings)
-  const progress = startProgress(cases.length, o.showProgress)
+  const progress = startProgress(cases.length * (settings.repeats ?? 1), o.showProgress)
   const date = new Date().toISOString()
   // Described before the sweep: the load average of interest is the one the run started under.
   const machine = describeMachine(comm.backend === 'cuda' ? await queryGpuNames(o.devices) : undefined)

@@ -43,6 +43,9 @@ export interface BenchRow {
   warmup: number
   /** Programmatic dependent launch (cuda), when set explicitly. */
   pdl?: boolean
+  /** With --repeat: how many interleaved rounds, and each round's median (medianUs is their median). */
+  repeats?: number
+  roundMediansUs?: number[]
   /** cpu: per-call time of the whole timed loop run back to back, as nccl-tests reports (BenchmarkResult). */
   backToBackUs?: number
   /** Arrival skew asked for (uniform 0..skewUs per rank and call), and the median wait for the last rank. */

@@ -132,8 +132,14 @@ export function formatBenchReport(doc: BenchDocument): string {
   ]
   if (first)
     parts.push(
-      `# backend ${first.backend}, ${first.ranks} ranks, ${first.iters} iters after ${first.warmup} warmup; times are medians over iterations, measured inside the ranks`,
+      `# backend ${first.backend}, ${first.ranks} ranks, ${first.iters} iters after ${first.warmup} warmup; ${
+        first.repeats !== undefined
+          ? `${first.repeats} interleaved rounds, median = median of the round medians`
+          : 'times are medians over iterations'
+      }, measured inside the ranks`,
     )
+  if (doc.rows.some((r) => r.backToBackUs !== undefined))
+    parts.push('# b2b us: the timed loop run back to back, per call (last finish - first arrival) / iters')
   parts.push(
     '',
     formatRowsTable(doc.rows),

@@ -142,3 +142,56 @@ test('algorithm selection: default drops auto, all keeps it, unknown and unavail
     (e) => isLlcommError(e, 'INVALID_ARGUMENT'),
   )
 })
+
+test('repeats: rounds interleave every case, a row takes the median of its round medians, refusals are asked once', async () => {
+  // Round r of every case runs before round r+1 of any; the scripted latency grows with each request, so the
+  // round medians of a case differ and their median is the middle round's.
+  let calls = 0
+  const inner = fakeCommunicator({ size: 2, latencyUs: { 'oneshot-ll': 2, 'oneshot-barrier': 5 }, refuse: ['ring'] })
+  const comm = {
+    ...inner,
+    algorithms: [...inner.algorithms, 'ring' as const],
+    benchmark: async (req: Parameters<typeof inner.benchmark>[0]) => {
+      const r = await inner.benchmark(req)
+      calls++
+      return { ...r, timesUs: r.timesUs.map((t) => t + 100 * calls) }
+    },
+  }
+  const s = {
+    ...settings,
+    sizesBytes: [64],
+    algorithms: ['oneshot-ll', 'oneshot-barrier', 'ring'] as const,
+    repeats: 3,
+  }
+  const order: string[] = []
+  const { rows, skipped } = await runSweep(
+    comm,
+    allReduceCollective,
+    { ...s, algorithms: [...s.algorithms] },
+    planSweep({ ...s, algorithms: [...s.algorithms] }),
+    (c) => order.push(c.algorithm),
+  )
+  assert.deepEqual(order, [
+    'oneshot-ll',
+    'oneshot-barrier',
+    'ring',
+    'oneshot-ll',
+    'oneshot-barrier',
+    'ring',
+    'oneshot-ll',
+    'oneshot-barrier',
+    'ring',
+  ])
+  assert.equal(skipped.length, 1, 'a refused case is recorded once')
+  assert.equal(calls, 6, 'and not asked again in later rounds')
+  const ll = rows.find((r) => r.algorithm === 'oneshot-ll')
+  assert.ok(ll?.roundMediansUs)
+  assert.equal(ll.repeats, 3)
+  assert.equal(ll.roundMediansUs.length, 3)
+  assert.equal(ll.medianUs, [...ll.roundMediansUs].sort((a, b) => a - b)[1])
+  assert.ok(ll.roundMediansUs[2] - ll.roundMediansUs[0] > 300, 'round 3 ran after every case of round 1')
+  assert.throws(
+    () => planSweep({ ...settings, repeats: 0 }),
+    (e) => isLlcommError(e, 'INVALID_ARGUMENT'),
+  )
+})

@@ -36,6 +36,7 @@ export interface BenchFlags {
   algorithms?: string
   dtype: string
   iters?: string
+  repeat?: string
   warmup?: string
   skewUs: string
   pdl?: string
@@ -97,6 +98,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
   const itersFlag = flags.iters !== undefined ? parseWholeNumber(flags.iters, '--iters', 1) : undefined
   const warmupFlag = flags.warmup !== undefined ? parseWholeNumber(flags.warmup, '--warmup', 0) : undefined
   const skewUs = parseNonNegativeNumber(flags.skewUs, '--skew-us')
+  const repeats = flags.repeat !== undefined ? parseWholeNumber(flags.repeat, '--repeat', 1) : 1
   const pdlSettings = parsePdl(flags.pdl)
   const timeoutMs = flags.timeoutMs !== undefined ? parseWholeNumber(flags.timeoutMs, '--timeout-ms', 1) : undefined
   if (backend === 'cpu' && flags.pdl !== undefined && flags.pdl !== 'off')
@@ -126,6 +128,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
         iters: itersFlag ?? DEFAULT_ITERS[comm.backend].iters,
         warmup: warmupFlag ?? DEFAULT_ITERS[comm.backend].warmup,
         skewUs,
+        repeats,
       },
       { showProgress: shouldShowProgress(flags.progress), devices: usedDevices },
     )
@@ -149,6 +152,7 @@ export function register(program: Command): void {
     .option('--dtype <list>', 'f32, f16, bf16 (comma-separated for several)', 'f32')
     .option('--iters <n>', 'timed iterations per case (default 20 on cpu, 2000 on cuda)')
     .option('--warmup <n>', 'untimed iterations per case (default 5 on cpu, 200 on cuda)')
+    .option('--repeat <k>', 'interleaved rounds over every case; a row reports the median of its round medians', '1')
     .option('--skew-us <us>', 'random arrival skew per rank and call, uniform 0..U µs', '0')
     .option('--pdl <mode>', 'programmatic dependent launch (cuda): on, off or both')
     .option('--timeout-ms <ms>', 'per-wait deadline inside the ranks')
