@@ -11,6 +11,7 @@
  * epoch e-1 proves every rank finished e-2, whichever algorithms ran then (docs/protocols.md).
  */
 import type { DtypeCodec } from '../../dtype/codec.js'
+import { F32_CANONICAL_NAN } from '../../dtype/sentinels.js'
 
 export interface LlChannel {
   /** Write `word` into slot `slot` of `peer`'s buffer (our region there), tagged for the current epoch. */
@@ -97,6 +98,7 @@ export interface RangeReceiver {
  */
 export class RangeReduction {
   private accF32 = new Float32Array(64)
+  private accBits = new Int32Array(this.accF32.buffer)
   private wordsI32 = new Int32Array(64)
   private wordsF32 = new Float32Array(this.wordsI32.buffer)
 
@@ -115,7 +117,10 @@ export class RangeReduction {
       this.wordsI32 = new Int32Array(Math.max(n, 2 * this.wordsI32.length))
       this.wordsF32 = new Float32Array(this.wordsI32.buffer)
     }
-    if (this.accF32.length < n * lanes) this.accF32 = new Float32Array(Math.max(n * lanes, 2 * this.accF32.length))
+    if (this.accF32.length < n * lanes) {
+      this.accF32 = new Float32Array(Math.max(n * lanes, 2 * this.accF32.length))
+      this.accBits = new Int32Array(this.accF32.buffer)
+    }
     const words = this.wordsI32.subarray(0, n)
     const wordsF32 = this.wordsF32
     const acc = this.accF32
@@ -143,7 +148,13 @@ export class RangeReduction {
       }
     }
     if (lanes === 1) {
-      for (let i = 0; i < n; i++) out[i] = codec.encodeLane(acc[i])
+      // f32: the accumulator's own bits, NaNs canonicalized (what codec.encodeLane does, without a call per element).
+      const accBits = this.accBits
+      const canonicalNan = F32_CANONICAL_NAN | 0
+      for (let i = 0; i < n; i++) {
+        const b = accBits[i]
+        out[i] = (b & 0x7fffffff) > 0x7f800000 ? canonicalNan : b
+      }
     } else {
       for (let i = 0; i < n; i++) out[i] = (codec.encodeLane(acc[2 * i + 1]) << 16) | codec.encodeLane(acc[2 * i])
     }
