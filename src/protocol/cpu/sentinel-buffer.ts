@@ -17,6 +17,12 @@ function mayHoldSentinel(w: number): boolean {
   return (w & 0xffff) === SENTINEL_LANE || w >>> 16 === SENTINEL_LANE
 }
 
+/** True when no word of `words` can need canonicalizing (mayHoldSentinel is false for all). */
+function holdsNoSentinel(words: Int32Array): boolean {
+  for (let i = 0; i < words.length; i++) if (mayHoldSentinel(words[i])) return false
+  return true
+}
+
 /** Deliberately broken variants, only for the test that proves the re-arm is load-bearing. */
 export interface SentinelTestFaults {
   /** Leave the slot holding the data after reading it. */
@@ -97,8 +103,8 @@ export class SentinelBuffer implements LlChannel {
   }
 
   /**
-   * send for slots [firstSlot, firstSlot + words.length): plain stores for every slot but the last, then one SC
-   * store of the last slot (the range's release point).
+   * send for slots [firstSlot, firstSlot + words.length): plain stores for every slot but the last (one bulk copy
+   * when no word needs canonicalizing), then one SC store of the last slot (the range's release point).
    * - Values: an Int32Array element store is tear-free, so a reader's SC load of a slot returns either the
    *   sentinel or the whole word, whichever store it sees; each slot is its own flag, as with per-slot SC stores.
    * - Acknowledgement: every receiver reads whole ranges (recvRange), so the SC load of our last slot reads from
@@ -109,23 +115,33 @@ export class SentinelBuffer implements LlChannel {
    *   out reading the value of two uses ago.
    */
   sendRange(peer: number, firstSlot: number, words: Int32Array): void {
+    this.writeRange(peer, firstSlot, words, holdsNoSentinel(words))
+  }
+
+  /** sendRange to every peer in `peers`, in that order (the words are scanned for the sentinel once). */
+  bcastRange(peers: readonly number[], firstSlot: number, words: Int32Array): void {
+    const clean = holdsNoSentinel(words)
+    for (let k = 0; k < peers.length; k++) this.writeRange(peers[k], firstSlot, words, clean)
+  }
+
+  /** sendRange's stores. `clean`: no word needs canonicalizing, so all but the last go as one bulk copy. */
+  private writeRange(peer: number, firstSlot: number, words: Int32Array, clean: boolean): void {
     const n = words.length
     if (n === 0) return
     const i32 = this.i32
     const codec = this.codec
     const base = this.index(peer, this.control.rank, firstSlot)
-    for (let i = 0; i < n - 1; i++) {
-      const w = words[i]
-      i32[base + i] = mayHoldSentinel(w) ? codec.canonicalizeWord(w) | 0 : w
+    if (clean) {
+      i32.set(words.subarray(0, n - 1), base)
+    } else {
+      for (let i = 0; i < n - 1; i++) {
+        const w = words[i]
+        i32[base + i] = mayHoldSentinel(w) ? codec.canonicalizeWord(w) | 0 : w
+      }
     }
     const last = words[n - 1]
     Atomics.store(i32, base + n - 1, mayHoldSentinel(last) ? codec.canonicalizeWord(last) | 0 : last)
     this.control.markWritten(peer)
-  }
-
-  /** sendRange to every peer in `peers`, in that order. */
-  bcastRange(peers: readonly number[], firstSlot: number, words: Int32Array): void {
-    for (let k = 0; k < peers.length; k++) this.sendRange(peers[k], firstSlot, words)
   }
 
   /**
