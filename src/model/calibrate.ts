@@ -1,7 +1,9 @@
 /**
  * Calibration: fits a platform's latency constants to measured bench rows by non-negative least squares on
- * relative residuals ((predicted − measured) / measured, so that 3 µs and 3 ms rows weigh alike), then reports
- * the residuals in-sample and leave-one-out. Constants the rows cannot determine (a column of zeros, or one
+ * relative residuals ((predicted − measured) / measured, so that 3 µs and 3 ms rows weigh alike), for kernel
+ * structure once per overlap exponent (Gauss–Newton steps of NNLS on the model's gradient), then reports the
+ * residuals in-sample, leave-one-out, leave-one-rank-count-out and leave-one-size-decade-out. Constants the
+ * rows cannot determine (a column of zeros, or one
  * collinear with earlier ones, e.g. barrier terms when no barrier algorithm was measured) keep the table's value
  * and are listed as not identified.
  */
@@ -12,10 +14,12 @@ import { type BenchFile, type MeasuredRow, rowPlatform, usableForCalibration } f
 import {
   FIT_PARAMS,
   type FitParam,
-  modelFeatures,
+  type ModelTerms,
+  modelTerms,
   type ParamValues,
   paramsFromPlatform,
-  predictFromParams,
+  predictFromTerms,
+  termsGradient,
 } from './latency-model.js'
 import type { AlgorithmTable, PlatformConstants, PlatformTable, SourcedValue } from './latency-tables.js'
 import { CONSTANT_NAMES, getAlgorithm } from './latency-tables.js'
@@ -38,6 +42,8 @@ export interface ResidualRow extends CalibrationRow {
   looRelError?: number
   /** Same, with every row of this rank count left out of the fit (the test of how the model scales in N). */
   lorcoRelError?: number
+  /** Same, with every row of this size decade (sizeDecade) left out of the fit. */
+  losdoRelError?: number
 }
 
 export interface ResidualSummary {
@@ -57,6 +63,12 @@ export interface CalibrationResult {
   leaveOneOut?: ResidualSummary
   /** Fit on all rank counts but one, predict that one; per held-out rank count and over all rows. */
   leaveOneRankCountOut?: { all: ResidualSummary; byRanks: { ranks: number; summary: ResidualSummary }[] }
+  /** Fit on all size decades but one (sizeDecade), predict that one. */
+  leaveOneSizeDecadeOut?: { all: ResidualSummary; byDecade: { decade: string; summary: ResidualSummary }[] }
+  /** The overlap exponent of the fit (null: the table's, absent = additive). */
+  overlapExponent: number | null
+  /** In-sample residuals at each overlap exponent tried (platforms with kernel structure). */
+  overlapExponentScan?: ({ overlapExponent: number } & ResidualSummary)[]
 }
 
 const DTYPES: readonly string[] = ['f32', 'f16', 'bf16']
@@ -77,53 +89,221 @@ interface FitOutcome {
   notIdentified: FitParam[]
 }
 
+function rowTerms(r: CalibrationRow, algorithms: AlgorithmTable, platform: PlatformConstants): ModelTerms {
+  return modelTerms(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology, {
+    structure: platform.structure,
+    dtype: r.dtype,
+  })
+}
+
+/** Sum of squared relative residuals of `rows` under `params`. */
+function relativeSquares(rows: CalibrationRow[], terms: ModelTerms[], params: ParamValues): number {
+  return rows.reduce((s, r, i) => {
+    const e = predictFromTerms(terms[i], params).latencyUs / r.measuredUs - 1
+    return s + e * e
+  }, 0)
+}
+
+/** Starts of the overlapped terms, as fractions of their median measured / count (see fitParams). */
+const SEED_FRACTIONS = [0.05, 0.2, 0.5]
+
+/** Gauss–Newton steps at most; each is one NNLS solve on the model's gradient. */
+const MAX_GAUSS_NEWTON_STEPS = 60
+
+/**
+ * Fits the linear parameters for a fixed overlap exponent q. With q = 1 the model is linear in them and one NNLS
+ * solve is the fit. Otherwise the model is homogeneous of degree one in them (T = ∇T · θ), so each Gauss–Newton
+ * step is the NNLS solve min ‖∇T(θ_k) θ / measured − 1‖ over θ ≥ 0 (halved toward θ_k when it does not lower the
+ * residual): its fixed point is a stationary point of the relative least squares under θ ≥ 0.
+ */
 function fitParams(
   rows: CalibrationRow[],
-  algorithms: AlgorithmTable,
-  platform: PlatformConstants,
+  terms: ModelTerms[],
   prior: ParamValues,
+  overlapExponent: number | null,
+  start?: ParamValues,
 ): FitOutcome {
-  const features = rows.map((r) =>
-    modelFeatures(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology, {
-      structure: platform.structure,
-      dtype: r.dtype,
-    }),
-  )
-  // Relative weighting: divide each row by its measurement.
-  const design = features.map((f, i) => FIT_PARAMS.map((p) => f[p] / rows[i].measuredUs))
-  const used = FIT_PARAMS.map((_, j) => j).filter((j) => design.some((row) => row[j] !== 0))
-  const free = independentColumns(design, used)
-  const notIdentified = used.filter((j) => !free.includes(j)).map((j) => FIT_PARAMS[j])
+  const linear = terms.map((t) => termsGradient(t, { ...prior, overlapExponent: 1 }))
+  // which columns the rows use and can tell apart: decided on the additive form (same zero pattern)
+  const design0 = linear.map((f, i) => FIT_PARAMS.map((p) => f[p] / rows[i].measuredUs))
+  const used = FIT_PARAMS.map((_, j) => j).filter((j) => design0.some((row) => row[j] !== 0))
+  const free = independentColumns(design0, used)
+  const heldCols = used.filter((j) => !free.includes(j))
+  const notIdentified = heldCols.map((j) => FIT_PARAMS[j])
   // Columns held at the prior (or at 0 when the table has none) move to the right-hand side.
   const held = (j: number): number => prior[FIT_PARAMS[j]] ?? 0
-  const rhs = design.map((row) => 1 - used.filter((j) => !free.includes(j)).reduce((s, j) => s + row[j] * held(j), 0))
-  const params: ParamValues = { ...prior }
-  if (free.length > 0) {
-    const x = nonNegativeLeastSquares(
-      design.map((row) => free.map((j) => row[j])),
-      rhs,
-    )
-    free.forEach((j, k) => {
-      params[FIT_PARAMS[j]] = x[k]
-    })
+  const solve = (params: ParamValues): ParamValues => {
+    const grad = terms.map((t) => termsGradient(t, params))
+    const design = grad.map((f, i) => FIT_PARAMS.map((p) => f[p] / rows[i].measuredUs))
+    const rhs = design.map((row) => 1 - heldCols.reduce((s, j) => s + row[j] * held(j), 0))
+    const next: ParamValues = { ...params }
+    if (free.length > 0) {
+      const x = nonNegativeLeastSquares(
+        design.map((row) => free.map((j) => row[j])),
+        rhs,
+      )
+      free.forEach((j, k) => {
+        next[FIT_PARAMS[j]] = x[k]
+      })
+    }
+    return next
   }
-  for (const j of used) if (!free.includes(j) && params[FIT_PARAMS[j]] === null) params[FIT_PARAMS[j]] = 0
+  const gaussNewton = (start: ParamValues): { params: ParamValues; cost: number } => {
+    let params = start
+    let cost = relativeSquares(rows, terms, params)
+    for (let step = 0; step < MAX_GAUSS_NEWTON_STEPS; step++) {
+      let next = solve(params)
+      let nextCost = relativeSquares(rows, terms, next)
+      for (let halving = 0; halving < 8 && nextCost > cost; halving++) {
+        const mid: ParamValues = { ...next }
+        for (const j of free) mid[FIT_PARAMS[j]] = ((params[FIT_PARAMS[j]] ?? 0) + (next[FIT_PARAMS[j]] ?? 0)) / 2
+        next = mid
+        nextCost = relativeSquares(rows, terms, next)
+      }
+      if (nextCost > cost) break
+      const improved = cost - nextCost
+      params = next
+      cost = nextCost
+      if (improved <= 1e-10 * Math.max(cost, 1e-12)) break
+    }
+    return { params, cost }
+  }
+  const base: ParamValues = { ...prior, overlapExponent: 1 }
+  for (const j of heldCols) base[FIT_PARAMS[j]] = held(j)
+  const nonlinear = overlapExponent !== null && overlapExponent !== 1
+  let params = nonlinear && start ? { ...start } : solve(base)
+  if (nonlinear) {
+    const startParams: ParamValues = { ...params, overlapExponent }
+    // A term at 0 inside a smooth maximum has zero gradient there (for q > 1), so Gauss–Newton would never move it:
+    // besides the start as it is, start each such free term at a fraction of the median of measured / count over the
+    // rows that use it, and keep the best end point.
+    const overlappedParams = new Set(
+      terms.flatMap((t) =>
+        t.overlapped.flatMap((g) => FIT_PARAMS.filter((p) => g.first[p] !== 0 || g.second[p] !== 0)),
+      ),
+    )
+    const seeds = [startParams]
+    for (const fraction of SEED_FRACTIONS) {
+      const seeded: ParamValues = { ...startParams }
+      let changed = false
+      for (const j of free) {
+        const p = FIT_PARAMS[j]
+        if (!overlappedParams.has(p) || (seeded[p] ?? 0) > 0) continue
+        const ratios = linear
+          .map((f, i) => (f[p] > 0 ? rows[i].measuredUs / f[p] : Number.NaN))
+          .filter((x) => Number.isFinite(x))
+          .sort((x, y) => x - y)
+        if (ratios.length) {
+          seeded[p] = fraction * ratios[Math.floor(ratios.length / 2)]
+          changed = true
+        }
+      }
+      if (changed) seeds.push(seeded)
+    }
+    let bestCost = Number.POSITIVE_INFINITY
+    for (const seed of seeds) {
+      const end = gaussNewton(seed)
+      if (end.cost < bestCost) {
+        bestCost = end.cost
+        params = end.params
+      }
+    }
+  } else {
+    params = { ...params, overlapExponent: overlapExponent ?? prior.overlapExponent ?? null }
+  }
+  for (const j of used) if (params[FIT_PARAMS[j]] === null) params[FIT_PARAMS[j]] = 0
   return { params, fitted: free.map((j) => FIT_PARAMS[j]), notIdentified }
 }
 
-function predictRow(
-  r: CalibrationRow,
-  algorithms: AlgorithmTable,
-  platform: PlatformConstants,
-  params: ParamValues,
-): number {
-  return predictFromParams(
-    modelFeatures(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology, {
-      structure: platform.structure,
-      dtype: r.dtype,
-    }),
-    params,
-  ).latencyUs
+/**
+ * The overlap exponents tried for a platform with kernel structure (1 = additive; larger = the longer of latency
+ * and bandwidth dominates a launch). The one with the least relative squares in-sample is kept.
+ */
+export const OVERLAP_EXPONENTS: readonly number[] = [1, 1.5, 2, 3, 4, 6, 8, 16]
+
+interface ExponentFit extends FitOutcome {
+  overlapExponent: number | null
+  /** In-sample residuals of the fit at each exponent tried (absent when none was scanned). */
+  scan?: ({ overlapExponent: number } & ResidualSummary)[]
+}
+
+function fitWithExponent(
+  rows: CalibrationRow[],
+  terms: ModelTerms[],
+  prior: ParamValues,
+  exponents: readonly number[] | null,
+  start?: ParamValues,
+): ExponentFit {
+  if (exponents === null || !terms.some((t) => t.overlapped.length > 0)) {
+    const fit = fitParams(rows, terms, prior, prior.overlapExponent ?? null, start)
+    return { ...fit, overlapExponent: prior.overlapExponent ?? null }
+  }
+  let best: ExponentFit | undefined
+  let bestCost = Number.POSITIVE_INFINITY
+  const scan: ExponentFit['scan'] = []
+  for (const q of exponents) {
+    const fit = fitParams(rows, terms, prior, q, start)
+    const cost = relativeSquares(rows, terms, fit.params)
+    const errors = rows.map((r, i) => predictRow(terms[i], fit.params) / r.measuredUs - 1)
+    scan.push({ overlapExponent: q, ...summarize(errors) })
+    if (cost < bestCost) {
+      bestCost = cost
+      best = { ...fit, overlapExponent: q }
+    }
+  }
+  return { ...(best as ExponentFit), scan }
+}
+
+function predictRow(terms: ModelTerms, params: ParamValues): number {
+  return predictFromTerms(terms, params).latencyUs
+}
+
+/** Size class of a message (< 1 KB, 1–16 KB, 16–256 KB, ≥ 256 KB): rows held out together by leave-one-size-decade-out. */
+export function sizeDecade(bytes: number): string {
+  if (bytes < 1024) return '<1 KB'
+  if (bytes < 16 * 1024) return '1–16 KB'
+  if (bytes < 256 * 1024) return '16–256 KB'
+  return '≥256 KB'
+}
+
+export interface CalibrationOptions {
+  leaveOneOut?: boolean
+  leaveOneRankCountOut?: boolean
+  leaveOneSizeDecadeOut?: boolean
+  /**
+   * Overlap exponents to choose from (platforms with kernel structure); default OVERLAP_EXPONENTS. null keeps the
+   * table's exponent (absent: 1, additive). Held-out fits choose again on their own rows.
+   */
+  overlapExponents?: readonly number[] | null
+}
+
+/** Fit on the rows whose key differs from each key in turn, predict the rows of that key. */
+function holdOutByKey<K extends string | number>(
+  rows: CalibrationRow[],
+  terms: ModelTerms[],
+  prior: ParamValues,
+  exponents: readonly number[] | null,
+  keyOf: (r: CalibrationRow) => K,
+  record: (i: number, e: number) => void,
+): { key: K; summary: ResidualSummary }[] {
+  const keys = [...new Set(rows.map(keyOf))]
+  return keys.map((key) => {
+    const train = rows.map((_, i) => i).filter((i) => keyOf(rows[i]) !== key)
+    const p = fitWithExponent(
+      train.map((i) => rows[i]),
+      train.map((i) => terms[i]),
+      prior,
+      exponents,
+    ).params
+    const errors: number[] = []
+    rows.forEach((r, i) => {
+      if (keyOf(r) !== key) return
+      const e = (predictRow(terms[i], p) - r.measuredUs) / r.measuredUs
+      record(i, e)
+      errors.push(e)
+    })
+    return { key, summary: summarize(errors) }
+  })
 }
 
 export function calibratePlatform(
@@ -131,57 +311,79 @@ export function calibratePlatform(
   platform: PlatformConstants,
   rows: CalibrationRow[],
   algorithms: AlgorithmTable,
-  options: { leaveOneOut?: boolean; leaveOneRankCountOut?: boolean } = {},
+  options: CalibrationOptions = {},
 ): CalibrationResult {
   if (rows.length === 0) throw new LlcommError('INVALID_ARGUMENT', `no usable rows to calibrate ${platformName}`)
   const prior = paramsFromPlatform(platform)
-  const fit = fitParams(rows, algorithms, platform, prior)
-  const residuals: ResidualRow[] = rows.map((r) => {
-    const predictedUs = predictRow(r, algorithms, platform, fit.params)
+  const terms = rows.map((r) => rowTerms(r, algorithms, platform))
+  const exponents = options.overlapExponents === undefined ? OVERLAP_EXPONENTS : options.overlapExponents
+  const fit = fitWithExponent(rows, terms, prior, exponents)
+  const residuals: ResidualRow[] = rows.map((r, i) => {
+    const predictedUs = predictRow(terms[i], fit.params)
     return { ...r, predictedUs, relError: (predictedUs - r.measuredUs) / r.measuredUs }
   })
   let leaveOneOut: ResidualSummary | undefined
   if ((options.leaveOneOut ?? true) && rows.length > fit.fitted.length + 1) {
+    // exponent kept at the full fit's; Gauss–Newton started from the full fit
+    const fixed = { ...prior, overlapExponent: fit.overlapExponent }
     const errors: number[] = []
     rows.forEach((r, i) => {
-      const rest = rows.filter((_, k) => k !== i)
-      const p = fitParams(rest, algorithms, platform, prior).params
-      const predicted = predictRow(r, algorithms, platform, p)
-      residuals[i].looRelError = (predicted - r.measuredUs) / r.measuredUs
-      errors.push(residuals[i].looRelError as number)
+      const keep = (_: unknown, k: number) => k !== i
+      const p = fitParams(rows.filter(keep), terms.filter(keep), fixed, fit.overlapExponent, fit.params).params
+      const e = (predictRow(terms[i], p) - r.measuredUs) / r.measuredUs
+      residuals[i].looRelError = e
+      errors.push(e)
     })
     leaveOneOut = summarize(errors)
   }
   let leaveOneRankCountOut: CalibrationResult['leaveOneRankCountOut']
-  const rankCounts = [...new Set(rows.map((r) => r.ranks))].sort((a, b) => a - b)
-  if ((options.leaveOneRankCountOut ?? true) && rankCounts.length >= 3) {
-    const byRanks = rankCounts.map((ranks) => {
-      const p = fitParams(
-        rows.filter((r) => r.ranks !== ranks),
-        algorithms,
-        platform,
-        prior,
-      ).params
-      const errors: number[] = []
-      rows.forEach((r, i) => {
-        if (r.ranks !== ranks) return
-        const e = (predictRow(r, algorithms, platform, p) - r.measuredUs) / r.measuredUs
+  const rankCounts = new Set(rows.map((r) => r.ranks))
+  if ((options.leaveOneRankCountOut ?? true) && rankCounts.size >= 3) {
+    const byKey = holdOutByKey(
+      rows,
+      terms,
+      prior,
+      exponents,
+      (r) => r.ranks,
+      (i, e) => {
         residuals[i].lorcoRelError = e
-        errors.push(e)
-      })
-      return { ranks, summary: summarize(errors) }
-    })
-    leaveOneRankCountOut = { all: summarize(residuals.map((r) => r.lorcoRelError as number)), byRanks }
+      },
+    )
+    leaveOneRankCountOut = {
+      all: summarize(residuals.map((r) => r.lorcoRelError as number)),
+      byRanks: byKey.map((b) => ({ ranks: b.key, summary: b.summary })).sort((x, y) => x.ranks - y.ranks),
+    }
+  }
+  let leaveOneSizeDecadeOut: CalibrationResult['leaveOneSizeDecadeOut']
+  const decades = new Set(rows.map((r) => sizeDecade(r.bytes)))
+  if ((options.leaveOneSizeDecadeOut ?? true) && decades.size >= 3) {
+    const byKey = holdOutByKey(
+      rows,
+      terms,
+      prior,
+      exponents,
+      (r) => sizeDecade(r.bytes),
+      (i, e) => {
+        residuals[i].losdoRelError = e
+      },
+    )
+    leaveOneSizeDecadeOut = {
+      all: summarize(residuals.map((r) => r.losdoRelError as number)),
+      byDecade: byKey.map((b) => ({ decade: b.key, summary: b.summary })),
+    }
   }
   return {
     platform: platformName,
     params: fit.params,
+    overlapExponent: fit.overlapExponent,
+    overlapExponentScan: fit.scan,
     fitted: fit.fitted,
     notIdentified: fit.notIdentified,
     residuals,
     inSample: summarize(residuals.map((r) => r.relError)),
     leaveOneOut,
     leaveOneRankCountOut,
+    leaveOneSizeDecadeOut,
   }
 }
 
@@ -240,11 +442,23 @@ export function applyCalibration(platform: PlatformConstants, result: Calibratio
   const set = (name: keyof PlatformConstants['constants'], value: number | null, p: string) => {
     if (value !== null) c[name] = { value, source: src(p) }
   }
-  for (const p of result.fitted) {
-    const v = result.params[p]
-    if (p === 'usPerWireByte') set('linkGBs', v !== null && v > 0 ? 1 / (v * 1e3) : null, p)
-    else if (p === 'usPerAtomicByte') set('atomicGBs', v !== null && v > 0 ? 1 / (v * 1e3) : null, p)
-    else if (p === 'usPerRearmByte') set('rearmGBs', v !== null && v > 0 ? 1 / (v * 1e3) : null, p)
-    else set(p, v, p)
+  const rates: Partial<Record<FitParam, keyof PlatformConstants['constants']>> = {
+    usPerWireByte: 'linkGBs',
+    usPerAtomicByte: 'atomicGBs',
+    usPerRearmByte: 'rearmGBs',
+    usPerBlockByte: 'blockGBs',
   }
+  for (const p of result.fitted) {
+    const v = result.params[p] ?? null
+    const rate = rates[p]
+    if (rate === undefined) set(p as keyof PlatformConstants['constants'], v, p)
+    else if (v !== null && v > 0) set(rate, 1 / (v * 1e3), p)
+    else if (v === 0)
+      c[rate] = { value: null, unbounded: true, source: `${src(p)}: fitted to 0 µs per byte, no limit seen` }
+  }
+  if (result.overlapExponent !== null && platform.structure === 'kernel')
+    c.overlapExponent = {
+      value: result.overlapExponent,
+      source: `${src('overlapExponent')}: of ${OVERLAP_EXPONENTS.join(', ')}, the least squared relative error`,
+    }
 }

@@ -1,6 +1,6 @@
 /**
- * The decode cost model's data: model architectures (data/models/models.json) and GPUs (data/models/gpus.json),
- * each entry with its source.
+ * The decode cost model's data: model architectures (data/models/models.json), GPUs (data/models/gpus.json) and
+ * kernel recipes (data/models/decode-kernels.json), each entry with its source.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -45,6 +45,21 @@ export interface ModelArchitecture {
   paramsActiveB: number
 }
 
+/**
+ * The per-kernel constants of one decode step, fitted on measured shards (see decode-calibration.ts):
+ *   graph (CUDA-graph replay): kernels × (graphKernelUs + graphKernelUsPerExtraSequence × (batch − 1)) on the GPU;
+ *   eager (a host thread issues each kernel): at least kernels × eagerKernelIssueUs.
+ * The kernel count comes from the recipe named here (data/models/decode-kernels.json).
+ */
+export interface DecodeStepConstants {
+  recipe: string
+  graphKernelUs: SourcedValue
+  graphKernelUsPerExtraSequence: SourcedValue
+  eagerKernelIssueUs: SourcedValue
+  /** Where the constants were fitted and how well (free text: file, commit, date, residuals). */
+  fit: string
+}
+
 export interface GpuSpec {
   name: string
   hbmGBs: SourcedValue
@@ -53,10 +68,23 @@ export interface GpuSpec {
   /** Key of data/latency/platforms.json used for AllReduce latencies. */
   latencyPlatform: string
   usdPerGpuHour: SourcedValue
+  /** Absent: the decode model has no launch term for this GPU (memory and AllReduce only). */
+  decodeStep?: DecodeStepConstants
+}
+
+/** The operations of a decode step whose kernels a recipe counts. */
+export const DECODE_OPS = ['rmsNorm', 'gemm', 'kvCacheWrite', 'attention', 'elementwise', 'moeRouting'] as const
+export type DecodeOp = (typeof DECODE_OPS)[number]
+
+/** How many kernels one implementation launches per operation (data/models/decode-kernels.json). */
+export interface KernelRecipe {
+  description: string
+  kernelsPerOp: Record<DecodeOp, SourcedValue>
 }
 
 const MODELS_URL = new URL('../../../data/models/models.json', import.meta.url)
 const GPUS_URL = new URL('../../../data/models/gpus.json', import.meta.url)
+const RECIPES_URL = new URL('../../../data/models/decode-kernels.json', import.meta.url)
 
 function readJson(url: URL): unknown {
   const path = fileURLToPath(url)
@@ -78,6 +106,20 @@ export function loadModelTable(): ModelTable {
 
 export function loadGpuTable(): { gpus: Record<string, GpuSpec> } {
   return readJson(GPUS_URL) as { gpus: Record<string, GpuSpec> }
+}
+
+export function loadKernelRecipes(): { recipes: Record<string, KernelRecipe> } {
+  return readJson(RECIPES_URL) as { recipes: Record<string, KernelRecipe> }
+}
+
+export function findKernelRecipe(table: { recipes: Record<string, KernelRecipe> }, name: string): KernelRecipe {
+  const r = table.recipes[name]
+  if (!r)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `unknown kernel recipe ${JSON.stringify(name)} (known: ${Object.keys(table.recipes).join(', ')})`,
+    )
+  return r
 }
 
 export function findModel(table: ModelTable, name: string): ModelArchitecture {

@@ -1,5 +1,6 @@
 /**
- * The latency model of one AllReduce call, linear in its constants so that it can be fitted by least squares:
+ * The latency model of one AllReduce call, linear in its constants (seed form) or homogeneous of degree one in
+ * them (kernel structure), so that it can be fitted by non-negative least squares:
  *
  *   T(alg, N, M) = kernelFloor + hops(alg, N) · hop + barriers(alg) · barrier(N) + wireBytes(alg, N, M) / linkBandwidth
  *                  [+ libraryOverhead for NCCL] [+ switchReduce for NVLS]
@@ -10,17 +11,30 @@
  * share one memory system. A constant that is absent (null) leaves its term out and is named in missingTerms.
  *
  * With structure 'kernel' (a platform measured with llcomm's kernels), an algorithm that has an llcomm kernel is
- * counted from its launch shape instead (kernel-counts.ts):
+ * counted from its launch shapes instead (kernel-counts.ts), launch by launch:
  *
- *   T = launches · kernelFloor + launches · hopsFixed · hop + pollRounds · pollRound + storeRounds · storeRound
- *       + serialRecvs · serialRecv + rearms · rearm + atomicLineRounds · atomicLine + rearmBytes / rearmRate + ringSteps · ringStep + barrierCount · barrier(N) + wireBytes / linkBandwidth [+ atomic bytes / atomic rate]
+ *   T = Σ_launches [ kernelFloor + smax_q(L, B) ],   smax_q(L, B) = (L^q + B^q)^(1/q)   (q = overlapExponent)
+ *   L = hopsFixed·hop + pollRounds·pollRound + storeRounds·storeRound + serialRecvs·serialRecv + rearms·rearm
+ *       + atomicLineRounds·atomicLine + ringSteps·ringStep + barriers·barrier(N) + spreadWindows·spreadWindow
+ *       + stagedReduces·stagedReduce + halfWordSentinelSlots·halfWordSentinel + blockBytes / blockRate
+ *   B = wireBytes / linkBandwidth + atomicBytes / atomicRate + rearmBytes / rearmRate      (all N ranks on virtual)
+ *
+ * L is one thread's critical path plus its block's own L2 traffic, B what the launch asks of the memory system.
+ * For a fixed q the model is homogeneous of degree one in its constants (T = ∇T · θ), which is what lets the fit
+ * stay NNLS (calibrate.ts). q = 1 (or absent) makes it linear.
  */
 
 import type { Dtype } from '../api/types.js'
 import { LLCOMM_MAX_RANKS } from '../backends/cuda/abi.js'
 import { LlcommError } from '../errors.js'
-import { kernelCounts } from './kernel-counts.js'
-import type { AlgorithmStructure, PlatformConstants, PlatformTopology, WireShape } from './latency-tables.js'
+import { type KernelCounts, type KernelShape, kernelCounts, kernelLaunches } from './kernel-counts.js'
+import type {
+  AlgorithmStructure,
+  PlatformConstants,
+  PlatformTopology,
+  SourcedValue,
+  WireShape,
+} from './latency-tables.js'
 
 /** The model's linear parameters, in the order used by the fit. */
 export const FIT_PARAMS = [
@@ -40,9 +54,20 @@ export const FIT_PARAMS = [
   'rearmUs',
   'atomicLineUs',
   'usPerRearmByte',
+  'spreadWindowUs',
+  'stagedReduceUs',
+  'halfWordSentinelUs',
+  'usPerBlockByte',
 ] as const
 export type FitParam = (typeof FIT_PARAMS)[number]
-export type ParamValues = Record<FitParam, number | null>
+/** Parameters added with the peer-parallel path and the per-block bytes: optional in ParamValues (absent = null). */
+type OptionalParam = 'spreadWindowUs' | 'stagedReduceUs' | 'halfWordSentinelUs' | 'usPerBlockByte'
+/**
+ * The linear parameters, plus the exponent q of the smooth maximum that overlaps a launch's latency path with its
+ * bandwidth time (structure 'kernel' only; absent or null = 1, the terms add).
+ */
+export type ParamValues = Record<Exclude<FitParam, OptionalParam>, number | null> &
+  Partial<Record<OptionalParam, number | null>> & { overlapExponent?: number | null }
 export type Features = Record<FitParam, number>
 
 export function wireShapeFactor(shape: WireShape, ranks: number): number {
@@ -65,7 +90,6 @@ export function barrierCountTerms(ranks: number): { fixed: number; perPeer: numb
   return { fixed: 1, perPeer: ranks - 1, quad: (ranks - 1) ** 2 }
 }
 
-/** How much of each parameter one call uses: the row of the fit's design matrix. */
 export interface FeatureOptions {
   /** 'kernel': count launches, poll rounds, store rounds and ring steps from llcomm's launch shapes. */
   structure?: 'seed' | 'kernel'
@@ -73,6 +97,178 @@ export interface FeatureOptions {
   dtype?: Dtype
 }
 
+const ZERO_FEATURES: Features = Object.fromEntries(FIT_PARAMS.map((p) => [p, 0])) as Features
+
+function checkCall(ranks: number, bytes: number): void {
+  if (!Number.isInteger(ranks) || ranks < 2)
+    throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
+  if (!(bytes >= 0)) throw new LlcommError('INVALID_ARGUMENT', `bytes must be ≥ 0, got ${bytes}`)
+}
+
+/** Beyond LLCOMM_MAX_RANKS no llcomm kernel runs: the seed form stands in (scale simulations to 72 GPUs). */
+function usesKernelStructure(alg: AlgorithmStructure, ranks: number, options: FeatureOptions): boolean {
+  return (
+    options.structure === 'kernel' && alg.kernel !== undefined && alg.name !== undefined && ranks <= LLCOMM_MAX_RANKS
+  )
+}
+
+/** Bytes moved for `messageBytes` per rank: over the links, or on `virtual` inside the one GPU (all N ranks'). */
+function byteFeatures(alg: AlgorithmStructure, ranks: number, messageBytes: number, topology: PlatformTopology) {
+  const everyRank = topology === 'virtual' ? ranks : 1
+  return {
+    usPerWireByte: everyRank * wireBytesPerGpu(alg, ranks, messageBytes),
+    usPerAtomicByte: everyRank * (alg.atomicCoefficient ?? 0) * messageBytes * wireShapeFactor(alg.wireShape, ranks),
+  }
+}
+
+/** Kernel counts as features: each count multiplies its per-event constant; bytes multiply a µs-per-byte. */
+function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts, topology: PlatformTopology): Features {
+  const b = barrierCountTerms(ranks)
+  return {
+    ...ZERO_FEATURES,
+    kernelFloorUs: k.launches,
+    hopUs: k.launches * alg.hopsFixed,
+    barrierFixedUs: k.barriers * b.fixed,
+    barrierPerPeerUs: k.barriers * b.perPeer,
+    barrierQuadUs: k.barriers * b.quad,
+    pollRoundUs: k.pollRounds,
+    storeRoundUs: k.storeRounds,
+    ringStepUs: k.ringSteps,
+    serialRecvUs: k.serialRecvs,
+    rearmUs: k.rearms,
+    atomicLineUs: k.atomicLineRounds,
+    spreadWindowUs: k.spreadWindows,
+    stagedReduceUs: k.stagedReduces,
+    halfWordSentinelUs: k.halfWordSentinelSlots,
+    usPerBlockByte: k.blockBytes,
+    ...byteFeatures(alg, ranks, k.messageBytes, topology),
+    usPerRearmByte: topology === 'virtual' ? k.rearmBytes * ranks : k.rearmBytes,
+  }
+}
+
+/**
+ * The two sides of a launch that may overlap: its latency path (per-thread chains of polls, stores, receives,
+ * barriers and per-block work) and the bandwidth the whole launch needs from the one memory system (wire, atomic
+ * and re-armed bytes of every rank). The launch costs smax(latency, bandwidth) = (L^q + B^q)^(1/q): q = 1 adds
+ * them, a large q takes the longer one. The launch floor is outside: it is paid before either starts.
+ */
+export const OVERLAPPED_PAIR: readonly [readonly FitParam[], readonly FitParam[]] = [
+  [
+    'hopUs',
+    'barrierFixedUs',
+    'barrierPerPeerUs',
+    'barrierQuadUs',
+    'pollRoundUs',
+    'storeRoundUs',
+    'ringStepUs',
+    'serialRecvUs',
+    'rearmUs',
+    'atomicLineUs',
+    'spreadWindowUs',
+    'stagedReduceUs',
+    'halfWordSentinelUs',
+    'usPerBlockByte',
+  ],
+  ['usPerWireByte', 'usPerAtomicByte', 'usPerRearmByte'],
+]
+
+/**
+ * The model's terms for one call, in the form the prediction combines them:
+ *   T = fixed · θ + Σ_launch groups times · smax(first · θ, second · θ)
+ * with smax(x, y) = (x^q + y^q)^(1/q) for the platform's overlap exponent q (q = 1: the two add; large q: the
+ * launch waits for the longer of the two). first and second are OVERLAPPED_PAIR's terms; every other term adds.
+ * The seed form has no overlapped pairs.
+ */
+export interface ModelTerms {
+  /** Terms that add (the whole seed form). */
+  fixed: Features
+  overlapped: { times: number; first: Features; second: Features }[]
+}
+
+export function modelTerms(
+  alg: AlgorithmStructure,
+  ranks: number,
+  bytes: number,
+  topology: PlatformTopology,
+  options: FeatureOptions = {},
+): ModelTerms {
+  checkCall(ranks, bytes)
+  if (!usesKernelStructure(alg, ranks, options))
+    return { fixed: modelFeatures(alg, ranks, bytes, topology, options), overlapped: [] }
+  const groups = kernelLaunches(alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype)
+  const fixed = { ...ZERO_FEATURES }
+  const overlapped: ModelTerms['overlapped'] = []
+  const [firstParams, secondParams] = OVERLAPPED_PAIR
+  for (const g of groups) {
+    const f = kernelFeatures(alg, ranks, g.counts, topology)
+    const first = { ...ZERO_FEATURES }
+    const second = { ...ZERO_FEATURES }
+    for (const p of firstParams) first[p] = f[p]
+    for (const p of secondParams) second[p] = f[p]
+    for (const p of FIT_PARAMS) if (!firstParams.includes(p) && !secondParams.includes(p)) fixed[p] += g.times * f[p]
+    if (FIT_PARAMS.some((p) => first[p] !== 0 || second[p] !== 0)) overlapped.push({ times: g.times, first, second })
+  }
+  return { fixed, overlapped }
+}
+
+function dot(f: Features, params: ParamValues): number {
+  let s = 0
+  for (const p of FIT_PARAMS) if (f[p] !== 0) s += f[p] * (params[p] ?? 0)
+  return s
+}
+
+/**
+ * The gradient of T with respect to the linear parameters at `params` (the row of the fit's design matrix).
+ * smax is homogeneous of degree one, so T = gradient · θ exactly (Euler): the Gauss–Newton step of the fit is an
+ * NNLS solve on this gradient.
+ */
+export function termsGradient(terms: ModelTerms, params: ParamValues): Features {
+  const q = params.overlapExponent ?? 1
+  const out = { ...terms.fixed }
+  for (const g of terms.overlapped) {
+    const x = dot(g.first, params)
+    const y = dot(g.second, params)
+    let wx = 1
+    let wy = 1
+    if (q !== 1 && x + y > 0) {
+      const sm = smoothMax(x, y, q)
+      wx = x > 0 ? (x / sm) ** (q - 1) : 0
+      wy = y > 0 ? (y / sm) ** (q - 1) : 0
+    }
+    for (const p of FIT_PARAMS) out[p] += g.times * (wx * g.first[p] + wy * g.second[p])
+  }
+  return out
+}
+
+/** (x^q + y^q)^(1/q), computed without overflow; q = Infinity gives max(x, y). */
+export function smoothMax(x: number, y: number, q: number): number {
+  const m = Math.max(x, y)
+  if (m <= 0) return 0
+  if (!Number.isFinite(q)) return m
+  return m * ((x / m) ** q + (y / m) ** q) ** (1 / q)
+}
+
+/**
+ * The prediction from structured terms. The breakdown scales an overlapped pair's terms by smax(x, y) / (x + y),
+ * so the terms still add up to latencyUs.
+ */
+export function predictFromTerms(terms: ModelTerms, params: ParamValues): LatencyPrediction {
+  if (terms.overlapped.length === 0) return predictFromParams(terms.fixed, params)
+  const q = params.overlapExponent ?? 1
+  const scaled = { ...terms.fixed }
+  for (const g of terms.overlapped) {
+    const x = dot(g.first, params)
+    const y = dot(g.second, params)
+    const share = x + y > 0 ? smoothMax(x, y, q) / (x + y) : 1
+    for (const p of FIT_PARAMS) scaled[p] += g.times * share * (g.first[p] + g.second[p])
+  }
+  return predictFromParams(scaled, params)
+}
+
+/**
+ * How much of each parameter one call uses, every term added (the seed form's design-matrix row; for kernel
+ * structure the sum over launches, i.e. the model at q = 1). modelTerms keeps the launches apart.
+ */
 export function modelFeatures(
   alg: AlgorithmStructure,
   ranks: number,
@@ -80,52 +276,20 @@ export function modelFeatures(
   topology: PlatformTopology,
   options: FeatureOptions = {},
 ): Features {
-  if (!Number.isInteger(ranks) || ranks < 2)
-    throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
-  if (!(bytes >= 0)) throw new LlcommError('INVALID_ARGUMENT', `bytes must be ≥ 0, got ${bytes}`)
+  checkCall(ranks, bytes)
+  if (usesKernelStructure(alg, ranks, options)) {
+    const k = kernelCounts(alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype)
+    return kernelFeatures(alg, ranks, k, topology)
+  }
   const b = barrierCountTerms(ranks)
-  const wire = wireBytesPerGpu(alg, ranks, bytes)
-  const bandwidth = {
-    usPerWireByte: topology === 'virtual' ? wire * ranks : wire,
-    usPerAtomicByte:
-      (topology === 'virtual' ? ranks : 1) *
-      (alg.atomicCoefficient ?? 0) *
-      bytes *
-      wireShapeFactor(alg.wireShape, ranks),
-  }
-  // Beyond LLCOMM_MAX_RANKS no llcomm kernel runs: the seed form stands in (scale simulations to 72 GPUs).
-  if (
-    options.structure === 'kernel' &&
-    alg.kernel !== undefined &&
-    alg.name !== undefined &&
-    ranks <= LLCOMM_MAX_RANKS
-  ) {
-    const k = kernelCounts(alg.name, alg.kernel, ranks, bytes, options.dtype)
-    return {
-      kernelFloorUs: k.launches,
-      hopUs: k.launches * alg.hopsFixed,
-      barrierFixedUs: k.barriers * b.fixed,
-      barrierPerPeerUs: k.barriers * b.perPeer,
-      barrierQuadUs: k.barriers * b.quad,
-      ...bandwidth,
-      libraryOverheadUs: 0,
-      nvlsSwitchReduceUs: 0,
-      pollRoundUs: k.pollRounds,
-      storeRoundUs: k.storeRounds,
-      ringStepUs: k.ringSteps,
-      serialRecvUs: k.serialRecvs,
-      rearmUs: k.rearms,
-      atomicLineUs: k.atomicLineRounds,
-      usPerRearmByte: topology === 'virtual' ? k.rearmBytes * ranks : k.rearmBytes,
-    }
-  }
   return {
+    ...ZERO_FEATURES,
     kernelFloorUs: 1,
     hopUs: alg.hopsFixed + alg.hopsPerPeer * (ranks - 1),
     barrierFixedUs: alg.barriers * b.fixed,
     barrierPerPeerUs: alg.barriers * b.perPeer,
     barrierQuadUs: alg.barriers * b.quad,
-    ...bandwidth,
+    ...byteFeatures(alg, ranks, bytes, topology),
     libraryOverheadUs: alg.libraryOverhead ? 1 : 0,
     nvlsSwitchReduceUs: alg.switchReduce ? 1 : 0,
     pollRoundUs: 0,
@@ -133,9 +297,13 @@ export function modelFeatures(
     ringStepUs: 0,
     serialRecvUs: 0,
     rearmUs: 0,
-    atomicLineUs: 0,
-    usPerRearmByte: 0,
   }
+}
+
+/** µs per byte of a rate in GB/s (1 GB/s = 10³ bytes per µs): 0 when unbounded, null when absent. */
+function usPerByte(rate: SourcedValue): number | null {
+  if (rate.unbounded) return 0
+  return rate.value !== null && rate.value > 0 ? 1 / (rate.value * 1e3) : null
 }
 
 /** The linear parameters a platform's constants table implies (null where absent). */
@@ -144,8 +312,6 @@ export function paramsFromPlatform(p: PlatformConstants): ParamValues {
   const l2 = c.l2RoundTripUs.value
   const store = c.remoteStoreUs.value
   const hop = c.hopUs.value ?? (l2 !== null && store !== null ? 2 * l2 + store : null)
-  const link = c.linkGBs.value
-  const atomic = c.atomicGBs.value
   return {
     kernelFloorUs: c.kernelFloorUs.value,
     hopUs: hop,
@@ -153,8 +319,8 @@ export function paramsFromPlatform(p: PlatformConstants): ParamValues {
     barrierPerPeerUs: c.barrierPerPeerUs.value,
     barrierQuadUs: c.barrierQuadUs.value,
     // GB/s = 1e3 bytes per µs
-    usPerWireByte: link !== null && link > 0 ? 1 / (link * 1e3) : null,
-    usPerAtomicByte: atomic !== null && atomic > 0 ? 1 / (atomic * 1e3) : null,
+    usPerWireByte: usPerByte(c.linkGBs),
+    usPerAtomicByte: usPerByte(c.atomicGBs),
     libraryOverheadUs: c.libraryOverheadUs.value,
     nvlsSwitchReduceUs: c.nvlsSwitchReduceUs.value,
     pollRoundUs: c.pollRoundUs.value,
@@ -163,7 +329,12 @@ export function paramsFromPlatform(p: PlatformConstants): ParamValues {
     serialRecvUs: c.serialRecvUs.value,
     rearmUs: c.rearmUs.value,
     atomicLineUs: c.atomicLineUs.value,
-    usPerRearmByte: c.rearmGBs.value !== null && c.rearmGBs.value > 0 ? 1 / (c.rearmGBs.value * 1e3) : null,
+    usPerRearmByte: usPerByte(c.rearmGBs),
+    spreadWindowUs: c.spreadWindowUs.value,
+    stagedReduceUs: c.stagedReduceUs.value,
+    halfWordSentinelUs: c.halfWordSentinelUs.value,
+    usPerBlockByte: usPerByte(c.blockGBs),
+    overlapExponent: c.overlapExponent.value,
   }
 }
 
@@ -186,6 +357,12 @@ export interface LatencyPrediction {
     rearmsUs: number
     atomicLinesUs: number
     rearmBandwidthUs: number
+    /** peer-parallel one-shot path: shared-stage windows and staged reduces */
+    spreadUs: number
+    /** 16-bit sentinel slots checked or canonicalized half by half */
+    halfWordSentinelUs: number
+    /** one block's bytes through L2 at one SM's rate */
+    blockBandwidthUs: number
   }
   /** Parameters the call needs that are absent from the table: the prediction leaves them out. */
   missingTerms: FitParam[]
@@ -195,7 +372,7 @@ export function predictFromParams(features: Features, params: ParamValues): Late
   const missingTerms: FitParam[] = []
   const part = (p: FitParam): number => {
     if (features[p] === 0) return 0
-    const v = params[p]
+    const v = params[p] ?? null
     if (v === null) {
       missingTerms.push(p)
       return 0
@@ -217,6 +394,9 @@ export function predictFromParams(features: Features, params: ParamValues): Late
     rearmsUs: part('rearmUs'),
     atomicLinesUs: part('atomicLineUs'),
     rearmBandwidthUs: part('usPerRearmByte'),
+    spreadUs: part('spreadWindowUs') + part('stagedReduceUs'),
+    halfWordSentinelUs: part('halfWordSentinelUs'),
+    blockBandwidthUs: part('usPerBlockByte'),
   }
   const latencyUs = Object.values(terms).reduce((a, b) => a + b, 0)
   return { latencyUs, terms, missingTerms }
@@ -230,8 +410,8 @@ export function predictLatency(
   params: ParamValues = paramsFromPlatform(platform),
   dtype?: Dtype,
 ): LatencyPrediction {
-  return predictFromParams(
-    modelFeatures(alg, ranks, bytes, platform.topology, { structure: platform.structure, dtype }),
+  return predictFromTerms(
+    modelTerms(alg, ranks, bytes, platform.topology, { structure: platform.structure, dtype }),
     params,
   )
 }

@@ -27,6 +27,11 @@ export const CONSTANT_NAMES = [
   'rearmUs',
   'atomicLineUs',
   'rearmGBs',
+  'spreadWindowUs',
+  'stagedReduceUs',
+  'halfWordSentinelUs',
+  'blockGBs',
+  'overlapExponent',
 ] as const
 export type ConstantName = (typeof CONSTANT_NAMES)[number]
 
@@ -34,6 +39,11 @@ export interface SourcedValue {
   /** null = absent (not measured): the term is left out and reported as missing. */
   value: number | null
   source: string
+  /**
+   * Rates only (…GBs), with value null: a fit put 0 µs per byte on this rate (the rows show no limit from it), so
+   * the term costs nothing rather than being absent.
+   */
+  unbounded?: boolean
 }
 
 export type PlatformTopology = 'nvswitch' | 'virtual' | 'threads'

@@ -2,11 +2,12 @@
  * Checks the model against the seeds' claims (data/latency/seed-claims.json): for each claim, what the model
  * predicts under the stated assumptions, the claimed figure, and the relative error. Nothing here is tuned to
  * the claims: the constants come from the latency and GPU tables (or a calibration), whatever the errors are.
+ * Decode claims are priced once per launch mode asked for (none, graph and eager by default), each figure labelled.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { BARRIER_FREE_ALGORITHMS } from '../api/types.js'
-import { estimateDecode } from './decode-model.js'
+import { estimateDecode, type LaunchMode } from './decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from './decode-tables.js'
 import { type ParamValues, paramsFromPlatform, predictLatency } from './latency-model.js'
 import { type AlgorithmTable, getAlgorithm, getPlatform, type PlatformTable } from './latency-tables.js'
@@ -25,6 +26,8 @@ export type SeedClaim =
 
 export interface SeedCheckFigure {
   what: string
+  /** The decode model's launch mode (decode claims only). */
+  launch?: LaunchMode
   unit: string
   predicted: number
   claimed: number
@@ -48,8 +51,8 @@ export function loadSeedClaims(): SeedClaim[] {
   return (JSON.parse(readFileSync(fileURLToPath(CLAIMS_URL), 'utf8')) as { claims: SeedClaim[] }).claims
 }
 
-function figure(what: string, unit: string, predicted: number, claimed: number): SeedCheckFigure {
-  return { what, unit, predicted, claimed, relError: (predicted - claimed) / claimed }
+function figure(what: string, unit: string, predicted: number, claimed: number, launch?: LaunchMode): SeedCheckFigure {
+  return { what, ...(launch ? { launch } : {}), unit, predicted, claimed, relError: (predicted - claimed) / claimed }
 }
 
 /** The fastest barrier-free algorithm the model predicts at (ranks, bytes) on a platform, among those with complete terms. */
@@ -76,14 +79,15 @@ export function runSeedChecks(
   algorithms: AlgorithmTable,
   platforms: PlatformTable,
   paramsByPlatform: Record<string, ParamValues> = {},
+  launchModes: LaunchMode[] = ['none', 'graph', 'eager'],
 ): SeedCheck[] {
   const models = loadModelTable()
   const gpus = loadGpuTable()
   const assumptions = (c: SeedClaim) =>
-    Object.entries(c.assume)
+    `${Object.entries(c.assume)
       .filter(([k]) => k !== 'why')
       .map(([k, v]) => `${k}=${v}`)
-      .join(', ') + ` (${c.assume.why})`
+      .join(', ')} (${c.assume.why})`
   return loadSeedClaims().map((c): SeedCheck => {
     if (c.kind === 'allreduce-pair' || c.kind === 'allreduce-reduction') {
       const p = getPlatform(platforms, c.platform)
@@ -122,24 +126,41 @@ export function runSeedChecks(
     const contextTokens = Number(c.assume.contextTokens)
     const arBytes = batch * model.hiddenSize * 2
     const best = fastestBarrierFree(algorithms, platforms, gpu.latencyPlatform, c.tp, arBytes, params)
-    const est = estimateDecode(
-      { model, gpu, tp: c.tp, batch, contextTokens, algorithms: [c.baseline, best.algorithm], latencyParams: params },
-      algorithms,
-      platform,
-    )
-    const [base, improved] = est.perAlgorithm
-    const missingTerms = [...new Set([...base.missingTerms, ...improved.missingTerms])]
+    const priced = launchModes.map((launch) => {
+      const est = estimateDecode(
+        {
+          model,
+          gpu,
+          tp: c.tp,
+          batch,
+          contextTokens,
+          algorithms: [c.baseline, best.algorithm],
+          latencyParams: params,
+          launch,
+        },
+        algorithms,
+        platform,
+      )
+      return { launch, est, base: est.perAlgorithm[0], improved: est.perAlgorithm[1] }
+    })
+    const missingTerms = [...new Set(priced.flatMap((p) => [...p.base.missingTerms, ...p.improved.missingTerms]))]
     if (c.kind === 'itl-pair') {
       return {
         id: c.id,
         source: c.source,
         assumptions: assumptions(c),
         improvedAlgorithm: best.algorithm,
-        figures: [
-          figure(`ITL with ${c.baseline}`, 'ms', base.itlMs, c.baselineMs),
-          figure(`ITL with ${best.algorithm}`, 'ms', improved.itlMs, c.improvedMs),
-          figure('ITL reduction', 'fraction', 1 - improved.itlMs / base.itlMs, 1 - c.improvedMs / c.baselineMs),
-        ],
+        figures: priced.flatMap(({ launch, base, improved }) => [
+          figure(`ITL with ${c.baseline} (${launch})`, 'ms', base.itlMs, c.baselineMs, launch),
+          figure(`ITL with ${best.algorithm} (${launch})`, 'ms', improved.itlMs, c.improvedMs, launch),
+          figure(
+            `ITL reduction (${launch})`,
+            'fraction',
+            1 - improved.itlMs / base.itlMs,
+            1 - c.improvedMs / c.baselineMs,
+            launch,
+          ),
+        ]),
         missingTerms,
       }
     }
@@ -147,9 +168,15 @@ export function runSeedChecks(
       id: c.id,
       source: c.source,
       assumptions: assumptions(c),
-      figures: [
-        figure('throughput gain without AllReduce', 'fraction', base.itlMs / est.noAllReduce.itlMs - 1, c.gain),
-      ],
+      figures: priced.map(({ launch, est, base }) =>
+        figure(
+          `throughput gain without AllReduce (${launch})`,
+          'fraction',
+          base.itlMs / est.noAllReduce.itlMs - 1,
+          c.gain,
+          launch,
+        ),
+      ),
       missingTerms,
     }
   })

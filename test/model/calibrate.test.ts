@@ -5,12 +5,19 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { readBenchFile, rowPlatform } from '../../src/model/bench-results.js'
 import {
+  applyCalibration,
   type CalibrationRow,
   calibratePlatform,
   calibrationRowsByPlatform,
   platformForCalibration,
 } from '../../src/model/calibrate.js'
-import { modelFeatures, type ParamValues, predictFromParams } from '../../src/model/latency-model.js'
+import {
+  modelFeatures,
+  type ParamValues,
+  paramsFromPlatform,
+  predictFromParams,
+  predictLatency,
+} from '../../src/model/latency-model.js'
 import { getAlgorithm, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
 import { nonNegativeLeastSquares } from '../../src/model/nnls.js'
 
@@ -166,5 +173,28 @@ describe('calibration', () => {
       algorithms,
     )
     assert.ok(Math.abs((cal.params.hopUs as number) - 0.9) < 1e-6)
+  })
+
+  it('stores a rate fitted to 0 µs per byte as unbounded (costs nothing), not as absent', () => {
+    // rows with no wire-byte cost at all: the wire rate fits to 0
+    const zeroWire: ParamValues = { ...KNOWN, usPerWireByte: 0 }
+    const rows = syntheticRows(zeroWire, 'nvswitch')
+    const platform = structuredClone(platformForCalibration(platforms, 'synthetic', 'nvswitch'))
+    const r = calibratePlatform('synthetic', platform, rows, algorithms, {
+      leaveOneOut: false,
+      leaveOneRankCountOut: false,
+      leaveOneSizeDecadeOut: false,
+    })
+    assert.ok(r.fitted.includes('usPerWireByte'))
+    assert.ok((r.params.usPerWireByte as number) < 1e-12)
+    r.params.usPerWireByte = 0
+    applyCalibration(platform, r, 'synthetic.json')
+    assert.equal(platform.constants.linkGBs.value, null)
+    assert.equal(platform.constants.linkGBs.unbounded, true)
+    const params = paramsFromPlatform(platform)
+    assert.equal(params.usPerWireByte, 0)
+    const p = predictLatency(getAlgorithm(algorithms, 'oneshot-sentinel'), platform, 4, 65536, params)
+    assert.ok(!p.missingTerms.includes('usPerWireByte'))
+    assert.equal(p.terms.bandwidthUs, 0)
   })
 })

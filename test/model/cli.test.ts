@@ -98,5 +98,14 @@ describe('llcomm model (CLI)', () => {
       JSON.stringify(cal.params),
     )
     assert.equal(cal.inSample.within15, 18)
+    // held out by rank count and by size class (1–16 KB, 16–256 KB, ≥ 256 KB): exact rows predict exactly
+    assert.equal(cal.leaveOneRankCountOut.all.within15, 18)
+    assert.deepEqual(
+      cal.leaveOneSizeDecadeOut.byDecade.map((d: { decade: string }) => d.decade),
+      ['1–16 KB', '16–256 KB', '≥256 KB'],
+    )
+    assert.equal(cal.leaveOneSizeDecadeOut.all.within15, 18)
+    const text = run(['--calibrate', path])
+    assert.match(text.stdout, /residuals leave-one-size-decade-out: 18\/18 within ±15%/)
   })
 })

@@ -1,9 +1,18 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { launchShape, selectKernel } from '../../src/backends/cuda/kernel-table.js'
+import { readBenchFile } from '../../src/model/bench-results.js'
 import { type CalibrationRow, calibratePlatform, platformForCalibration } from '../../src/model/calibrate.js'
-import { kernelCounts, RECV_BATCH } from '../../src/model/kernel-counts.js'
-import { modelFeatures, type ParamValues, predictFromParams } from '../../src/model/latency-model.js'
+import { kernelCounts, kernelLaunches, RECV_BATCH, SPREAD_MIN_RANKS } from '../../src/model/kernel-counts.js'
+import {
+  modelFeatures,
+  modelTerms,
+  type ParamValues,
+  paramsFromPlatform,
+  predictFromTerms,
+  predictLatency,
+} from '../../src/model/latency-model.js'
 import { getAlgorithm, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
 
 const algorithms = loadAlgorithmTable()
@@ -35,13 +44,17 @@ const KNOWN: ParamValues = {
   rearmUs: 0.07,
   atomicLineUs: 0.6,
   usPerRearmByte: 1 / 2000e3,
+  spreadWindowUs: 0.45,
+  stagedReduceUs: 0.005,
+  halfWordSentinelUs: 0.04,
+  usPerBlockByte: 1 / 150e3,
 }
 
 function kernelPlatform() {
   return { ...platformForCalibration(platforms, 'synthetic-kernel', 'virtual'), structure: 'kernel' as const }
 }
 
-function syntheticRows(noise: number): CalibrationRow[] {
+function syntheticRows(noise: number, params: ParamValues = KNOWN): CalibrationRow[] {
   const rows: CalibrationRow[] = []
   let seed = 4242
   const rand = () => {
@@ -50,35 +63,38 @@ function syntheticRows(noise: number): CalibrationRow[] {
   }
   for (const name of KERNEL_ALGORITHMS)
     for (const ranks of [2, 4, 8, 16, 32, 64])
-      for (const bytes of [8, 512, 4096, 32768, 262144, 1048576]) {
-        const f = modelFeatures(getAlgorithm(algorithms, name), ranks, bytes, 'virtual', { structure: 'kernel' })
-        const us = predictFromParams(f, KNOWN).latencyUs
-        rows.push({ algorithm: name, ranks, bytes, dtype: 'bf16', measuredUs: us * (1 + noise * (2 * rand() - 1)) })
-      }
+      for (const bytes of [8, 512, 4096, 32768, 262144, 1048576])
+        for (const dtype of ['bf16', 'f32'] as const) {
+          const t = modelTerms(getAlgorithm(algorithms, name), ranks, bytes, 'virtual', { structure: 'kernel', dtype })
+          const us = predictFromTerms(t, params).latencyUs
+          rows.push({ algorithm: name, ranks, bytes, dtype, measuredUs: us * (1 + noise * (2 * rand() - 1)) })
+        }
   return rows
 }
 
 describe('kernel structure of the latency model', () => {
-  it('counts one-shot poll rounds as ceil((N−1)/8) batches per round of slots, per launch', () => {
-    for (const ranks of [2, 8, 9, 16, 64]) {
+  it('counts one-shot poll rounds as ceil(N/8) batches per round of slots below 8 ranks (serial path)', () => {
+    for (const ranks of [2, 4, 7]) {
       const k = kernelCounts('oneshot-ll', 'oneshot', ranks, 8)
       assert.equal(k.launches, 1)
-      assert.equal(k.pollRounds, Math.ceil((ranks - 1) / RECV_BATCH), `N=${ranks}`)
+      assert.equal(k.pollRounds, Math.ceil(ranks / RECV_BATCH), `N=${ranks}`)
       assert.equal(k.storeRounds, ranks - 1)
+      assert.equal(k.spreadWindows, 0, 'below SPREAD_MIN_RANKS the serial path runs')
       assert.equal(k.rearms, 0, 'LL packets carry their flag: no re-arm')
     }
-    // 64 ranks, 64 KB of bf16: the launch shape caps one launch at maxCountPerCall elements, so the host chunks
+    // 16 ranks, 1 MB of bf16: 4 KB pieces of LL8 slots (1024 slots ≥ 512 threads): the serial path, 2 rounds
     const v = selectKernel('oneshot-ll', 'bf16', 'sum')
-    const maxCount = launchShape(v, 64, 1).maxCountPerCall
-    const k = kernelCounts('oneshot-ll', 'oneshot', 64, 65536)
-    assert.equal(k.launches, Math.ceil(32768 / maxCount))
-    assert.ok(k.launches > 1)
-    const perLaunch = launchShape(v, 64, maxCount)
-    const slotsPerBlock = Math.ceil((maxCount * 2) / perLaunch.blocksPerRank / 4) // LL8: 4 payload bytes per slot
-    assert.equal(
-      k.pollRounds,
-      k.launches * Math.ceil(slotsPerBlock / perLaunch.threadsPerBlock) * Math.ceil(63 / RECV_BATCH),
-    )
+    const maxCount = launchShape(v, 16, 1).maxCountPerCall
+    const groups = kernelLaunches('oneshot-ll', 'oneshot', 16, 1 << 20)
+    assert.equal(groups.length, 1)
+    assert.equal(groups[0].times, (1 << 19) / maxCount)
+    const shape = launchShape(v, 16, maxCount)
+    const slots = Math.ceil((maxCount * 2) / shape.blocksPerRank / 4)
+    assert.ok(slots >= shape.threadsPerBlock)
+    const r = Math.ceil(slots / shape.threadsPerBlock)
+    assert.equal(groups[0].counts.pollRounds, r * Math.ceil(16 / RECV_BATCH))
+    assert.equal(groups[0].counts.storeRounds, r * 15)
+    assert.equal(groups[0].counts.spreadWindows, 0)
     // the sentinel protocol re-arms every slot it read
     assert.ok(kernelCounts('oneshot-sentinel', 'oneshot', 4, 4096).rearms > 0)
     // ring: 2(N−1) dependent steps; barrier kernel: two barriers per launch
@@ -86,9 +102,36 @@ describe('kernel structure of the latency model', () => {
     assert.equal(kernelCounts('oneshot-barrier', 'barrier', 16, 8).barriers, 2)
   })
 
+  it('counts the peer-parallel path from 8 ranks up when a block has fewer slots than threads', () => {
+    assert.equal(SPREAD_MIN_RANKS, 8)
+    for (const ranks of [8, 16, 64]) {
+      // 8 B of bf16 = 2 LL8 slots: min(512 / 2, N) = N thread groups, one peer each, one window
+      const k = kernelCounts('oneshot-ll', 'oneshot', ranks, 8)
+      assert.equal(k.spreadWindows, 1)
+      assert.equal(k.pollRounds, 1, `N=${ranks}: each poller has one peer`)
+      assert.equal(k.storeRounds, 1)
+      assert.equal(k.stagedReduces, ranks * 2, 'one LL8 word holds two bf16 elements, added per rank')
+    }
+    // 64 ranks, 64 KB bf16: 2 blocks of 1 KB (256 LL8 slots) per launch: 2 thread groups of 32 peers, and a
+    // shared stage of 8192 words holds 32 ranks of 256 words: 2 windows of 16 peers per poller (2 batches each)
+    const v = selectKernel('oneshot-ll', 'bf16', 'sum')
+    const maxCount = launchShape(v, 64, 1).maxCountPerCall
+    const [g] = kernelLaunches('oneshot-ll', 'oneshot', 64, 65536)
+    assert.equal(g.times, 32768 / maxCount)
+    assert.equal(launchShape(v, 64, maxCount).blocksPerRank, 2)
+    assert.equal(g.counts.spreadWindows, 2)
+    assert.equal(g.counts.pollRounds, 2 * Math.ceil(16 / RECV_BATCH))
+    assert.equal(g.counts.storeRounds, Math.ceil(63 / 2))
+    // a 16-bit sentinel word holds two elements checked one by one; f32 has none of that work
+    assert.ok(kernelCounts('oneshot-sentinel', 'oneshot', 16, 512, 'bf16').halfWordSentinelSlots > 0)
+    assert.equal(kernelCounts('oneshot-sentinel', 'oneshot', 16, 512, 'f32').halfWordSentinelSlots, 0)
+  })
+
   it('recovers known constants of every structural term from noiseless synthetic rows', () => {
     const r = calibratePlatform('synthetic-kernel', kernelPlatform(), syntheticRows(0), algorithms, {
       leaveOneOut: false,
+      leaveOneSizeDecadeOut: false,
+      overlapExponents: [1],
     })
     assert.deepEqual(r.notIdentified, [])
     for (const [k, v] of Object.entries(KNOWN)) {
@@ -105,6 +148,9 @@ describe('kernel structure of the latency model', () => {
   it('recovers the per-event constants within 10% under ±3% noise', () => {
     const r = calibratePlatform('synthetic-kernel', kernelPlatform(), syntheticRows(0.03), algorithms, {
       leaveOneOut: false,
+      leaveOneRankCountOut: false,
+      leaveOneSizeDecadeOut: false,
+      overlapExponents: [1],
     })
     for (const k of [
       'kernelFloorUs',
@@ -130,5 +176,51 @@ describe('kernel structure of the latency model', () => {
     const beyond = modelFeatures(alg, 72, 65536, 'virtual', { structure: 'kernel' })
     assert.equal(beyond.pollRoundUs, 0)
     assert.equal(beyond.hopUs, 1)
+  })
+
+  it('recovers the constants and the overlap exponent from rows made with a smooth maximum (q = 4)', () => {
+    const params: ParamValues = { ...KNOWN, overlapExponent: 4 }
+    const r = calibratePlatform('synthetic-kernel', kernelPlatform(), syntheticRows(0, params), algorithms, {
+      leaveOneOut: false,
+      leaveOneRankCountOut: false,
+      leaveOneSizeDecadeOut: false,
+      overlapExponents: [1, 2, 4, 8],
+    })
+    assert.equal(r.overlapExponent, 4)
+    assert.ok(r.inSample.maxAbsRelError < 1e-4, `max error ${r.inSample.maxAbsRelError}`)
+    for (const k of ['kernelFloorUs', 'pollRoundUs', 'storeRoundUs', 'ringStepUs', 'usPerWireByte'] as const) {
+      const got = r.params[k] as number
+      const want = KNOWN[k] as number
+      assert.ok(Math.abs(got - want) / want < 1e-3, `${k}: fitted ${got}, true ${want}`)
+    }
+    // the additive form cannot reproduce them
+    const additive = calibratePlatform('synthetic-kernel', kernelPlatform(), syntheticRows(0, params), algorithms, {
+      leaveOneOut: false,
+      leaveOneRankCountOut: false,
+      leaveOneSizeDecadeOut: false,
+      overlapExponents: [1],
+    })
+    assert.ok(additive.inSample.rmsRelError > 10 * r.inSample.rmsRelError)
+  })
+
+  it("reproduces docs/model.md's within-±15% count for h200-virtual from the committed bench files", () => {
+    // 826 of 888 rows (docs/model.md §5; bench/results/model-calibration-h200-virtual-2026-11-29c.txt)
+    const platform = platforms.platforms['h200-virtual']
+    const params = paramsFromPlatform(platform)
+    let rows = 0
+    let within = 0
+    for (const n of [2, 4, 8, 16, 32, 64]) {
+      const file = readBenchFile(
+        fileURLToPath(new URL(`../../../bench/results/cuda-h200-bench-v${n}-2026-11-29c.json`, import.meta.url)),
+      )
+      for (const row of file.rows) {
+        const alg = getAlgorithm(algorithms, row.algorithm)
+        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
+        rows++
+        if (Math.abs(p.latencyUs / row.medianUs - 1) <= 0.15) within++
+      }
+    }
+    assert.equal(rows, 888)
+    assert.equal(within, 826)
   })
 })

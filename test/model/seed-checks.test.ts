@@ -21,3 +21,25 @@ describe("the model against the seeds' claims", () => {
     console.log(seedChecksText(checks))
   })
 })
+
+describe('decode claims per launch mode', () => {
+  it('prices every decode claim in graph and eager mode, the launch term adding to the memory-only ITL', () => {
+    const claims = loadSeedClaims()
+    const decodeIds = claims.filter((c) => c.kind === 'itl-pair' || c.kind === 'throughput-without-allreduce')
+    assert.ok(decodeIds.length >= 3)
+    const modes = runSeedChecks(loadAlgorithmTable(), loadPlatformTable(), {}, ['none', 'graph', 'eager'])
+    for (const claim of decodeIds) {
+      const check = modes.find((c) => c.id === claim.id)
+      assert.ok(check)
+      const launches = new Set(check.figures.map((f) => f.launch))
+      assert.deepEqual([...launches].sort(), ['eager', 'graph', 'none'])
+      if (claim.kind === 'itl-pair') {
+        const itl = (launch: string) =>
+          check.figures.find((f) => f.launch === launch && f.what.startsWith(`ITL with ${claim.baseline}`))
+            ?.predicted as number
+        assert.ok(itl('graph') > itl('none'), `${claim.id}: graph ${itl('graph')} vs none ${itl('none')}`)
+        assert.ok(itl('eager') >= itl('graph'), `${claim.id}: eager ${itl('eager')} vs graph ${itl('graph')}`)
+      }
+    }
+  })
+})

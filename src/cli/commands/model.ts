@@ -16,7 +16,8 @@ import {
   calibrationRowsByPlatform,
   platformForCalibration,
 } from '../../model/calibrate.js'
-import { type DecodeEstimate, estimateDecode } from '../../model/decode-model.js'
+import { validateDecodeFile } from '../../model/decode-calibration.js'
+import { type DecodeEstimate, estimateDecode, parseLaunchMode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
 import { type ParamValues, paramsFromPlatform } from '../../model/latency-model.js'
 import {
@@ -47,6 +48,8 @@ interface ModelOptions {
   usdPerGpuHour?: string
   hbmEfficiency?: string
   seedChecks?: boolean
+  launch: string
+  validateDecode?: string | boolean
   residuals?: boolean
   json?: boolean
 }
@@ -111,6 +114,14 @@ function scaleText(rows: ScaleRow[], platform: string): string {
 function calibrationText(file: string, r: CalibrationResult, showRows: boolean): string {
   const lines = [`# calibration of ${r.platform} from ${file}: ${r.inSample.rows} rows`]
   lines.push(`fitted: ${r.fitted.map((p) => `${p}=${r.params[p]?.toPrecision(4)}`).join(', ') || 'none'}`)
+  if (r.overlapExponentScan && r.overlapExponentScan.length > 1)
+    lines.push(
+      `overlap exponent q (a launch's latency path L and bandwidth time B combined as (L^q + B^q)^(1/q)), in-sample: ${r.overlapExponentScan
+        .map((x) => `q=${x.overlapExponent} ${x.within15}/${x.rows} rms ${percent(x.rmsRelError)}`)
+        .join('; ')}; kept q=${r.overlapExponent}`,
+    )
+  else if (r.overlapExponent !== null && r.overlapExponent !== 1)
+    lines.push(`overlap exponent q = ${r.overlapExponent}`)
   if (r.notIdentified.length)
     lines.push(`not identified by these rows (table value kept): ${r.notIdentified.join(', ')}`)
   const s = (x: CalibrationResult['inSample']) =>
@@ -122,18 +133,58 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
     lines.push(`residuals leave-one-rank-count-out: ${s(r.leaveOneRankCountOut.all)}`)
     for (const b of r.leaveOneRankCountOut.byRanks) lines.push(`  ${b.ranks} ranks held out: ${s(b.summary)}`)
   }
+  if (r.leaveOneSizeDecadeOut) {
+    // Fit on every size decade but one, predict that one: the test of how the model scales in message size.
+    lines.push(`residuals leave-one-size-decade-out: ${s(r.leaveOneSizeDecadeOut.all)}`)
+    for (const b of r.leaveOneSizeDecadeOut.byDecade) lines.push(`  ${b.decade} held out: ${s(b.summary)}`)
+  }
+  const algorithmsSeen = [...new Set(r.residuals.map((x) => x.algorithm))]
+  if (algorithmsSeen.length > 1) {
+    const count = (errors: (number | undefined)[]) => {
+      const known = errors.filter((e): e is number => e !== undefined)
+      return known.length ? `${known.filter((e) => Math.abs(e) <= 0.15).length}/${known.length}` : ''
+    }
+    lines.push(
+      textTable(
+        ['algorithm', 'within ±15% in-sample', 'leave-one-rank-count-out', 'leave-one-size-decade-out'],
+        algorithmsSeen.map((a) => {
+          const rs = r.residuals.filter((x) => x.algorithm === a)
+          return [
+            a,
+            count(rs.map((x) => x.relError)),
+            count(rs.map((x) => x.lorcoRelError)),
+            count(rs.map((x) => x.losdoRelError)),
+          ]
+        }),
+      ),
+    )
+  }
   if (showRows) {
     lines.push(
       textTable(
-        ['algorithm', 'ranks', 'bytes', 'measured µs', 'predicted µs', 'error', 'LOO error'],
+        [
+          'algorithm',
+          'dtype',
+          'ranks',
+          'bytes',
+          'measured µs',
+          'predicted µs',
+          'error',
+          'LOO error',
+          'rank count out',
+          'size decade out',
+        ],
         r.residuals.map((x) => [
           x.algorithm,
+          x.dtype ?? '',
           x.ranks,
           formatBytes(x.bytes),
           fixed(x.measuredUs, 2),
           fixed(x.predictedUs, 2),
           percent(x.relError),
           x.looRelError === undefined ? '' : percent(x.looRelError),
+          x.lorcoRelError === undefined ? '' : percent(x.lorcoRelError),
+          x.losdoRelError === undefined ? '' : percent(x.losdoRelError),
         ]),
       ),
     )
@@ -146,6 +197,7 @@ export function decodeText(e: DecodeEstimate): string {
     `# decode: ${e.model}, TP=${e.tp} on ${e.gpu}, batch ${e.batch}, context ${e.contextTokens}`,
     `weights read per GPU ${(e.weightBytesPerGpu / 1e9).toFixed(2)} GB, KV cache ${(e.kvBytesPerGpu / 1e9).toFixed(3)} GB, at ${e.effectiveHbmGBs.toFixed(0)} GB/s: ${(e.memoryUs / 1e3).toFixed(3)} ms`,
     `${e.allReducesPerToken} AllReduces per token of ${formatBytes(e.allReduceBytes)} bytes`,
+    `launch ${e.launch}: ${e.kernelsPerStep.toFixed(0)} kernels per step, +${(e.launchUs / 1e3).toFixed(3)} ms on the GPU${e.launch === 'eager' ? `, ${(e.hostIssueUs / 1e3).toFixed(3)} ms to issue` : ''}; step without AllReduce ${(e.stepUs / 1e3).toFixed(3)} ms`,
   ]
   const rows = [
     [
@@ -216,6 +268,8 @@ export function register(program: Command): void {
     .option('--usd-per-gpu-hour <usd>', 'price of one GPU-hour (user-supplied; no default)')
     .option('--hbm-efficiency <fraction>', "override the GPU table's HBM efficiency (user-supplied)")
     .option('--seed-checks', "the model against the seeds' claims")
+    .option('--launch <mode>', 'decode launch term: graph (CUDA-graph replay), eager (host-issued), none', 'graph')
+    .option('--validate-decode [file]', 'decode model vs measured shards (default: the H200 file of 2026-11-29)')
     .option('--json', 'print JSON')
     .action((o: ModelOptions) => {
       const platforms = loadPlatformTable(o.table)
@@ -307,6 +361,7 @@ export function register(program: Command): void {
             usdPerGpuHour:
               o.usdPerGpuHour === undefined ? undefined : positiveNumber(o.usdPerGpuHour, '--usd-per-gpu-hour'),
             latencyParams: calibrated[gpu.latencyPlatform],
+            launch: parseLaunchMode(o.launch),
           },
           algorithms,
           platform,
@@ -314,7 +369,12 @@ export function register(program: Command): void {
         out.decode = est
         text.push(decodeText(est))
       }
-      if (!o.decode && !o.seedChecks && (!o.calibrate || o.algorithms || o.platform !== 'gb200')) {
+      if (o.validateDecode) {
+        const v = validateDecodeFile(typeof o.validateDecode === 'string' ? o.validateDecode : undefined)
+        out.validateDecode = v.calibration
+        text.push(v.text)
+      }
+      if (!o.decode && !o.seedChecks && !o.validateDecode && (!o.calibrate || o.algorithms || o.platform !== 'gb200')) {
         const platform = getPlatform(platforms, o.platform)
         const names = o.algorithms ? o.algorithms.split(',').map((s) => s.trim()) : Object.keys(algorithms.algorithms)
         const gpus = parseGpuCounts(o.gpus)
