@@ -22,7 +22,19 @@ export interface TuningTable {
   date?: string
   commit?: string
   command?: string
+  /** Where each backend's rows were measured (a table merges runs of several machines). */
+  sources?: TuningSource[]
   entries: TuningEntry[]
+}
+
+/** Provenance of one backend's rows in a merged table. */
+export interface TuningSource {
+  backend: TuningEntry['backend']
+  machine: string
+  date?: string
+  commit?: string
+  command?: string
+  note?: string
 }
 
 const DEFAULT_TABLE_URL = new URL('../../../data/tuning/default.json', import.meta.url)

@@ -5,7 +5,7 @@
  * (√(a·b) bytes): a size between two measured ones goes to the winner of the nearer one on a log scale.
  */
 
-import type { TuningEntry, TuningTable } from '../algorithms/auto.js'
+import type { TuningEntry, TuningSource, TuningTable } from '../algorithms/auto.js'
 import type { AlgorithmName, Backend } from '../api/types.js'
 import { LlcommError } from '../errors.js'
 import type { BenchRow } from './document.js'
@@ -92,7 +92,25 @@ export function mergeTuningTable(
   const entries = [...kept, ...measured].sort(
     (a, b) => a.backend.localeCompare(b.backend) || a.ranks - b.ranks || a.maxBytes - b.maxBytes,
   )
-  return { ...meta, entries }
+  // Provenance: measured backends get this run as their source; the others keep theirs (a table without sources
+  // names its own run for every backend it holds).
+  const measuredBackends = new Set(measured.map((e) => e.backend))
+  const { sources: _ignored, ...run } = meta
+  const previousSources =
+    previous?.sources ??
+    [...new Set((previous?.entries ?? []).map((e) => e.backend))].map((backend) => ({
+      backend,
+      machine: previous?.machine ?? 'unknown',
+      ...(previous?.date ? { date: previous.date } : {}),
+      ...(previous?.commit ? { commit: previous.commit } : {}),
+      ...(previous?.command ? { command: previous.command } : {}),
+    }))
+  const keptBackends = new Set(kept.map((e) => e.backend))
+  const sources: TuningSource[] = [
+    ...previousSources.filter((s) => !measuredBackends.has(s.backend) && keptBackends.has(s.backend)),
+    ...[...measuredBackends].map((backend) => ({ backend, ...run })),
+  ]
+  return { ...run, sources, entries }
 }
 
 /** JSON text with one entry per line (the shipped table's layout: diff-friendly). */

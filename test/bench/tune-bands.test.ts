@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { chooseAlgorithm } from '../../src/algorithms/auto.js'
 import { ALL_ALGORITHMS } from '../../src/api/types.js'
-import type { BenchRow } from '../../src/bench/document.js'
 import {
   bandsFromWinners,
   formatTuningTable,
@@ -70,6 +69,22 @@ test('entries per rank count feed chooseAlgorithm as measured', () => {
   )
   assert.equal(table.entries.length, 4) // the old cpu/4 row is replaced, the cuda row kept
   assert.equal(table.entries[3].backend, 'cuda')
+  // Provenance: the kept cuda rows still name the machine that measured them; the cpu rows name this run.
+  assert.deepEqual(
+    table.sources?.map((x) => [x.backend, x.machine]),
+    [
+      ['cuda', 'old'],
+      ['cpu', 'here'],
+    ],
+  )
+  const again = mergeTuningTable(table, entries, { machine: 'third', commit: 'def' })
+  assert.deepEqual(
+    again.sources?.map((x) => [x.backend, x.machine, x.commit]),
+    [
+      ['cuda', 'old', undefined],
+      ['cpu', 'third', 'def'],
+    ],
+  )
   const reread = JSON.parse(formatTuningTable(table))
   assert.deepEqual(reread, table)
   assert.equal(chooseAlgorithm(reread, 'cpu', 4, 64, ALL_ALGORITHMS, ['ring']), 'oneshot-ll')
