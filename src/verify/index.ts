@@ -1,5 +1,7 @@
 export type { CheckProtocolOptions, ProtocolCheckResult } from './check-protocol.js'
 export { buildProtocolProgram, checkProtocol } from './check-protocol.js'
+export type { DoorbellCheckResult, DoorbellMutation, DoorbellScenario } from './doorbell-model.js'
+export { checkDoorbell, DOORBELL_MUTATIONS } from './doorbell-model.js'
 export type { Counterexample, ExploreOptions, ExploreResult, ProgramInterpreter } from './interleaving-explorer.js'
 export { createInterpreter, exploreInterleavings } from './interleaving-explorer.js'
 export type {
