@@ -123,7 +123,7 @@ function fitParams(
   overlapExponent: number | null,
   start?: ParamValues,
 ): FitOutcome {
-  const linear = terms.map((t) => termsGradient(t, { ...prior, overlapExponent: 1 }))
+  const linear = terms.map((t) => termsGradient(t, { ...prior, overlapExponent: 1 }, true))
   // which columns the rows use and can tell apart: decided on the additive form (same zero pattern)
   const design0 = linear.map((f, i) => FIT_PARAMS.map((p) => f[p] / rows[i].measuredUs))
   const used = FIT_PARAMS.map((_, j) => j).filter((j) => design0.some((row) => row[j] !== 0))
@@ -170,20 +170,24 @@ function fitParams(
   }
   const base: ParamValues = { ...prior, overlapExponent: 1 }
   for (const j of heldCols) base[FIT_PARAMS[j]] = held(j)
-  const nonlinear = overlapExponent !== null && overlapExponent !== 1
+  // a smooth maximum (q ≠ 1) or a hard one (MAX_GROUPS) makes the model nonlinear in θ: Gauss–Newton from seeds
+  const nonlinear = (overlapExponent !== null && overlapExponent !== 1) || terms.some((t) => t.maxed.length > 0)
   let params = nonlinear && start ? { ...start } : solve(base)
   if (nonlinear) {
     const startParams: ParamValues = { ...params, overlapExponent }
     // A term at 0 inside a smooth maximum has zero gradient there (for q > 1), so Gauss–Newton would never move it:
     // besides the start as it is, start each such free term at a fraction of the median of measured / count over the
-    // rows that use it, and keep the best end point.
+    // rows that use it, and keep the best end point. A fit started from a given point (leave-one-out, from the full
+    // fit) only refines it: a single row moves the optimum little, and the seeds would multiply its cost.
     const overlappedParams = new Set(
       terms.flatMap((t) =>
-        t.overlapped.flatMap((g) => FIT_PARAMS.filter((p) => g.first[p] !== 0 || g.second[p] !== 0)),
+        [...t.overlapped.flatMap((g) => [g.first, g.second]), ...t.maxed.flatMap((g) => g.sides)].flatMap((side) =>
+          FIT_PARAMS.filter((p) => side[p] !== 0),
+        ),
       ),
     )
     const seeds = [startParams]
-    for (const fraction of SEED_FRACTIONS) {
+    for (const fraction of start ? [] : SEED_FRACTIONS) {
       const seeded: ParamValues = { ...startParams }
       let changed = false
       for (const j of free) {
@@ -447,6 +451,7 @@ export function applyCalibration(platform: PlatformConstants, result: Calibratio
     usPerAtomicByte: 'atomicGBs',
     usPerRearmByte: 'rearmGBs',
     usPerBlockByte: 'blockGBs',
+    usPerMemoryByte: 'memoryGBs',
   }
   for (const p of result.fitted) {
     const v = result.params[p] ?? null

@@ -13,15 +13,17 @@
  * With structure 'kernel' (a platform measured with llcomm's kernels), an algorithm that has an llcomm kernel is
  * counted from its launch shapes instead (kernel-counts.ts), launch by launch:
  *
- *   T = Σ_launches [ kernelFloor + smax_q(L, B) ],   smax_q(L, B) = (L^q + B^q)^(1/q)   (q = overlapExponent)
+ *   T = Σ_launches [ kernelFloor + smax_q(L, B) + max(blockBytes / blockRate, memoryBytes / memoryRate) ]
+ *   smax_q(L, B) = (L^q + B^q)^(1/q)   (q = overlapExponent)
  *   L = hopsFixed·hop + pollRounds·pollRound + storeRounds·storeRound + serialRecvs·serialRecv + rearms·rearm
  *       + atomicLineRounds·atomicLine + ringSteps·ringStep + barriers·barrier(N) + spreadWindows·spreadWindow
- *       + stagedReduces·stagedReduce + halfWordSentinelSlots·halfWordSentinel + blockBytes / blockRate
+ *       + stagedReduces·stagedReduce + halfWordSentinelSlots·halfWordSentinel
  *   B = wireBytes / linkBandwidth + atomicBytes / atomicRate + rearmBytes / rearmRate      (all N ranks on virtual)
  *
- * L is one thread's critical path plus its block's own L2 traffic, B what the launch asks of the memory system.
+ * L is one thread's critical path, B what the launch asks of the memory system; the hard maximum (MAX_GROUPS) is a
+ * block's own L2 traffic at one SM's share or the message's operands (2·M per rank) at the memory's rate.
  * For a fixed q the model is homogeneous of degree one in its constants (T = ∇T · θ), which is what lets the fit
- * stay NNLS (calibrate.ts). q = 1 (or absent) makes it linear.
+ * stay NNLS (calibrate.ts); the maximum is piecewise linear, so q = 1 (or absent) is linear on each piece.
  */
 
 import type { Dtype } from '../api/types.js'
@@ -58,10 +60,11 @@ export const FIT_PARAMS = [
   'stagedReduceUs',
   'halfWordSentinelUs',
   'usPerBlockByte',
+  'usPerMemoryByte',
 ] as const
 export type FitParam = (typeof FIT_PARAMS)[number]
 /** Parameters added with the peer-parallel path and the per-block bytes: optional in ParamValues (absent = null). */
-type OptionalParam = 'spreadWindowUs' | 'stagedReduceUs' | 'halfWordSentinelUs' | 'usPerBlockByte'
+type OptionalParam = 'spreadWindowUs' | 'stagedReduceUs' | 'halfWordSentinelUs' | 'usPerBlockByte' | 'usPerMemoryByte'
 /**
  * The linear parameters, plus the exponent q of the smooth maximum that overlaps a launch's latency path with its
  * bandwidth time (structure 'kernel' only; absent or null = 1, the terms add).
@@ -141,6 +144,8 @@ function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts,
     stagedReduceUs: k.stagedReduces,
     halfWordSentinelUs: k.halfWordSentinelSlots,
     usPerBlockByte: k.blockBytes,
+    // every rank's input read and output written (on virtual, all N ranks' on the one GPU's memory)
+    usPerMemoryByte: (topology === 'virtual' ? ranks : 1) * 2 * k.messageBytes,
     ...byteFeatures(alg, ranks, k.messageBytes, topology),
     usPerRearmByte: topology === 'virtual' ? k.rearmBytes * ranks : k.rearmBytes,
   }
@@ -167,10 +172,18 @@ export const OVERLAPPED_PAIR: readonly [readonly FitParam[], readonly FitParam[]
     'spreadWindowUs',
     'stagedReduceUs',
     'halfWordSentinelUs',
-    'usPerBlockByte',
   ],
   ['usPerWireByte', 'usPerAtomicByte', 'usPerRearmByte'],
 ]
+
+/**
+ * Groups of terms of which a launch pays the largest (a hard maximum), added to the launch's time: a block's own
+ * bytes through L2 at one SM's share (usPerBlockByte), or the message's bytes — every rank's input read and output
+ * written — at the memory's rate (usPerMemoryByte; the bench rotates four input and output sets, so at large sizes
+ * they do not stay in L2). A block cannot go faster than its SM, nor the call faster than memory delivers its
+ * operands.
+ */
+export const MAX_GROUPS: readonly (readonly FitParam[])[] = [['usPerBlockByte', 'usPerMemoryByte']]
 
 /**
  * The model's terms for one call, in the form the prediction combines them:
@@ -183,6 +196,8 @@ export interface ModelTerms {
   /** Terms that add (the whole seed form). */
   fixed: Features
   overlapped: { times: number; first: Features; second: Features }[]
+  /** MAX_GROUPS per launch group: times · max over sides of side · θ. The seed form has none. */
+  maxed: { times: number; sides: Features[] }[]
 }
 
 export function modelTerms(
@@ -194,21 +209,28 @@ export function modelTerms(
 ): ModelTerms {
   checkCall(ranks, bytes)
   if (!usesKernelStructure(alg, ranks, options))
-    return { fixed: modelFeatures(alg, ranks, bytes, topology, options), overlapped: [] }
+    return { fixed: modelFeatures(alg, ranks, bytes, topology, options), overlapped: [], maxed: [] }
   const groups = kernelLaunches(alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype)
   const fixed = { ...ZERO_FEATURES }
   const overlapped: ModelTerms['overlapped'] = []
+  const maxed: ModelTerms['maxed'] = []
   const [firstParams, secondParams] = OVERLAPPED_PAIR
+  const maxedParams = MAX_GROUPS.flat()
   for (const g of groups) {
     const f = kernelFeatures(alg, ranks, g.counts, topology)
     const first = { ...ZERO_FEATURES }
     const second = { ...ZERO_FEATURES }
     for (const p of firstParams) first[p] = f[p]
     for (const p of secondParams) second[p] = f[p]
-    for (const p of FIT_PARAMS) if (!firstParams.includes(p) && !secondParams.includes(p)) fixed[p] += g.times * f[p]
+    for (const p of FIT_PARAMS)
+      if (!firstParams.includes(p) && !secondParams.includes(p) && !maxedParams.includes(p)) fixed[p] += g.times * f[p]
     if (FIT_PARAMS.some((p) => first[p] !== 0 || second[p] !== 0)) overlapped.push({ times: g.times, first, second })
+    for (const group of MAX_GROUPS) {
+      if (group.every((p) => f[p] === 0)) continue
+      maxed.push({ times: g.times, sides: group.map((p) => ({ ...ZERO_FEATURES, [p]: f[p] })) })
+    }
   }
-  return { fixed, overlapped }
+  return { fixed, overlapped, maxed }
 }
 
 function dot(f: Features, params: ParamValues): number {
@@ -222,9 +244,19 @@ function dot(f: Features, params: ParamValues): number {
  * smax is homogeneous of degree one, so T = gradient · θ exactly (Euler): the Gauss–Newton step of the fit is an
  * NNLS solve on this gradient.
  */
-export function termsGradient(terms: ModelTerms, params: ParamValues): Features {
-  const q = params.overlapExponent ?? 1
+export function termsGradient(terms: ModelTerms, params: ParamValues, additive = false): Features {
+  const q = additive ? 1 : (params.overlapExponent ?? 1)
   const out = { ...terms.fixed }
+  for (const g of terms.maxed) {
+    // the later side carries the gradient (a tie splits it, so that terms still at 0 can all move)
+    const values = g.sides.map((side) => dot(side, params))
+    const top = Math.max(...values)
+    const tied = values.filter((v) => v === top).length
+    g.sides.forEach((side, i) => {
+      const w = additive ? 1 : values[i] === top ? 1 / tied : 0
+      if (w > 0) for (const p of FIT_PARAMS) out[p] += g.times * w * side[p]
+    })
+  }
   for (const g of terms.overlapped) {
     const x = dot(g.first, params)
     const y = dot(g.second, params)
@@ -253,9 +285,15 @@ export function smoothMax(x: number, y: number, q: number): number {
  * so the terms still add up to latencyUs.
  */
 export function predictFromTerms(terms: ModelTerms, params: ParamValues): LatencyPrediction {
-  if (terms.overlapped.length === 0) return predictFromParams(terms.fixed, params)
+  if (terms.overlapped.length === 0 && terms.maxed.length === 0) return predictFromParams(terms.fixed, params)
   const q = params.overlapExponent ?? 1
   const scaled = { ...terms.fixed }
+  for (const g of terms.maxed) {
+    // the later side only (the first of equals; an absent constant counts as 0 here)
+    const values = g.sides.map((side) => dot(side, params))
+    const later = g.sides[values.indexOf(Math.max(...values))]
+    for (const p of FIT_PARAMS) scaled[p] += g.times * later[p]
+  }
   for (const g of terms.overlapped) {
     const x = dot(g.first, params)
     const y = dot(g.second, params)
@@ -267,7 +305,8 @@ export function predictFromTerms(terms: ModelTerms, params: ParamValues): Latenc
 
 /**
  * How much of each parameter one call uses, every term added (the seed form's design-matrix row; for kernel
- * structure the sum over launches, i.e. the model at q = 1). modelTerms keeps the launches apart.
+ * structure the sum over launches with q = 1 and both sides of each MAX_GROUPS maximum added: the columns the rows
+ * use, not a prediction). modelTerms keeps the launches apart.
  */
 export function modelFeatures(
   alg: AlgorithmStructure,
@@ -334,6 +373,7 @@ export function paramsFromPlatform(p: PlatformConstants): ParamValues {
     stagedReduceUs: c.stagedReduceUs.value,
     halfWordSentinelUs: c.halfWordSentinelUs.value,
     usPerBlockByte: usPerByte(c.blockGBs),
+    usPerMemoryByte: usPerByte(c.memoryGBs),
     overlapExponent: c.overlapExponent.value,
   }
 }
@@ -361,7 +401,7 @@ export interface LatencyPrediction {
     spreadUs: number
     /** 16-bit sentinel slots checked or canonicalized half by half */
     halfWordSentinelUs: number
-    /** one block's bytes through L2 at one SM's rate */
+    /** one block's bytes through L2 at one SM's rate, or the message's bytes at the memory's rate (the later) */
     blockBandwidthUs: number
   }
   /** Parameters the call needs that are absent from the table: the prediction leaves them out. */
@@ -396,7 +436,7 @@ export function predictFromParams(features: Features, params: ParamValues): Late
     rearmBandwidthUs: part('usPerRearmByte'),
     spreadUs: part('spreadWindowUs') + part('stagedReduceUs'),
     halfWordSentinelUs: part('halfWordSentinelUs'),
-    blockBandwidthUs: part('usPerBlockByte'),
+    blockBandwidthUs: part('usPerBlockByte') + part('usPerMemoryByte'),
   }
   const latencyUs = Object.values(terms).reduce((a, b) => a + b, 0)
   return { latencyUs, terms, missingTerms }

@@ -31,6 +31,7 @@ export const CONSTANT_NAMES = [
   'stagedReduceUs',
   'halfWordSentinelUs',
   'blockGBs',
+  'memoryGBs',
   'overlapExponent',
 ] as const
 export type ConstantName = (typeof CONSTANT_NAMES)[number]
