@@ -28,13 +28,19 @@ export class EpochBarrier {
     c.ringDoorbells()
     // The latest peer first, as the barrier-free receives do (RankControl.waitForAll): the same waiting machinery
     // on both sides of the comparison.
-    const hasArrived = (p: number) => Atomics.load(i32, controlIndex(p, CONTROL.BARRIER_ARRIVALS)) - arrived >= 0
-    c.waitForAll(this.peers, -1, hasArrived, (p) =>
-      c.waitUntil(
-        () => hasArrived(p),
-        p,
-        () => `barrier ${arrived}`,
-      ),
+    this.target = arrived
+    c.waitForAll(this.peers, -1, this.hasArrived, this.waitForPeer)
+  }
+
+  /** arriveAndWait's target count and callbacks, made once (a barrier runs on every call: no closure per call). */
+  private target = 0
+  private readonly hasArrived = (p: number): boolean =>
+    Atomics.load(this.control.i32, controlIndex(p, CONTROL.BARRIER_ARRIVALS)) - this.target >= 0
+  private readonly waitForPeer = (p: number): void => {
+    this.control.waitUntil(
+      () => this.hasArrived(p),
+      p,
+      () => `barrier ${this.target}`,
     )
   }
 

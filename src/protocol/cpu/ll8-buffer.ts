@@ -177,16 +177,16 @@ export class Ll8Buffer implements LlChannel {
   awaitRanges(peers: readonly number[], skip: number, firstSlot: number, count: number): void {
     if (count === 0) return
     if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
-    const rank = this.control.rank
-    const lastIndex = (p: number) => this.index(rank, p, firstSlot + count - 1)
-    this.control.waitForAll(
-      peers,
-      skip,
-      (p) => this.isCurrent(Atomics.load(this.u64, lastIndex(p))),
-      (p) => {
-        this.waitPacket(lastIndex(p), p, firstSlot + count - 1)
-      },
-    )
+    this.awaitedLastSlot = firstSlot + count - 1
+    this.control.waitForAll(peers, skip, this.lastPacketArrived, this.waitLastPacket)
+  }
+
+  /** awaitRanges' state and callbacks, made once (a wait runs on every call: no closure per call). */
+  private awaitedLastSlot = 0
+  private readonly lastPacketArrived = (p: number): boolean =>
+    this.isCurrent(Atomics.load(this.u64, this.index(this.control.rank, p, this.awaitedLastSlot)))
+  private readonly waitLastPacket = (p: number): void => {
+    this.waitPacket(this.index(this.control.rank, p, this.awaitedLastSlot), p, this.awaitedLastSlot)
   }
 
   /** Slow path of recvRange: bounded wait for a packet of our epoch at `index`; returns it. */

@@ -188,17 +188,16 @@ export class SentinelBuffer implements LlChannel {
    */
   awaitRanges(peers: readonly number[], skip: number, firstSlot: number, count: number): void {
     if (count === 0) return
-    const i32 = this.i32
-    const rank = this.control.rank
-    const lastIndex = (p: number) => this.index(rank, p, firstSlot + count - 1)
-    this.control.waitForAll(
-      peers,
-      skip,
-      (p) => Atomics.load(i32, lastIndex(p)) !== SENTINEL,
-      (p) => {
-        this.waitArmed(lastIndex(p), p, firstSlot + count - 1)
-      },
-    )
+    this.awaitedLastSlot = firstSlot + count - 1
+    this.control.waitForAll(peers, skip, this.lastSlotArrived, this.waitLastSlot)
+  }
+
+  /** awaitRanges' state and callbacks, made once (a wait runs on every call: no closure per call). */
+  private awaitedLastSlot = 0
+  private readonly lastSlotArrived = (p: number): boolean =>
+    Atomics.load(this.i32, this.index(this.control.rank, p, this.awaitedLastSlot)) !== SENTINEL
+  private readonly waitLastSlot = (p: number): void => {
+    this.waitArmed(this.index(this.control.rank, p, this.awaitedLastSlot), p, this.awaitedLastSlot)
   }
 
   /** Slow path of recvRange: bounded wait until the slot at `index` holds data; returns the word. */
