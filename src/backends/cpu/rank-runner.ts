@@ -70,7 +70,8 @@ export class RankRunner {
    * `iters` (+ `warmup`) back-to-back calls. Per iteration: optional random busy-wait (0..skewUs), arrival time,
    * the collective on one of the input sets generated before the loop (RankBenchmarkData), finish time, and the
    * check of the output (a word compare with the last verified output of that set, the float64 reference
-   * otherwise; the first use of each set takes the reference check).
+   * otherwise; the first use of each set takes the reference check; for large messages whose bits vary between
+   * calls, only the first and last iterations recompute it).
    */
   benchmark(cmd: RankBenchmarkCommand): RankBenchmarkResult {
     const data = new RankBenchmarkData(cmd.dtype, cmd.count, this.protocol.size, this.rank, cmd.seed)
@@ -80,6 +81,7 @@ export class RankRunner {
     const finishesMs = new Float64Array(cmd.iters)
     const total = cmd.warmup + cmd.iters
     let wrong = 0
+    let checkedIterations = 0
     for (let it = 0; it < total; it++) {
       const set = data.setOf(it)
       busyWaitUs(benchmarkDelayUs(cmd.skewUs, cmd.seed, it, this.rank))
@@ -91,9 +93,14 @@ export class RankRunner {
         arrivalsMs[measured] = arrival
         finishesMs[measured] = finish
       }
-      wrong += data.countWrong(output, set)
+      // A recomputed reference check only on the first and last iterations (see RankBenchmarkData).
+      const wrongHere = data.countWrong(output, set, it < 3 || it >= total - 3)
+      if (wrongHere !== undefined) {
+        wrong += wrongHere
+        checkedIterations++
+      }
     }
-    return { arrivalsMs, finishesMs, wrong, checkedIterations: total }
+    return { arrivalsMs, finishesMs, wrong, checkedIterations }
   }
 
   reset(): void {
