@@ -86,6 +86,58 @@ struct LlBuffer {
     return v;
   }
 
+  // One poll of the batch members whose bit is set in `pending` (at most LLCOMM_RECV_BATCH; member j's slot is
+  // slotOf(j)): every load is issued before any is inspected, so they are in flight together and the poll costs one
+  // round trip, not one per member. (Inspecting a member branches on its loaded data; had the next load waited
+  // behind that branch, as it does when each poll is a tryRead, the batch would take a round trip per member.)
+  // Returns `pending` less the members that arrived; an arrived member's payload is in got[j]. No ordering is
+  // needed among the loads: each slot's validity rides in the same single-copy-atomic element as its data
+  // (packets.cuh), so which load returns first cannot make a stale or torn value look valid.
+  template <class SlotOf>
+  LLC_DEVICE llc_u32 pollBatch(llc_u32 pending, SlotOf slotOf, Value* got) const {
+    typename Fmt::Raw raw[LLCOMM_RECV_BATCH]; // member j is read only when its bit is set, after its load
+#pragma unroll
+    for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+      if ((pending >> j) & 1u) raw[j] = Fmt::load(slotOf(j));
+    llc_u32 arrived = 0;
+#pragma unroll
+    for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+      if (((pending >> j) & 1u) && Fmt::accept(raw[j], epoch, got[j].w)) arrived |= 1u << j;
+    return pending & ~arrived;
+  }
+
+  // recv from several peers: slot `slot` of peerAt(i) for i < count (peerAt returns kNoPeer for one with nothing to
+  // receive), LLCOMM_RECV_BATCH peers at a time with their loads in flight (pollBatch). sink(peer, value) takes each
+  // value once its batch has arrived; the slot is then re-armed when the format needs it (after its read, as in
+  // recv). The two-shot all-gather's receive: a round trip per batch of owners instead of one per owner.
+  static constexpr llc_u32 kNoPeer = 0xFFFFFFFFu;
+  template <class PeerAt, class Sink>
+  LLC_DEVICE void recvEach(llc_u32 count, llc_u32 slot, PeerAt peerAt, Sink sink) const {
+    for (llc_u32 base = 0; base < count; base += LLCOMM_RECV_BATCH) {
+      // peerAt is called again where a member's peer is needed (cheap arithmetic), not kept in an array of
+      // registers: the batch's loaded values already hold most of the registers a 512-thread block may use.
+      const auto peerOf = [&](int j) { return base + j < count ? peerAt(base + j) : kNoPeer; };
+      llc_u32 pending = 0;
+#pragma unroll
+      for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+        if (peerOf(j) != kNoPeer) pending |= 1u << j;
+      const llc_u32 members = pending;
+      Value got[LLCOMM_RECV_BATCH];
+      LlcSpin spin;
+      while (pending != 0) {
+        pending = pollBatch(pending, [&](int j) { return slotPtr(me, peerOf(j), slot); }, got);
+        if (pending != 0 && !waiter->keepWaiting(spin, peerOf(__ffs(pending) - 1), Fmt::kWhat, slot)) break;
+      }
+#pragma unroll
+      for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
+        if (!((members >> j) & 1u)) continue;
+        const llc_u32 peer = peerOf(j);
+        sink(peer, got[j]);
+        if (Fmt::kRearm) Fmt::rearm(slotPtr(me, peer, slot)); // ordering argument at the format's rearm()
+      }
+    }
+  }
+
   // Receive slot `slot` from every rank and reduce in f32 in rank order 0..nranks-1 (my own contribution is `own`,
   // not read from the buffer, canonicalized like a sent value), so every rank computes bitwise the same result. Peers are polled
   // LLCOMM_RECV_BATCH at a time with all their loads in flight; received values wait in registers.
@@ -100,10 +152,7 @@ struct LlBuffer {
         if (base + j < nranks && base + j != me) pending |= 1u << j;
       LlcSpin spin;
       while (pending != 0) {
-#pragma unroll
-        for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
-          if ((pending >> j) & 1u)
-            if (Fmt::tryRead(slotPtr(me, base + j, slot), epoch, got[j].w)) pending &= ~(1u << j);
+        pending = pollBatch(pending, [&](int j) { return slotPtr(me, base + j, slot); }, got);
         if (pending != 0 && !waiter->keepWaiting(spin, base + __ffs(pending) - 1, Fmt::kWhat, slot)) break;
       }
 #pragma unroll
@@ -189,10 +238,7 @@ struct LlBuffer {
           }
           LlcSpin spin;
           while (pending != 0) {
-#pragma unroll
-            for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
-              if ((pending >> j) & 1u)
-                if (Fmt::tryRead(slotPtr(me, first + j * g, slot), epoch, got[j].w)) pending &= ~(1u << j);
+            pending = pollBatch(pending, [&](int j) { return slotPtr(me, first + j * g, slot); }, got);
             if (pending != 0 && !waiter->keepWaiting(spin, first + (__ffs(pending) - 1) * g, Fmt::kWhat, slot)) break;
           }
 #pragma unroll

@@ -7,6 +7,9 @@
 //            element of the v4 access is atomic on its own and checked on its own, so tearing is harmless.
 // All slot stores and polls are .relaxed.sys: the data rides in the same single-copy-atomic element as its
 // validity (flag or non-sentinel bits), so no release/acquire is needed to publish it.
+// A poll is split in two: load(slot) issues the access and accept(raw, epoch, v) inspects what it returned
+// (tryRead = both). A batch of polls issues every load before inspecting any (LlBuffer::pollBatch), so the loads are
+// in flight together: an inspection branches on loaded data, and a load issued after it would wait for that data.
 #pragma once
 #include "llcomm/dtype.cuh"
 #include "llcomm/ptx.cuh"
@@ -22,13 +25,20 @@ struct LlcLL16 {
     const llc_u64 hi = static_cast<llc_u64>(epoch) << 32;
     llcStoreRelaxedSysV2u64(slot, hi | v[0], hi | v[1]);
   }
-  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) {
+  struct Raw {
     llc_u64 a, b;
-    llcLoadRelaxedSysV2u64(slot, a, b);
-    v[0] = static_cast<llc_u32>(a);
-    v[1] = static_cast<llc_u32>(b);
-    return static_cast<llc_u32>(a >> 32) == epoch && static_cast<llc_u32>(b >> 32) == epoch;
+  };
+  LLC_DEVICE static Raw load(const void* slot) {
+    Raw r;
+    llcLoadRelaxedSysV2u64(slot, r.a, r.b);
+    return r;
   }
+  LLC_DEVICE static bool accept(const Raw& r, llc_u32 epoch, llc_u32* v) {
+    v[0] = static_cast<llc_u32>(r.a);
+    v[1] = static_cast<llc_u32>(r.b);
+    return static_cast<llc_u32>(r.a >> 32) == epoch && static_cast<llc_u32>(r.b >> 32) == epoch;
+  }
+  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) { return accept(load(slot), epoch, v); }
   LLC_DEVICE static void rearm(void*) {}
   LLC_DEVICE static llc_u32 canonicalize(llc_u32 w) { return w; }
 };
@@ -41,11 +51,13 @@ struct LlcLL8 {
   LLC_DEVICE static void write(void* slot, const llc_u32* v, llc_u32 epoch) {
     llcStoreRelaxedSys64(static_cast<llc_u64*>(slot), (static_cast<llc_u64>(epoch) << 32) | v[0]);
   }
-  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) {
-    const llc_u64 a = llcLoadRelaxedSys64(static_cast<const llc_u64*>(slot));
+  using Raw = llc_u64;
+  LLC_DEVICE static Raw load(const void* slot) { return llcLoadRelaxedSys64(static_cast<const llc_u64*>(slot)); }
+  LLC_DEVICE static bool accept(Raw a, llc_u32 epoch, llc_u32* v) {
     v[0] = static_cast<llc_u32>(a);
     return static_cast<llc_u32>(a >> 32) == epoch;
   }
+  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) { return accept(load(slot), epoch, v); }
   LLC_DEVICE static void rearm(void*) {}
   LLC_DEVICE static llc_u32 canonicalize(llc_u32 w) { return w; }
 };
@@ -65,8 +77,10 @@ struct LlcSentinel {
     for (int i = 0; i < 4; ++i) c.w[i] = LlcDtype<DT>::canonicalizeWord(v[i]);
     llcStoreRelaxedSysV4(slot, c);
   }
-  LLC_DEVICE static bool tryRead(const void* slot, llc_u32, llc_u32* v) {
-    const LlcWords4 x = llcLoadRelaxedSysV4(slot);
+  using Raw = LlcWords4;
+  LLC_DEVICE static Raw load(const void* slot) { return llcLoadRelaxedSysV4(slot); }
+  LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) { return accept(load(slot), epoch, v); }
+  LLC_DEVICE static bool accept(const Raw& x, llc_u32, llc_u32* v) {
     bool arrived = true;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
