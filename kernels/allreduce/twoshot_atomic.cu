@@ -60,18 +60,16 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
       ag.bcast(w, sum);
     }
   }
-  // All-gather, receive side: word w of every other owner's part, one LL8 packet each, a batch of owners per poll
-  // round trip (recvEach).
+  // All-gather, receive side: word w of owner o's part, one LL8 packet each.
   for (llc_u32 w = threadIdx.x; w < wordsPerPart; w += blockDim.x) {
-    const auto ownerAt = [&](llc_u32 i) {
-      const llc_u32 o = me + 1 + i < n ? me + 1 + i : me + 1 + i - n;
+    for (llc_u32 k = 1; k < n; ++k) {
+      const llc_u32 o = me + k < n ? me + k : me + k - n;
       const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
-      return 4ull * w < part.size() * eb ? o : LlBuffer<LlcLL8>::kNoPeer;
-    };
-    ag.recvEach(n - 1, w, ownerAt, [&](llc_u32 o, const Value& r) {
-      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
-      llcStorePayload<DT, 1>(call.output + part.begin * eb, 4ull * w, part.size() * eb, r.w);
-    });
+      const llc_u64 partBytes = part.size() * eb;
+      if (4ull * w >= partBytes) continue;
+      const Value r = ag.recv(o, w);
+      llcStorePayload<DT, 1>(call.output + part.begin * eb, 4ull * w, partBytes, r.w);
+    }
   }
   ch.advanceEpoch();
 }

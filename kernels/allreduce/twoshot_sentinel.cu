@@ -45,18 +45,15 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * s, mineBytes, sum.w);
     ag.bcast(s, sum);
   }
-  // All-gather, receive side: slot s of every other owner's part (owners after me in turn), a batch of owners per
-  // poll round trip (recvEach re-arms each AG slot after reading it).
+  // All-gather, receive side.
   for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
-    const auto ownerAt = [&](llc_u32 i) {
-      const llc_u32 o = me + 1 + i < n ? me + 1 + i : me + 1 + i - n;
+    for (llc_u32 k = 1; k < n; ++k) {
+      const llc_u32 o = me + k < n ? me + k : me + k - n;
       const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
-      return 16ull * s < part.size() * eb ? o : LlBuffer<Fmt>::kNoPeer;
-    };
-    ag.recvEach(n - 1, s, ownerAt, [&](llc_u32 o, const Value& r) {
-      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      if (16ull * s >= part.size() * eb) continue;
+      const Value r = ag.recv(o, s); // re-arms the AG slot
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
-    });
+    }
   }
   ch.advanceEpoch();
 }

@@ -106,38 +106,6 @@ struct LlBuffer {
     return pending & ~arrived;
   }
 
-  // recv from several peers: slot `slot` of peerAt(i) for i < count (peerAt returns kNoPeer for one with nothing to
-  // receive), LLCOMM_RECV_BATCH peers at a time with their loads in flight (pollBatch). sink(peer, value) takes each
-  // value once its batch has arrived; the slot is then re-armed when the format needs it (after its read, as in
-  // recv). The two-shot all-gather's receive: a round trip per batch of owners instead of one per owner.
-  static constexpr llc_u32 kNoPeer = 0xFFFFFFFFu;
-  template <class PeerAt, class Sink>
-  LLC_DEVICE void recvEach(llc_u32 count, llc_u32 slot, PeerAt peerAt, Sink sink) const {
-    for (llc_u32 base = 0; base < count; base += LLCOMM_RECV_BATCH) {
-      // peerAt is called again where a member's peer is needed (cheap arithmetic), not kept in an array of
-      // registers: the batch's loaded values already hold most of the registers a 512-thread block may use.
-      const auto peerOf = [&](int j) { return base + j < count ? peerAt(base + j) : kNoPeer; };
-      llc_u32 pending = 0;
-#pragma unroll
-      for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
-        if (peerOf(j) != kNoPeer) pending |= 1u << j;
-      const llc_u32 members = pending;
-      Value got[LLCOMM_RECV_BATCH];
-      LlcSpin spin;
-      while (pending != 0) {
-        pending = pollBatch(pending, [&](int j) { return slotPtr(me, peerOf(j), slot); }, got);
-        if (pending != 0 && !waiter->keepWaiting(spin, peerOf(__ffs(pending) - 1), Fmt::kWhat, slot)) break;
-      }
-#pragma unroll
-      for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
-        if (!((members >> j) & 1u)) continue;
-        const llc_u32 peer = peerOf(j);
-        sink(peer, got[j]);
-        if (Fmt::kRearm) Fmt::rearm(slotPtr(me, peer, slot)); // ordering argument at the format's rearm()
-      }
-    }
-  }
-
   // Receive slot `slot` from every rank and reduce in f32 in rank order 0..nranks-1 (my own contribution is `own`,
   // not read from the buffer, canonicalized like a sent value), so every rank computes bitwise the same result. Peers are polled
   // LLCOMM_RECV_BATCH at a time with all their loads in flight; received values wait in registers.
