@@ -205,9 +205,18 @@ struct LlBuffer {
             if (r < end && r != me) pending |= 1u << j;
           }
           LlcSpin spin;
-          while (pending != 0) {
-            pending = pollBatch(pending, [&](int j) { return slotPtr(me, first + j * g, slot); }, got);
-            if (pending != 0 && !waiter->keepWaiting(spin, first + (__ffs(pending) - 1) * g, Fmt::kWhat, slot)) break;
+          if (pending == 1u) {
+            // One peer for this poller (the common small-message case: as many groups as ranks): a plain poll loop.
+            // The batch's unrolled loads and checks cost more here than they save (measured: oneshot-ll 8 B at 8-32
+            // ranks, bench/NOTES.md); nothing to overlap with one load.
+            while (!Fmt::tryRead(slotPtr(me, first, slot), epoch, got[0].w))
+              if (!waiter->keepWaiting(spin, first, Fmt::kWhat, slot)) break;
+          } else {
+            while (pending != 0) {
+              pending = pollBatch(pending, [&](int j) { return slotPtr(me, first + j * g, slot); }, got);
+              if (pending != 0 && !waiter->keepWaiting(spin, first + (__ffs(pending) - 1) * g, Fmt::kWhat, slot))
+                break;
+            }
           }
 #pragma unroll
           for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
