@@ -17,7 +17,12 @@ const sh = (cmd, args) => {
 }
 const smi = sh('nvidia-smi', ['--query-gpu=name,driver_version', '--format=csv,noheader'])
 const machine = {
-  gpus: smi ? smi.split('\n').map((l) => { const [name, driver] = l.split(',').map((s) => s.trim()); return { name, driver } }) : [],
+  gpus: smi
+    ? smi.split('\n').map((l) => {
+        const [name, driver] = l.split(',').map((s) => s.trim())
+        return { name, driver }
+      })
+    : [],
   sanitizer: sh('compute-sanitizer', ['--version'])?.split('\n').pop(),
   node: process.version,
 }
@@ -39,7 +44,9 @@ writeFileSync(file, JSON.stringify(summary, null, 1))
 const groups = new Map()
 for (const c of details) {
   const parts = c.name.split('/')
-  const key = parts[0].startsWith('sanitizer-') ? parts[0] : parts.slice(0, parts[0].startsWith('virtual') || parts[0].startsWith('gpus') ? 2 : 1).join('/')
+  const key = parts[0].startsWith('sanitizer-')
+    ? parts[0]
+    : parts.slice(0, parts[0].startsWith('virtual') || parts[0].startsWith('gpus') ? 2 : 1).join('/')
   const g = groups.get(key) ?? { pass: 0, fail: 0, firstFail: '' }
   if (c.passed) g.pass++
   else {
@@ -49,7 +56,10 @@ for (const c of details) {
   groups.set(key, g)
 }
 console.log(`\nwrote ${file}`)
-console.log(`machine: ${machine.gpus.map((g) => `${g.name} (driver ${g.driver})`).join(', ')}; commit ${summary.commit}; ${date}`)
+console.log(
+  `machine: ${machine.gpus.map((g) => `${g.name} (driver ${g.driver})`).join(', ')}; commit ${summary.commit}; ${date}`,
+)
 console.log('group                                   pass  fail  first failure')
-for (const [k, g] of groups) console.log(`${k.padEnd(40)}${String(g.pass).padStart(4)}  ${String(g.fail).padStart(4)}  ${g.firstFail}`)
+for (const [k, g] of groups)
+  console.log(`${k.padEnd(40)}${String(g.pass).padStart(4)}  ${String(g.fail).padStart(4)}  ${g.firstFail}`)
 console.log(`TOTAL cases ${summary.cases}, passed ${summary.passed}, failed ${summary.failed}`)

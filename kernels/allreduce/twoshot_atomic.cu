@@ -1,8 +1,9 @@
 // twoshot-atomic: reduce-scatter by NVLink atomics into LL128-style lines, then all-gather with LL8 packets.
 // The channel's elements are split in nranks parts; part o lives in owner o's lines (31 data words per 128-byte
-// line, word 0 a counter). Every rank adds its part-o words into owner o's lines with red.add and bumps each line's
-// counter (release); the owner waits for counter == nranks (acquire), reads the sums, zeroes the line for epoch + 2,
-// writes its output and broadcasts the words as LL8 packets (epoch in the flag). No barrier anywhere: the counter
+// line, word 0 a counter). Every rank adds its part-o words into owner o's lines with red.add; each warp then
+// publishes its lines with one fence and a counter bump per line. The owner waits for counter == nranks (acquire),
+// reads the sums, zeroes the line for epoch + 2, writes its output and broadcasts the words as LL8 packets (epoch in
+// the flag). No barrier anywhere: the counter
 // is the synchronization. Reduced once at the owner: every rank holds the owner's bits.
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/atomic_lines.cuh"
@@ -32,8 +33,10 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   const llc_u32 linesPerPart = static_cast<llc_u32>(llcCeilDiv(wordsPerPart, LLCOMM_LINE_DATA_WORDS));
   const llc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
 
-  // Reduce-scatter: one warp per line; every rank (me included, into my own memory) adds its words.
-  for (llc_u32 L = warp; L < linesPerPart; L += warps) {
+  // Reduce-scatter: one warp per line; every rank (me included, into my own memory) adds its words to every line
+  // the warp serves, then publishes them all with one fence (atomic_lines.cuh, publish()).
+  llc_u32 warpLines = 0; // lines of a part this warp serves: L = warp, warp + warps, ...
+  for (llc_u32 L = warp; L < linesPerPart; L += warps, ++warpLines) {
     const llc_u32 w = L * LLCOMM_LINE_DATA_WORDS + lane - 1u; // this lane's word in the part (lane >= 1)
     for (llc_u32 k = 0; k < n; ++k) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
@@ -43,9 +46,17 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
       const bool hasWord = lane >= 1 && 4ull * w < partBytes;
       llc_u32 word = 0;
       if (hasWord) llcLoadPayload<DT, 1>(call.input + part.begin * eb, 4ull * w, partBytes, &word);
-      lines.send(o, L, lane, hasWord, word);
+      lines.add(o, L, lane, hasWord, word);
     }
   }
+  // Pair i = (the warp's line i / n, owner me + i % n): counted where the loop above added to it.
+  lines.publish(warpLines * n, lane, [&](llc_u32 i, llc_u32& owner, llc_u32& index) {
+    const llc_u32 k = i % n;
+    owner = me + k < n ? me + k : me + k - n;
+    index = warp + (i / n) * warps;
+    const LlcRange part = llcPiece(chanElems, n, owner, LLCOMM_ALIGN_BYTES / eb);
+    return static_cast<llc_u64>(index) * LLCOMM_LINE_DATA_WORDS * 4u < part.size() * eb;
+  });
   // Owner: wait for each of my lines, re-arm it, write and broadcast the sums.
   const LlcRange mine = llcPiece(chanElems, n, me, LLCOMM_ALIGN_BYTES / eb);
   const llc_u64 mineBytes = mine.size() * eb;

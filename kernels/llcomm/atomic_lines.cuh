@@ -1,6 +1,7 @@
 // LL128-style atomic lines (SPEC §2): a 128-byte line = word 0 a counter + words 1..31 of data. Every rank adds
-// its contribution into the owner's copy with NVLink reductions (red.add on peer memory) and then bumps the
-// counter; the owner's line is complete when the counter reaches nranks. One warp serves one line: lane i >= 1
+// its contribution into the owner's copy with NVLink reductions (red.add on peer memory), and once a warp has added
+// to all its lines, one fence and a counter bump per line publish them; the owner's line is complete when the
+// counter reaches nranks. One warp serves one line: lane i >= 1
 // owns data word i, lane 0 the counter. Sums happen in memory in arrival order, so the owner reduces once and
 // broadcasts (every rank then holds the owner's bits). f32 adds in L2 round to nearest and flush subnormals; f16/bf16
 // add in packed 16-bit arithmetic (not f32): the price of the atomic path, see docs/kernels.md.
@@ -27,24 +28,40 @@ struct LlcAtomicLines {
                                       static_cast<llc_u64>(index) * LLCOMM_LINE_BYTES);
   }
 
-  // Warp-collective: add this lane's word (lane >= 1 and hasWord) into `owner`'s line `index`, then count it.
-  LLC_DEVICE void send(llc_u32 owner, llc_u32 index, llc_u32 lane, bool hasWord, llc_u32 word) const {
+  // Add this lane's word (lane >= 1 and hasWord) into `owner`'s line `index`. Not counted yet: a warp adds its
+  // words to all the lines it serves first, then publishes them all with one fence (publish()).
+  LLC_DEVICE void add(llc_u32 owner, llc_u32 index, llc_u32 lane, bool hasWord, llc_u32 word) const {
+    if (lane < 1 || !hasWord) return;
     llc_u32* l = line(owner, index);
-    if (lane >= 1 && hasWord) {
-      // Relaxed: the contributions need no order among themselves (the sum is taken once all have landed); the
-      // counter's release below orders each of them before the count that announces it.
-      if (DT == LLCOMM_DTYPE_F32)
-        llcRedAddRelaxedSysF32(l + lane, word);
-      else if (DT == LLCOMM_DTYPE_BF16)
-        llcRedAddRelaxedSysBf16x2(l + lane, word);
-      else
-        llcRedAddRelaxedSysF16x2(l + lane, word);
-    }
-    // bar.warp.sync orders every lane's reduction before lane 0's next access (memory ordering among the
-    // participating threads); the counter bump is a release at .sys scope, which is cumulative: the owner that
-    // acquires count == nranks sees every contribution of every lane of every rank.
+    // Relaxed: the contributions need no order among themselves (the sum is taken once all have landed); the fence
+    // in publish() orders each of them before the counts that announce them.
+    if (DT == LLCOMM_DTYPE_F32)
+      llcRedAddRelaxedSysF32(l + lane, word);
+    else if (DT == LLCOMM_DTYPE_BF16)
+      llcRedAddRelaxedSysBf16x2(l + lane, word);
+    else
+      llcRedAddRelaxedSysF16x2(l + lane, word);
+  }
+
+  // Warp-collective: count the warp's contributions, after add() for every one of them. `lineOf(i, owner, index)`
+  // names the warp's i-th (owner, line) pair for i < pairs (false: nothing was added there, no count). One fence per
+  // warp and batch instead of a release per line: a release at .sys scope waits until the thread's earlier writes
+  // are performed, an NVLink round trip each when every line sends its own (measured: about 0.9 us per owner line,
+  // bench/NOTES.md), while one fence covers them all.
+  // Ordering: bar.warp.sync orders every lane's add()s before every lane's fence (memory ordering among the
+  // participating threads); fence.acq_rel.sys followed by a relaxed red in the same thread is a release pattern,
+  // and it is cumulative: the owner that acquires count == nranks (recv()) sees every word of every lane of every
+  // rank that counted. The counts are spread over the lanes, each after its own fence.
+  template <class LineOf>
+  LLC_DEVICE void publish(llc_u32 pairs, llc_u32 lane, LineOf lineOf) const {
     __syncwarp();
-    if (lane == 0) llcRedAddReleaseSys(l, 1u);
+    if (pairs == 0) return; // warp-uniform
+    llcFenceAcqRelSys(); // the release half of the pattern above; every lane, so that each lane's count is a release
+    for (llc_u32 i = lane; i < pairs; i += 32u) {
+      llc_u32 owner, index;
+      // Relaxed red after this lane's fence: the release pattern described above.
+      if (lineOf(i, owner, index)) llcRedAddRelaxedSysU32(line(owner, index), 1u);
+    }
   }
 
   // Warp-collective: wait until my line `index` holds all nranks contributions; lane >= 1 returns its data word.

@@ -36,6 +36,14 @@
 #ifndef LLCOMM_SPREAD_MIN_RANKS
 #define LLCOMM_SPREAD_MIN_RANKS 8
 #endif
+// Fewest thread groups per slot for the peer-parallel path; with fewer, the serial path is taken. Measured on an
+// H200 with virtual ranks (bench/results/cuda-h200-ab-pollbatch-2026-11-29.txt, run 5): oneshot-ll with 256 LL8
+// slots a block has 2 groups, and the serial path beat it at 32 ranks, 4 KB (8.58 against 10.11 us) and 64 ranks,
+// 2-4 KB (14.26 / 28.38 against 17.06 / 33.70), while 4-8 groups (oneshot-sentinel) kept gaining. Compile-time
+// knob for A/B measurements; not part of the ABI.
+#ifndef LLCOMM_SPREAD_MIN_GROUPS
+#define LLCOMM_SPREAD_MIN_GROUPS 4
+#endif
 #if defined(LLCOMM_HOST_EMULATION)
 #define LLC_SHARED_WORDS(name, n) llc_u32* name = static_cast<llc_u32*>(llcEmuBlockShared(4ull * (n)))
 #else
@@ -154,8 +162,8 @@ struct LlBuffer {
     if (nranks < LLCOMM_SPREAD_MIN_RANKS || slots == 0 || slots >= blockDim.x ||
         slots * static_cast<llc_u32>(kWords) > LLCOMM_PEER_STAGE_WORDS)
       return 1;
-    const llc_u32 g = blockDim.x / slots;
-    return g < nranks ? g : nranks;
+    const llc_u32 g = blockDim.x / slots < nranks ? blockDim.x / slots : nranks;
+    return g >= LLCOMM_SPREAD_MIN_GROUPS ? g : 1;
   }
 
   // bcast for all `slots` slots at once: the nranks - 1 stores of each slot are spread over the thread groups.

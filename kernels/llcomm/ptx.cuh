@@ -60,6 +60,11 @@ LLC_DEVICE llc_u32 llcCasRelaxedSys(llc_u32* p, llc_u32 expected, llc_u32 desire
 LLC_DEVICE void llcRedAddReleaseSys(llc_u32* p, llc_u32 v) {
   asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+// Relaxed counter bump: a release only where a fence.acq_rel.sys precedes it in the same thread (a release pattern
+// in the PTX memory model), which is how the LL128 lines publish a warp's batch of contributions with one fence.
+LLC_DEVICE void llcRedAddRelaxedSysU32(llc_u32* p, llc_u32 v) {
+  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 
 // ---- 64-bit scalars: one aligned 8-byte access is single-copy atomic (PTX memory model), the basis of LL8 ----
 LLC_DEVICE llc_u64 llcLoadRelaxedSys64(const llc_u64* p) {

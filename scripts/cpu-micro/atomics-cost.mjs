@@ -6,11 +6,29 @@ const src = Int32Array.from({ length: 3072 }, (_, i) => i)
 const out = new Int32Array(3072)
 const SENTINEL = 0x7fa57fa5
 const kinds = {
-  scStore: () => { for (let i = 0; i < 3072; i++) Atomics.store(a, i, src[i]) },
-  plainStore: () => { for (let i = 0; i < 3072; i++) a[i] = src[i] },
-  bulkCopy: () => { a.set(src, 0) },
-  scLoad: () => { for (let i = 0; i < 3072; i++) { let w = Atomics.load(a, i); if (w === SENTINEL) w = 0; out[i] = w } },
-  plainLoad: () => { for (let i = 0; i < 3072; i++) { let w = a[i]; if (w === SENTINEL) w = 0; out[i] = w } },
+  scStore: () => {
+    for (let i = 0; i < 3072; i++) Atomics.store(a, i, src[i])
+  },
+  plainStore: () => {
+    for (let i = 0; i < 3072; i++) a[i] = src[i]
+  },
+  bulkCopy: () => {
+    a.set(src, 0)
+  },
+  scLoad: () => {
+    for (let i = 0; i < 3072; i++) {
+      let w = Atomics.load(a, i)
+      if (w === SENTINEL) w = 0
+      out[i] = w
+    }
+  },
+  plainLoad: () => {
+    for (let i = 0; i < 3072; i++) {
+      let w = a[i]
+      if (w === SENTINEL) w = 0
+      out[i] = w
+    }
+  },
 }
 const result = {}
 for (const [name, f] of Object.entries(kinds)) {

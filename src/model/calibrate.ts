@@ -175,9 +175,11 @@ function fitParams(
   let params = nonlinear && start ? { ...start } : solve(base)
   if (nonlinear) {
     const startParams: ParamValues = { ...params, overlapExponent }
-    // A term at 0 inside a smooth maximum has zero gradient there (for q > 1), so Gauss–Newton would never move it:
-    // besides the start as it is, start each such free term at a fraction of the median of measured / count over the
-    // rows that use it, and keep the best end point. A fit started from a given point (leave-one-out, from the full
+    // A term at 0 inside a smooth maximum has zero gradient there (for q > 1), and a side of a hard maximum that
+    // never wins has none either, so Gauss–Newton would not move it: besides the start as it is, start every
+    // overlapped free term at a fraction of the median of measured / count over the rows that use it (whatever the
+    // start's value: a term the first solve set too low can be the losing side from there on), and keep the best
+    // end point. A fit started from a given point (leave-one-out, from the full
     // fit) only refines it: a single row moves the optimum little, and the seeds would multiply its cost.
     const overlappedParams = new Set(
       terms.flatMap((t) =>
@@ -192,7 +194,7 @@ function fitParams(
       let changed = false
       for (const j of free) {
         const p = FIT_PARAMS[j]
-        if (!overlappedParams.has(p) || (seeded[p] ?? 0) > 0) continue
+        if (!overlappedParams.has(p)) continue
         const ratios = linear
           .map((f, i) => (f[p] > 0 ? rows[i].measuredUs / f[p] : Number.NaN))
           .filter((x) => Number.isFinite(x))

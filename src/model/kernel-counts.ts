@@ -111,6 +111,8 @@ function add(a: KernelCounts, b: KernelCounts, times: number): KernelCounts {
 export const PEER_STAGE_WORDS = 8192
 /** Fewest ranks at which the one-shot kernels take the peer-parallel path (ll_buffer.cuh LLCOMM_SPREAD_MIN_RANKS). */
 export const SPREAD_MIN_RANKS = 8
+/** Fewest thread groups per slot for the peer-parallel path (ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS). */
+export const SPREAD_MIN_GROUPS = 4
 /** Payload words per slot (LL8 1, LL16 2, sentinel 4): the stage holds slots × words per rank. */
 const SLOT_WORDS: Readonly<Record<KernelProtocol, number>> = {
   ll8: 1,
@@ -123,11 +125,13 @@ const SLOT_WORDS: Readonly<Record<KernelProtocol, number>> = {
 
 /**
  * Thread groups per slot of the one-shot peer-parallel path (LlBuffer::spreadGroups): 1 means the serial path
- * (fewer than SPREAD_MIN_RANKS ranks, or at least one slot per thread, or a slot count the stage cannot hold).
+ * (fewer than SPREAD_MIN_RANKS ranks, or at least one slot per thread, or a slot count the stage cannot hold, or
+ * fewer than SPREAD_MIN_GROUPS groups).
  */
 export function spreadGroups(ranks: number, slots: number, threads: number, slotWords: number): number {
   if (ranks < SPREAD_MIN_RANKS || slots === 0 || slots >= threads || slots * slotWords > PEER_STAGE_WORDS) return 1
-  return Math.min(Math.floor(threads / slots), ranks)
+  const groups = Math.min(Math.floor(threads / slots), ranks)
+  return groups >= SPREAD_MIN_GROUPS ? groups : 1
 }
 
 /** Counts of one launch of `count` elements per rank. */

@@ -75,6 +75,7 @@ inline llc_u32 llcCasRelaxedSys(llc_u32* p, llc_u32 expected, llc_u32 desired) {
   return expected;
 }
 inline void llcRedAddReleaseSys(llc_u32* p, llc_u32 v) { emuRef<llc_u32>(p).fetch_add(v, std::memory_order_release); }
+inline void llcRedAddRelaxedSysU32(llc_u32* p, llc_u32 v) { emuRef<llc_u32>(p).fetch_add(v, kRelaxed); }
 inline llc_u64 llcLoadRelaxedSys64(const llc_u64* p) { return emuRef<llc_u64>(p).load(kRelaxed); }
 inline void llcStoreRelaxedSys64(llc_u64* p, llc_u64 v) { emuRef<llc_u64>(p).store(v, kRelaxed); }
 // Vector accesses: one atomic access per element, exactly the PTX model's guarantee (and no more).
