@@ -44,6 +44,8 @@ export interface ResidualRow extends CalibrationRow {
   lorcoRelError?: number
   /** Same, with every row of this size decade (sizeDecade) left out of the fit. */
   losdoRelError?: number
+  /** Same, with every row of this element type left out of the fit. */
+  lodtoRelError?: number
 }
 
 export interface ResidualSummary {
@@ -58,6 +60,8 @@ export interface CalibrationResult {
   params: ParamValues
   fitted: FitParam[]
   notIdentified: FitParam[]
+  /** Columns the rows use but the caller held at the table's value (CalibrationOptions.fitOnly). */
+  held: FitParam[]
   residuals: ResidualRow[]
   inSample: ResidualSummary
   leaveOneOut?: ResidualSummary
@@ -65,6 +69,8 @@ export interface CalibrationResult {
   leaveOneRankCountOut?: { all: ResidualSummary; byRanks: { ranks: number; summary: ResidualSummary }[] }
   /** Fit on all size decades but one (sizeDecade), predict that one. */
   leaveOneSizeDecadeOut?: { all: ResidualSummary; byDecade: { decade: string; summary: ResidualSummary }[] }
+  /** Fit on the other element types, predict this one (two or more dtypes). */
+  leaveOneDtypeOut?: { all: ResidualSummary; byDtype: { dtype: string; summary: ResidualSummary }[] }
   /** The overlap exponent of the fit (null: the table's, absent = additive). */
   overlapExponent: number | null
   /** In-sample residuals at each overlap exponent tried (platforms with kernel structure). */
@@ -87,6 +93,7 @@ interface FitOutcome {
   params: ParamValues
   fitted: FitParam[]
   notIdentified: FitParam[]
+  held: FitParam[]
 }
 
 function rowTerms(r: CalibrationRow, algorithms: AlgorithmTable, platform: PlatformConstants): ModelTerms {
@@ -122,14 +129,18 @@ function fitParams(
   prior: ParamValues,
   overlapExponent: number | null,
   start?: ParamValues,
+  fitOnly?: readonly FitParam[],
 ): FitOutcome {
   const linear = terms.map((t) => termsGradient(t, { ...prior, overlapExponent: 1 }, true))
   // which columns the rows use and can tell apart: decided on the additive form (same zero pattern)
   const design0 = linear.map((f, i) => FIT_PARAMS.map((p) => f[p] / rows[i].measuredUs))
   const used = FIT_PARAMS.map((_, j) => j).filter((j) => design0.some((row) => row[j] !== 0))
-  const free = independentColumns(design0, used)
+  // fitOnly: every other column the rows use is held at the table's value, like one they cannot identify
+  const candidates = fitOnly ? used.filter((j) => fitOnly.includes(FIT_PARAMS[j])) : used
+  const free = independentColumns(design0, candidates)
   const heldCols = used.filter((j) => !free.includes(j))
-  const notIdentified = heldCols.map((j) => FIT_PARAMS[j])
+  const notIdentified = candidates.filter((j) => !free.includes(j)).map((j) => FIT_PARAMS[j])
+  const heldByChoice = used.filter((j) => !candidates.includes(j)).map((j) => FIT_PARAMS[j])
   // Columns held at the prior (or at 0 when the table has none) move to the right-hand side.
   const held = (j: number): number => prior[FIT_PARAMS[j]] ?? 0
   const solve = (params: ParamValues): ParamValues => {
@@ -218,7 +229,7 @@ function fitParams(
     params = { ...params, overlapExponent: overlapExponent ?? prior.overlapExponent ?? null }
   }
   for (const j of used) if (params[FIT_PARAMS[j]] === null) params[FIT_PARAMS[j]] = 0
-  return { params, fitted: free.map((j) => FIT_PARAMS[j]), notIdentified }
+  return { params, fitted: free.map((j) => FIT_PARAMS[j]), notIdentified, held: heldByChoice }
 }
 
 /**
@@ -239,16 +250,17 @@ function fitWithExponent(
   prior: ParamValues,
   exponents: readonly number[] | null,
   start?: ParamValues,
+  fitOnly?: readonly FitParam[],
 ): ExponentFit {
   if (exponents === null || !terms.some((t) => t.overlapped.length > 0)) {
-    const fit = fitParams(rows, terms, prior, prior.overlapExponent ?? null, start)
+    const fit = fitParams(rows, terms, prior, prior.overlapExponent ?? null, start, fitOnly)
     return { ...fit, overlapExponent: prior.overlapExponent ?? null }
   }
   let best: ExponentFit | undefined
   let bestCost = Number.POSITIVE_INFINITY
   const scan: ExponentFit['scan'] = []
   for (const q of exponents) {
-    const fit = fitParams(rows, terms, prior, q, start)
+    const fit = fitParams(rows, terms, prior, q, start, fitOnly)
     const cost = relativeSquares(rows, terms, fit.params)
     const errors = rows.map((r, i) => predictRow(terms[i], fit.params) / r.measuredUs - 1)
     scan.push({ overlapExponent: q, ...summarize(errors) })
@@ -276,11 +288,17 @@ export interface CalibrationOptions {
   leaveOneOut?: boolean
   leaveOneRankCountOut?: boolean
   leaveOneSizeDecadeOut?: boolean
+  leaveOneDtypeOut?: boolean
   /**
    * Overlap exponents to choose from (platforms with kernel structure); default OVERLAP_EXPONENTS. null keeps the
    * table's exponent (absent: 1, additive). Held-out fits choose again on their own rows.
    */
   overlapExponents?: readonly number[] | null
+  /**
+   * Fit only these parameters; every other one the rows use keeps the table's value (listed as held). Absent: fit
+   * every parameter the rows identify. Empty: fit nothing (the table's prediction, no held-out residuals).
+   */
+  fitOnly?: readonly FitParam[]
 }
 
 /** Fit on the rows whose key differs from each key in turn, predict the rows of that key. */
@@ -289,6 +307,7 @@ function holdOutByKey<K extends string | number>(
   terms: ModelTerms[],
   prior: ParamValues,
   exponents: readonly number[] | null,
+  fitOnly: readonly FitParam[] | undefined,
   keyOf: (r: CalibrationRow) => K,
   record: (i: number, e: number) => void,
 ): { key: K; summary: ResidualSummary }[] {
@@ -300,6 +319,8 @@ function holdOutByKey<K extends string | number>(
       train.map((i) => terms[i]),
       prior,
       exponents,
+      undefined,
+      fitOnly,
     ).params
     const errors: number[] = []
     rows.forEach((r, i) => {
@@ -323,19 +344,22 @@ export function calibratePlatform(
   const prior = paramsFromPlatform(platform)
   const terms = rows.map((r) => rowTerms(r, algorithms, platform))
   const exponents = options.overlapExponents === undefined ? OVERLAP_EXPONENTS : options.overlapExponents
-  const fit = fitWithExponent(rows, terms, prior, exponents)
+  const fitOnly = options.fitOnly
+  const fit = fitWithExponent(rows, terms, prior, exponents, undefined, fitOnly)
+  // nothing fitted: the residuals are the table's, and a held-out fit would repeat them
+  const holdOut = fit.fitted.length > 0
   const residuals: ResidualRow[] = rows.map((r, i) => {
     const predictedUs = predictRow(terms[i], fit.params)
     return { ...r, predictedUs, relError: (predictedUs - r.measuredUs) / r.measuredUs }
   })
   let leaveOneOut: ResidualSummary | undefined
-  if ((options.leaveOneOut ?? true) && rows.length > fit.fitted.length + 1) {
+  if (holdOut && (options.leaveOneOut ?? true) && rows.length > fit.fitted.length + 1) {
     // exponent kept at the full fit's; Gauss–Newton started from the full fit
     const fixed = { ...prior, overlapExponent: fit.overlapExponent }
     const errors: number[] = []
     rows.forEach((r, i) => {
       const keep = (_: unknown, k: number) => k !== i
-      const p = fitParams(rows.filter(keep), terms.filter(keep), fixed, fit.overlapExponent, fit.params).params
+      const p = fitParams(rows.filter(keep), terms.filter(keep), fixed, fit.overlapExponent, fit.params, fitOnly).params
       const e = (predictRow(terms[i], p) - r.measuredUs) / r.measuredUs
       residuals[i].looRelError = e
       errors.push(e)
@@ -344,12 +368,13 @@ export function calibratePlatform(
   }
   let leaveOneRankCountOut: CalibrationResult['leaveOneRankCountOut']
   const rankCounts = new Set(rows.map((r) => r.ranks))
-  if ((options.leaveOneRankCountOut ?? true) && rankCounts.size >= 3) {
+  if (holdOut && (options.leaveOneRankCountOut ?? true) && rankCounts.size >= 3) {
     const byKey = holdOutByKey(
       rows,
       terms,
       prior,
       exponents,
+      fitOnly,
       (r) => r.ranks,
       (i, e) => {
         residuals[i].lorcoRelError = e
@@ -362,12 +387,13 @@ export function calibratePlatform(
   }
   let leaveOneSizeDecadeOut: CalibrationResult['leaveOneSizeDecadeOut']
   const decades = new Set(rows.map((r) => sizeDecade(r.bytes)))
-  if ((options.leaveOneSizeDecadeOut ?? true) && decades.size >= 3) {
+  if (holdOut && (options.leaveOneSizeDecadeOut ?? true) && decades.size >= 3) {
     const byKey = holdOutByKey(
       rows,
       terms,
       prior,
       exponents,
+      fitOnly,
       (r) => sizeDecade(r.bytes),
       (i, e) => {
         residuals[i].losdoRelError = e
@@ -378,6 +404,17 @@ export function calibratePlatform(
       byDecade: byKey.map((b) => ({ decade: b.key, summary: b.summary })),
     }
   }
+  let leaveOneDtypeOut: CalibrationResult['leaveOneDtypeOut']
+  const dtypeOf = (r: CalibrationRow): string => r.dtype ?? 'bf16'
+  if (holdOut && (options.leaveOneDtypeOut ?? true) && new Set(rows.map(dtypeOf)).size >= 2) {
+    const byKey = holdOutByKey(rows, terms, prior, exponents, fitOnly, dtypeOf, (i, e) => {
+      residuals[i].lodtoRelError = e
+    })
+    leaveOneDtypeOut = {
+      all: summarize(residuals.map((r) => r.lodtoRelError as number)),
+      byDtype: byKey.map((b) => ({ dtype: b.key, summary: b.summary })),
+    }
+  }
   return {
     platform: platformName,
     params: fit.params,
@@ -385,11 +422,13 @@ export function calibratePlatform(
     overlapExponentScan: fit.scan,
     fitted: fit.fitted,
     notIdentified: fit.notIdentified,
+    held: fit.held,
     residuals,
     inSample: summarize(residuals.map((r) => r.relError)),
     leaveOneOut,
     leaveOneRankCountOut,
     leaveOneSizeDecadeOut,
+    leaveOneDtypeOut,
   }
 }
 
@@ -463,7 +502,8 @@ export function applyCalibration(platform: PlatformConstants, result: Calibratio
     else if (v === 0)
       c[rate] = { value: null, unbounded: true, source: `${src(p)}: fitted to 0 µs per byte, no limit seen` }
   }
-  if (result.overlapExponent !== null && platform.structure === 'kernel')
+  // only an exponent the fit chose (a scan); one held at the table's keeps its source
+  if (result.overlapExponent !== null && result.overlapExponentScan && platform.structure === 'kernel')
     c.overlapExponent = {
       value: result.overlapExponent,
       source: `${src('overlapExponent')}: of ${OVERLAP_EXPONENTS.join(', ')}, the least squared relative error`,

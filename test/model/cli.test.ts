@@ -107,5 +107,17 @@ describe('llcomm model (CLI)', () => {
     assert.equal(cal.leaveOneSizeDecadeOut.all.within15, 18)
     const text = run(['--calibrate', path])
     assert.match(text.stdout, /residuals leave-one-size-decade-out: 18\/18 within ±15%/)
+    // --fit: only the named parameters move; 'none' predicts with the table; --algorithms picks the rows
+    const floorOnly = JSON.parse(run(['--calibrate', path, '--fit', 'kernelFloorUs', '--json']).stdout).calibrations[0]
+    assert.deepEqual(floorOnly.fitted, ['kernelFloorUs'])
+    assert.ok(floorOnly.held.includes('hopUs'))
+    const none = run(['--calibrate', path, '--fit', 'none', '--algorithms', 'ring'])
+    assert.match(none.stdout, /: 9 rows\n/)
+    assert.match(none.stdout, /fitted: none/)
+    assert.match(none.stdout, /residuals with the table's constants \(nothing fitted\)/)
+    assert.doesNotMatch(none.stdout, /leave-one-out/)
+    const bad = run(['--calibrate', path, '--fit', 'hopUs,nonsense'])
+    assert.notEqual(bad.status, 0)
+    assert.match(bad.stderr, /--fit: unknown parameter "nonsense"/)
   })
 })

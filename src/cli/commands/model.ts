@@ -15,11 +15,12 @@ import {
   calibratePlatform,
   calibrationRowsByPlatform,
   platformForCalibration,
+  type ResidualRow,
 } from '../../model/calibrate.js'
 import { validateDecodeFile } from '../../model/decode-calibration.js'
 import { type DecodeEstimate, estimateDecode, parseLaunchMode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
-import { type ParamValues, paramsFromPlatform } from '../../model/latency-model.js'
+import { FIT_PARAMS, type FitParam, type ParamValues, paramsFromPlatform } from '../../model/latency-model.js'
 import {
   getPlatform,
   loadAlgorithmTable,
@@ -37,6 +38,7 @@ interface ModelOptions {
   gpus: string
   sizes: string
   calibrate?: string[]
+  fit?: string
   write?: boolean
   table?: string
   decode?: boolean
@@ -66,6 +68,24 @@ function benchFilesFrom(paths: string[]): string[] {
     }
   }
   return files
+}
+
+/**
+ * --fit: the parameters to fit ('none': fit nothing, the table's prediction); the rest keep the table's values.
+ * The overlap exponent is chosen again only when 'overlapExponent' is in the list.
+ */
+function parseFitList(text: string): { fitOnly: FitParam[]; overlapExponents: readonly number[] | null | undefined } {
+  const names = text === 'none' ? [] : text.split(',').map((s) => s.trim())
+  for (const n of names)
+    if (n !== 'overlapExponent' && !(FIT_PARAMS as readonly string[]).includes(n))
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `--fit: unknown parameter ${JSON.stringify(n)} (known: ${FIT_PARAMS.join(', ')}, overlapExponent, none)`,
+      )
+  return {
+    fitOnly: names.filter((n): n is FitParam => n !== 'overlapExponent'),
+    overlapExponents: names.includes('overlapExponent') ? undefined : null,
+  }
 }
 
 function positiveNumber(text: string, flag: string): number {
@@ -124,9 +144,12 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
     lines.push(`overlap exponent q = ${r.overlapExponent}`)
   if (r.notIdentified.length)
     lines.push(`not identified by these rows (table value kept): ${r.notIdentified.join(', ')}`)
+  if (r.held.length) lines.push(`held at the table's value (--fit): ${r.held.join(', ')}`)
   const s = (x: CalibrationResult['inSample']) =>
     `${x.within15}/${x.rows} within ±15%, rms ${percent(x.rmsRelError)}, max ${percent(x.maxAbsRelError)}`
-  lines.push(`residuals in-sample: ${s(r.inSample)}`)
+  lines.push(
+    `residuals ${r.fitted.length ? 'in-sample' : "with the table's constants (nothing fitted)"}: ${s(r.inSample)}`,
+  )
   if (r.leaveOneOut) lines.push(`residuals leave-one-out: ${s(r.leaveOneOut)}`)
   if (r.leaveOneRankCountOut) {
     // Fit on every rank count but one, predict that one: the test of how the model scales.
@@ -138,6 +161,20 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
     lines.push(`residuals leave-one-size-decade-out: ${s(r.leaveOneSizeDecadeOut.all)}`)
     for (const b of r.leaveOneSizeDecadeOut.byDecade) lines.push(`  ${b.decade} held out: ${s(b.summary)}`)
   }
+  if (r.leaveOneDtypeOut) {
+    // Fit on the other element types, predict this one.
+    lines.push(`residuals leave-one-dtype-out: ${s(r.leaveOneDtypeOut.all)}`)
+    for (const b of r.leaveOneDtypeOut.byDtype) lines.push(`  ${b.dtype} held out: ${s(b.summary)}`)
+  }
+  // the held-out errors the calibration computed (columns without any value are left out)
+  const heldOut = (
+    [
+      ['leave-one-out', 'LOO error', (x) => x.looRelError],
+      ['leave-one-rank-count-out', 'rank count out', (x) => x.lorcoRelError],
+      ['leave-one-size-decade-out', 'size decade out', (x) => x.losdoRelError],
+      ['leave-one-dtype-out', 'dtype out', (x) => x.lodtoRelError],
+    ] as const satisfies readonly (readonly [string, string, (x: ResidualRow) => number | undefined])[]
+  ).filter(([, , get]) => r.residuals.some((x) => get(x) !== undefined))
   const algorithmsSeen = [...new Set(r.residuals.map((x) => x.algorithm))]
   if (algorithmsSeen.length > 1) {
     const count = (errors: (number | undefined)[]) => {
@@ -146,15 +183,10 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
     }
     lines.push(
       textTable(
-        ['algorithm', 'within ±15% in-sample', 'leave-one-rank-count-out', 'leave-one-size-decade-out'],
+        ['algorithm', 'within ±15% in-sample', ...heldOut.map(([name]) => name)],
         algorithmsSeen.map((a) => {
           const rs = r.residuals.filter((x) => x.algorithm === a)
-          return [
-            a,
-            count(rs.map((x) => x.relError)),
-            count(rs.map((x) => x.lorcoRelError)),
-            count(rs.map((x) => x.losdoRelError)),
-          ]
+          return [a, count(rs.map((x) => x.relError)), ...heldOut.map(([, , get]) => count(rs.map(get)))]
         }),
       ),
     )
@@ -170,9 +202,7 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
           'measured µs',
           'predicted µs',
           'error',
-          'LOO error',
-          'rank count out',
-          'size decade out',
+          ...heldOut.map(([, column]) => column),
         ],
         r.residuals.map((x) => [
           x.algorithm,
@@ -182,9 +212,10 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
           fixed(x.measuredUs, 2),
           fixed(x.predictedUs, 2),
           percent(x.relError),
-          x.looRelError === undefined ? '' : percent(x.looRelError),
-          x.lorcoRelError === undefined ? '' : percent(x.lorcoRelError),
-          x.losdoRelError === undefined ? '' : percent(x.losdoRelError),
+          ...heldOut.map(([, , get]) => {
+            const e = get(x)
+            return e === undefined ? '' : percent(e)
+          }),
         ]),
       ),
     )
@@ -252,10 +283,17 @@ export function register(program: Command): void {
     .command('model')
     .description('latency model per algorithm, scale simulation to 72 GPUs, calibration, decode cost, seed checks')
     .option('--platform <name>', 'latency platform: gb200, h200, h200-virtual, cpu', 'gb200')
-    .option('--algorithms <list>', 'comma-separated algorithms (default: all in data/latency/algorithms.json)')
+    .option(
+      '--algorithms <list>',
+      'comma-separated algorithms (default: all in data/latency/algorithms.json); with --calibrate, only their rows',
+    )
     .option('--gpus <range>', "GPU counts: '2..72' or '2,4,8'", '2..72')
     .option('--sizes <list>', 'message sizes per rank', '8K,16K,64K,256K,1M')
     .option('--calibrate <files...>', 'bench/results JSON files or folders to fit the constants to')
+    .option(
+      '--fit <params>',
+      "with --calibrate: fit only these parameters (comma-separated, as printed after 'fitted:'; 'none' = predict with the table); the others keep the table's values",
+    )
     .option('--residuals', 'print every calibration row')
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
@@ -286,6 +324,8 @@ export function register(program: Command): void {
         >()
         const skippedReasons = new Set<string>()
         const explicit = new Set(o.calibrate)
+        const only = o.algorithms ? new Set(o.algorithms.split(',').map((s) => s.trim())) : undefined
+        const fitList = o.fit === undefined ? undefined : parseFitList(o.fit)
         for (const path of benchFilesFrom(o.calibrate)) {
           // a file named on the command line must be a bench document; in a folder, other documents are skipped
           const file = explicit.has(path) ? readBenchFile(path) : tryReadBenchFile(path)
@@ -295,7 +335,9 @@ export function register(program: Command): void {
           }
           const { groups, skipped } = calibrationRowsByPlatform(file, algorithms)
           for (const sk of skipped) skippedReasons.add(sk.reason)
-          for (const [name, rows] of groups) {
+          for (const [name, all] of groups) {
+            const rows = only ? all.filter((r) => only.has(r.algorithm)) : all
+            if (rows.length === 0) continue
             const sample =
               file.rows.find((r) => r.algorithm === rows[0].algorithm && r.ranks === rows[0].ranks) ?? file.rows[0]
             const entry = pooled.get(name) ?? {
@@ -314,7 +356,13 @@ export function register(program: Command): void {
         for (const [name, entry] of pooled) {
           const files = [...entry.files].join(', ')
           const platform = platformForCalibration(platforms, name, entry.topology)
-          const result = calibratePlatform(name, platform, entry.rows, algorithms)
+          const result = calibratePlatform(
+            name,
+            platform,
+            entry.rows,
+            algorithms,
+            fitList && { fitOnly: fitList.fitOnly, overlapExponents: fitList.overlapExponents },
+          )
           calibrated[name] = result.params
           calibrations.push({ files: [...entry.files], ...result, skippedRows: entry.skipped })
           text.push(calibrationText(files, result, o.residuals === true))
@@ -374,7 +422,8 @@ export function register(program: Command): void {
         out.validateDecode = v.calibration
         text.push(v.text)
       }
-      if (!o.decode && !o.seedChecks && !o.validateDecode && (!o.calibrate || o.algorithms || o.platform !== 'gb200')) {
+      // with --calibrate, --algorithms picks the rows to fit; the scale table needs --platform
+      if (!o.decode && !o.seedChecks && !o.validateDecode && (!o.calibrate || o.platform !== 'gb200')) {
         const platform = getPlatform(platforms, o.platform)
         const names = o.algorithms ? o.algorithms.split(',').map((s) => s.trim()) : Object.keys(algorithms.algorithms)
         const gpus = parseGpuCounts(o.gpus)
