@@ -17,8 +17,9 @@
  *   two-shot     part = piece / N per owner (16 B aligned; K = owners with data, K' = min(N−1, K)),
  *                r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
  *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel)
- *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K, one counter
- *                wait, N−1 LL8 broadcast stores; serialRecvs ceil(part words / T)·K'
+ *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
+ *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
+ *                serialRecvs ceil(part words / T)·K'
  *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
  *   every kernel blockBytes: the bytes one block moves through L2 (slot stores, loads and re-arms, input, output);
@@ -212,9 +213,9 @@ function structureCounts(
       const otherOwners = Math.min(peers, ownersWithData)
       if (variant.protocol === 'll128') {
         // twoshot-atomic: one warp per 128-byte line (LLCOMM_LINE_DATA_WORDS data words); per line round a warp
-        // red.adds its line into every owner with data (a release bump each), the owner waits for its lines'
-        // counters, then broadcasts each word as an LL8 packet to every peer; the all-gather receives word after
-        // word, owner after owner.
+        // red.adds its line into every owner with data, then one fence and a counter bump per line publish them
+        // (atomic_lines.cuh publish()); the owner waits for its lines' counters, then broadcasts each word as an LL8
+        // packet to every peer; the all-gather receives word after word, owner after owner.
         const lineRounds = Math.ceil(Math.ceil(partBytes / (LLCOMM_LINE_DATA_WORDS * 4)) / (threads / 32))
         return {
           ...none,
