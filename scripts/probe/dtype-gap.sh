@@ -15,7 +15,7 @@ for k in ${DTYPE_GAP_SASS:-oneshot_ll oneshot_sentinel oneshot_barrier}; do
   nvcc -arch=sm_90 -cubin -I kernels -o "$res/$k.cubin" "kernels/allreduce/$k.cu" > "$res/nvcc-$k.log" 2>&1
   cuobjdump -sass "$res/$k.cubin" > "$res/sass-$k.txt" 2>&1
 done
-for n in 4; do
+for n in ${DTYPE_GAP_RANKS:-4}; do
   devs=$(python3 -c "print(','.join(['0']*$n))")
   for dt in bf16 f32; do
     for alg in oneshot-ll oneshot-barrier; do
@@ -24,7 +24,7 @@ for n in 4; do
         --no-progress > "$res/bench-$tag.txt" 2>&1
       # Virtual ranks run as one cooperative kernel, so a kernel node can be profiled on its own (ncu saves and
       # restores memory between its replay passes); the tenth launch, after the warm-up calls.
-      timeout 120 ncu --clock-control none --kernel-name regex:llcomm_ --launch-skip 10 --launch-count 1 \
+      timeout 120 ncu --clock-control none --kernel-name regex:llcomm_ --launch-skip 10 --launch-count 1 ${DTYPE_GAP_NCU_ARGS:-} \
         --section SpeedOfLight --section WarpStateStats --section InstructionStats --section SourceCounters \
         --section LaunchStats --export "$res/ncu-$tag" --force-overwrite \
         node bin/llcomm.js bench --devices "$devs" --algorithms "$alg" --dtype "$dt" --sizes 8 --iters 20 --warmup 1 \
