@@ -81,37 +81,34 @@ struct LlcAcc {
   }
 };
 
-// Partial 16-byte access for the tail of a message: `validBytes` (< 16, a multiple of the element size) bytes are
-// loaded, the rest of the vector is zero (harmless for a sum; never stored back).
-template <int DT>
-LLC_DEVICE LlcWords4 llcLoadTail(const void* p, llc_u32 validBytes) {
-  // Unrolled with constant indices so the vector stays in registers (a run-time index would move it to local memory).
-  LlcWords4 v;
+// The tail of a message: the W payload words of the last slot, of which only `validBytes` (< 4 * W, a multiple of
+// the element size) bytes are in the message. Whole words are loaded as words; a 16-bit type's odd last element as
+// one half (the upper half of its word is zero, harmless for a sum and never stored back); words past the end are 0.
+// Sized by W, not by the 16-byte vector: an LL8 slot's tail is one 16-bit load. The tail code is in every kernel's
+// loop, taken or not, and its size counts: a bf16 tail written for 16 bytes (8 half loads or stores) made oneshot-ll
+// 0.2-0.9 us slower than f32 at equal bytes (bench/NOTES.md, fourth session).
+// Unrolled with constant indices so the words stay in registers (a run-time index would move them to local memory).
+template <int DT, int W>
+LLC_DEVICE void llcLoadTail(const void* p, llc_u32 validBytes, llc_u32* w) {
   const char* c = static_cast<const char*>(p);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) v.w[i] = 0;
-  if (LlcDtype<DT>::kElemBytes == 4) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (4u * i < validBytes) v.w[i] = reinterpret_cast<const llc_u32*>(c)[i];
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      if (2u * i < validBytes) v.w[i / 2] |= static_cast<llc_u32>(reinterpret_cast<const llc_u16*>(c)[i]) << (16 * (i & 1));
+  for (int i = 0; i < W; ++i) {
+    w[i] = 0;
+    if (4u * i + 4u <= validBytes)
+      w[i] = reinterpret_cast<const llc_u32*>(c)[i];
+    else if (LlcDtype<DT>::kElemBytes == 2 && 4u * i + 2u <= validBytes)
+      w[i] = reinterpret_cast<const llc_u16*>(c)[2 * i];
   }
-  return v;
 }
-template <int DT>
-LLC_DEVICE void llcStoreTail(void* p, const LlcWords4& v, llc_u32 validBytes) {
+template <int DT, int W>
+LLC_DEVICE void llcStoreTail(void* p, const llc_u32* w, llc_u32 validBytes) {
   char* c = static_cast<char*>(p);
-  if (LlcDtype<DT>::kElemBytes == 4) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (4u * i < validBytes) reinterpret_cast<llc_u32*>(c)[i] = v.w[i];
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      if (2u * i < validBytes) reinterpret_cast<llc_u16*>(c)[i] = static_cast<llc_u16>(v.w[i / 2] >> (16 * (i & 1)));
+  for (int i = 0; i < W; ++i) {
+    if (4u * i + 4u <= validBytes)
+      reinterpret_cast<llc_u32*>(c)[i] = w[i];
+    else if (LlcDtype<DT>::kElemBytes == 2 && 4u * i + 2u <= validBytes)
+      reinterpret_cast<llc_u16*>(c)[2 * i] = static_cast<llc_u16>(w[i]);
   }
 }
 

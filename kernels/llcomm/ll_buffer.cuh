@@ -297,9 +297,7 @@ LLC_DEVICE void llcLoadPayload(const char* base, llc_u64 offset, llc_u64 totalBy
       llcLoadWeak1(base + offset, w);
     }
   } else {
-    const LlcWords4 v = llcLoadTail<DT>(base + offset, static_cast<llc_u32>(totalBytes - offset));
-#pragma unroll
-    for (int i = 0; i < W; ++i) w[i] = v.w[i];
+    llcLoadTail<DT, W>(base + offset, static_cast<llc_u32>(totalBytes - offset), w);
   }
 }
 template <int DT, int W>
@@ -316,10 +314,7 @@ LLC_DEVICE void llcStorePayload(char* base, llc_u64 offset, llc_u64 totalBytes, 
       llcStoreWeak1(base + offset, w);
     }
   } else {
-    LlcWords4 v;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v.w[i] = i < W ? w[i < W ? i : 0] : 0u;
-    llcStoreTail<DT>(base + offset, v, static_cast<llc_u32>(totalBytes - offset));
+    llcStoreTail<DT, W>(base + offset, w, static_cast<llc_u32>(totalBytes - offset));
   }
 }
 
