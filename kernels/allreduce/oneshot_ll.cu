@@ -8,30 +8,42 @@ template <class Fmt, int DT>
 __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& p) {
   const LlcCall call = llcBeginCall<DT>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
+  constexpr int W = Fmt::kWords;
+  const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 4u * W));
+  // This thread's first slot of input is loaded before the channel's epoch, so the two loads are in flight together.
+  // Loaded after it, the input load waited behind the epoch's first use (the compiler puts epoch + 1 right after the
+  // load): a second round trip before the first send, 0.08-0.1 us at 2 ranks, 8 B-2 KB (bench/NOTES.md, fifth
+  // session). Ordering: like every input read, it comes after llcBeginCall's wait for the prior grid (PDL); a weak
+  // load is enough, since the input is stable for the whole kernel (in place, a slot's output is stored only after
+  // that slot's input was read by the same thread).
+  typename LlBuffer<Fmt>::Value next{};
+  if (threadIdx.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
   const llc_u64 laneBytes = p.ll.channelHalfBytes / p.nranks / 16u * 16u;
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.ll), laneBytes, call.role.rank, p.nranks, ch, &waiter);
-  constexpr int W = Fmt::kWords;
-  const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 4u * W));
   typename LlBuffer<Fmt>::Value v{};
   const llc_u32 groups = buf.spreadGroups(slots); // uniform over the block
   if (groups > 1) {
     // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, recvReduceSpread).
     LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
     buf.bcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
-      llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, x.w);
+      if (s == threadIdx.x)
+        x = next; // loaded before the epoch
+      else
+        llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, x.w);
     });
     const llc_u32 s = threadIdx.x;
-    if (s < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w); // own contribution
+    if (s < slots) v = next; // own contribution, loaded before the epoch
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduceSpread<DT>(slots, groups, v, stage);
     if (s < slots) llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
     ch.advanceEpoch();
     return;
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
-    llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w);
+    v = next; // loaded one iteration ahead (the first before the epoch), so the load overlaps the sends
+    if (s + blockDim.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {

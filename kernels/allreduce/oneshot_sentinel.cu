@@ -9,12 +9,15 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   using Fmt = LlcSentinel<DT>;
   const LlcCall call = llcBeginCall<DT>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
+  const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
+  // This thread's first slot of input is loaded before the channel's epoch (as in oneshot_ll.cu).
+  typename LlBuffer<Fmt>::Value next{};
+  if (threadIdx.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
   const llc_u64 laneBytes = p.sentinel.channelHalfBytes / p.nranks / 16u * 16u;
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.sentinel), laneBytes, call.role.rank, p.nranks, ch, &waiter);
-  const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
   typename LlBuffer<Fmt>::Value v{};
   const llc_u32 groups = buf.spreadGroups(slots); // uniform over the block
   if (groups > 1) {
@@ -22,17 +25,21 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     // slot is re-armed by the thread that read it, as in recvReduce.
     LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
     buf.bcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
-      llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, x.w);
+      if (s == threadIdx.x)
+        x = next; // loaded before the epoch
+      else
+        llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, x.w);
     });
     const llc_u32 s = threadIdx.x;
-    if (s < slots) llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w); // own contribution
+    if (s < slots) v = next; // own contribution, loaded before the epoch
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduceSpread<DT>(slots, groups, v, stage);
     if (s < slots) llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
     ch.advanceEpoch();
     return;
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
-    llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w);
+    v = next; // loaded one iteration ahead (the first before the epoch), so the load overlaps the sends
+    if (s + blockDim.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
