@@ -23,6 +23,14 @@ import {
 } from './latency-model.js'
 import type { AlgorithmTable, PlatformConstants, PlatformTable, SourcedValue } from './latency-tables.js'
 import { CONSTANT_NAMES, getAlgorithm } from './latency-tables.js'
+import { fitNccl, heldOutPrior, NCCL_FITTABLE, type NcclFit } from './nccl-calibrate.js'
+import {
+  candidateLabel,
+  type NcclConstantName,
+  type NcclConstants,
+  ncclConstantsFrom,
+  predictNccl,
+} from './nccl-model.js'
 import { independentColumns, nonNegativeLeastSquares } from './nnls.js'
 
 export interface CalibrationRow {
@@ -46,6 +54,8 @@ export interface ResidualRow extends CalibrationRow {
   losdoRelError?: number
   /** Same, with every row of this element type left out of the fit. */
   lodtoRelError?: number
+  /** Rows priced in NCCL's cost form: the (algorithm/protocol) candidate the fitted minimum picks, e.g. 'ring/LL'. */
+  choice?: string
 }
 
 export interface ResidualSummary {
@@ -75,6 +85,17 @@ export interface CalibrationResult {
   overlapExponent: number | null
   /** In-sample residuals at each overlap exponent tried (platforms with kernel structure). */
   overlapExponentScan?: ({ overlapExponent: number } & ResidualSummary)[]
+  /** Rows of algorithms priced in NCCL's cost form (nccl-model.ts), on a platform with an `nccl` block. */
+  nccl?: NcclCalibration
+}
+
+export interface NcclCalibration {
+  rows: number
+  constants: NcclConstants
+  fitted: NcclConstantName[]
+  notIdentified: NcclConstantName[]
+  /** Fittable constants the caller held at the table's value (--fit). */
+  held: NcclConstantName[]
 }
 
 const DTYPES: readonly string[] = ['f32', 'f16', 'bf16']
@@ -299,6 +320,11 @@ export interface CalibrationOptions {
    * every parameter the rows identify. Empty: fit nothing (the table's prediction, no held-out residuals).
    */
   fitOnly?: readonly FitParam[]
+  /**
+   * Rows in NCCL's cost form: the constants to fit (of NCCL_FITTABLE). Absent: all of NCCL_FITTABLE, or none when
+   * fitOnly is empty.
+   */
+  ncclFitOnly?: readonly NcclConstantName[]
 }
 
 /** Fit on the rows whose key differs from each key in turn, predict the rows of that key. */
@@ -333,7 +359,7 @@ function holdOutByKey<K extends string | number>(
   })
 }
 
-export function calibratePlatform(
+function calibrateStructure(
   platformName: string,
   platform: PlatformConstants,
   rows: CalibrationRow[],
@@ -432,6 +458,189 @@ export function calibratePlatform(
   }
 }
 
+/**
+ * Fits a platform's constants to measured rows and reports the residuals. Rows of an algorithm priced in NCCL's
+ * cost form (`tuner: 'nccl'`), on a platform whose `nccl` block is complete, are fitted in that form
+ * (nccl-calibrate.ts); every other row in the latency model's form. The summaries cover both.
+ */
+export function calibratePlatform(
+  platformName: string,
+  platform: PlatformConstants,
+  rows: CalibrationRow[],
+  algorithms: AlgorithmTable,
+  options: CalibrationOptions = {},
+): CalibrationResult {
+  if (rows.length === 0) throw new LlcommError('INVALID_ARGUMENT', `no usable rows to calibrate ${platformName}`)
+  const table = ncclConstantsFrom(platform.nccl)
+  const inTunerForm = (r: CalibrationRow) => table !== null && getAlgorithm(algorithms, r.algorithm).tuner === 'nccl'
+  const tunerIndex = rows.map((_, i) => i).filter((i) => inTunerForm(rows[i]))
+  if (table === null || tunerIndex.length === 0)
+    return calibrateStructure(platformName, platform, rows, algorithms, options)
+  const otherIndex = rows.map((_, i) => i).filter((i) => !inTunerForm(rows[i]))
+  const structure =
+    otherIndex.length > 0
+      ? calibrateStructure(
+          platformName,
+          platform,
+          otherIndex.map((i) => rows[i]),
+          algorithms,
+          options,
+        )
+      : undefined
+  const free =
+    options.ncclFitOnly ?? (options.fitOnly !== undefined && options.fitOnly.length === 0 ? [] : NCCL_FITTABLE)
+  const tuner = calibrateTunerRows(
+    tunerIndex.map((i) => rows[i]),
+    table,
+    free,
+    options,
+  )
+  const residuals: ResidualRow[] = new Array(rows.length)
+  tunerIndex.forEach((i, k) => {
+    residuals[i] = tuner.residuals[k]
+  })
+  otherIndex.forEach((i, k) => {
+    residuals[i] = (structure as CalibrationResult).residuals[k]
+  })
+  const prior = paramsFromPlatform(platform)
+  return {
+    platform: platformName,
+    params: structure?.params ?? prior,
+    overlapExponent: structure?.overlapExponent ?? prior.overlapExponent ?? null,
+    overlapExponentScan: structure?.overlapExponentScan,
+    fitted: structure?.fitted ?? [],
+    notIdentified: structure?.notIdentified ?? [],
+    held: structure?.held ?? [],
+    residuals,
+    ...summariesOf(residuals),
+    nccl: {
+      rows: tunerIndex.length,
+      constants: tuner.fit.constants,
+      fitted: tuner.fit.fitted,
+      notIdentified: tuner.fit.notIdentified,
+      held: NCCL_FITTABLE.filter((n) => !free.includes(n)),
+    },
+  }
+}
+
+/** The in-sample and held-out summaries of residual rows (each held-out one over the rows that have it). */
+function summariesOf(
+  residuals: ResidualRow[],
+): Pick<
+  CalibrationResult,
+  'inSample' | 'leaveOneOut' | 'leaveOneRankCountOut' | 'leaveOneSizeDecadeOut' | 'leaveOneDtypeOut'
+> {
+  const grouped = <K extends string | number>(
+    get: (r: ResidualRow) => number | undefined,
+    keyOf: (r: ResidualRow) => K,
+  ) => {
+    const have = residuals.filter((r) => get(r) !== undefined)
+    if (have.length === 0) return undefined
+    const keys = [...new Set(have.map(keyOf))]
+    return {
+      all: summarize(have.map((r) => get(r) as number)),
+      byKey: keys.map((key) => ({
+        key,
+        summary: summarize(have.filter((r) => keyOf(r) === key).map((r) => get(r) as number)),
+      })),
+    }
+  }
+  const loo = residuals.filter((r) => r.looRelError !== undefined).map((r) => r.looRelError as number)
+  const ranks = grouped(
+    (r) => r.lorcoRelError,
+    (r) => r.ranks,
+  )
+  const decades = grouped(
+    (r) => r.losdoRelError,
+    (r) => sizeDecade(r.bytes),
+  )
+  const dtypes = grouped(
+    (r) => r.lodtoRelError,
+    (r) => r.dtype ?? 'bf16',
+  )
+  return {
+    inSample: summarize(residuals.map((r) => r.relError)),
+    leaveOneOut: loo.length ? summarize(loo) : undefined,
+    leaveOneRankCountOut: ranks && {
+      all: ranks.all,
+      byRanks: ranks.byKey.map((b) => ({ ranks: b.key, summary: b.summary })).sort((x, y) => x.ranks - y.ranks),
+    },
+    leaveOneSizeDecadeOut: decades && {
+      all: decades.all,
+      byDecade: decades.byKey.map((b) => ({ decade: b.key, summary: b.summary })),
+    },
+    leaveOneDtypeOut: dtypes && {
+      all: dtypes.all,
+      byDtype: dtypes.byKey.map((b) => ({ dtype: b.key, summary: b.summary })),
+    },
+  }
+}
+
+/**
+ * Rows in NCCL's cost form: the fit (prior: the table), its residuals, and held-out fits (prior: the table with
+ * the fittable bases at NCCL's published values, see heldOutPrior) leaving out one row, one rank count (three or
+ * more), one size decade (three or more) or one element type (two or more).
+ */
+function calibrateTunerRows(
+  rows: CalibrationRow[],
+  table: NcclConstants,
+  free: readonly NcclConstantName[],
+  options: CalibrationOptions,
+): { fit: NcclFit; residuals: ResidualRow[] } {
+  const fit = fitNccl(rows, table, free)
+  const residuals: ResidualRow[] = rows.map((r) => {
+    const p = predictNccl(fit.constants, r.ranks, r.bytes)
+    return {
+      ...r,
+      predictedUs: p.latencyUs,
+      relError: p.latencyUs / r.measuredUs - 1,
+      choice: candidateLabel(p.chosen),
+    }
+  })
+  if (fit.fitted.length === 0) return { fit, residuals }
+  const heldPrior = heldOutPrior(table)
+  const holdOut = <K>(keyOf: (r: CalibrationRow, i: number) => K, set: (r: ResidualRow, e: number) => void) => {
+    const keys = [...new Set(rows.map(keyOf))]
+    for (const key of keys) {
+      const train = rows.filter((r, i) => keyOf(r, i) !== key)
+      if (train.length === 0) continue
+      const k = fitNccl(train, heldPrior, free).constants
+      rows.forEach((r, i) => {
+        if (keyOf(r, i) === key) set(residuals[i], predictNccl(k, r.ranks, r.bytes).latencyUs / r.measuredUs - 1)
+      })
+    }
+  }
+  if ((options.leaveOneOut ?? true) && rows.length > fit.fitted.length + 1)
+    holdOut(
+      (_, i) => i,
+      (r, e) => {
+        r.looRelError = e
+      },
+    )
+  if ((options.leaveOneRankCountOut ?? true) && new Set(rows.map((r) => r.ranks)).size >= 3)
+    holdOut(
+      (r) => r.ranks,
+      (r, e) => {
+        r.lorcoRelError = e
+      },
+    )
+  if ((options.leaveOneSizeDecadeOut ?? true) && new Set(rows.map((r) => sizeDecade(r.bytes))).size >= 3)
+    holdOut(
+      (r) => sizeDecade(r.bytes),
+      (r, e) => {
+        r.losdoRelError = e
+      },
+    )
+  if ((options.leaveOneDtypeOut ?? true) && new Set(rows.map((r) => r.dtype ?? 'bf16')).size >= 2)
+    holdOut(
+      (r) => r.dtype ?? 'bf16',
+      (r, e) => {
+        r.lodtoRelError = e
+      },
+    )
+  return { fit, residuals }
+}
+
 /** Groups a bench file's usable rows by platform; rows of algorithms the model lacks are counted apart. */
 export function calibrationRowsByPlatform(
   file: BenchFile,
@@ -502,6 +711,13 @@ export function applyCalibration(platform: PlatformConstants, result: Calibratio
     else if (v === 0)
       c[rate] = { value: null, unbounded: true, source: `${src(p)}: fitted to 0 µs per byte, no limit seen` }
   }
+  // NCCL's cost form: the constants its rows determined
+  if (result.nccl && platform.nccl)
+    for (const n of result.nccl.fitted)
+      platform.nccl[n] = {
+        value: result.nccl.constants[n],
+        source: `calibrated: NCCL's cost form fitted to ${sourceFile} (${result.nccl.rows} rows; the minimum over candidates, see src/model/nccl-calibrate.ts; constant ${n})`,
+      }
   // only an exponent the fit chose (a scan); one held at the table's keeps its source
   if (result.overlapExponent !== null && result.overlapExponentScan && platform.structure === 'kernel')
     c.overlapExponent = {

@@ -37,6 +37,7 @@ import type {
   SourcedValue,
   WireShape,
 } from './latency-tables.js'
+import { candidateLabel, type NcclPrediction, ncclConstantsFrom, predictNccl } from './nccl-model.js'
 
 /** The model's linear parameters, in the order used by the fit. */
 export const FIT_PARAMS = [
@@ -406,6 +407,8 @@ export interface LatencyPrediction {
   }
   /** Parameters the call needs that are absent from the table: the prediction leaves them out. */
   missingTerms: FitParam[]
+  /** Priced in NCCL's cost form: the candidate NCCL's tuner would run, e.g. 'ring/LL' (nccl-model.ts). */
+  ncclChoice?: string
 }
 
 export function predictFromParams(features: Features, params: ParamValues): LatencyPrediction {
@@ -442,6 +445,23 @@ export function predictFromParams(features: Features, params: ParamValues): Late
   return { latencyUs, terms, missingTerms }
 }
 
+/**
+ * NCCL's chosen candidate as a prediction: its base in libraryUs, its steps in hopsUs, its bytes in bandwidthUs.
+ */
+export function predictionFromNccl(p: NcclPrediction): LatencyPrediction {
+  const terms = predictFromParams(ZERO_FEATURES, {} as ParamValues).terms
+  return {
+    latencyUs: p.latencyUs,
+    terms: { ...terms, libraryUs: p.chosen.baseUs, hopsUs: p.chosen.stepsUs, bandwidthUs: p.chosen.bandwidthUs },
+    missingTerms: [],
+    ncclChoice: candidateLabel(p.chosen),
+  }
+}
+
+/**
+ * One call's predicted latency. An algorithm with `tuner: 'nccl'` on a platform with a complete `nccl` block is
+ * priced in NCCL's cost form (the platform's constants; `params` do not enter); every other one in this file's form.
+ */
 export function predictLatency(
   alg: AlgorithmStructure,
   platform: PlatformConstants,
@@ -450,6 +470,8 @@ export function predictLatency(
   params: ParamValues = paramsFromPlatform(platform),
   dtype?: Dtype,
 ): LatencyPrediction {
+  const tuner = alg.tuner === 'nccl' ? ncclConstantsFrom(platform.nccl) : null
+  if (tuner) return predictionFromNccl(predictNccl(tuner, ranks, bytes))
   return predictFromTerms(
     modelTerms(alg, ranks, bytes, platform.topology, { structure: platform.structure, dtype }),
     params,

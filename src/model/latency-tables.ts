@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { LlcommError } from '../errors.js'
 import type { KernelShape } from './kernel-counts.js'
+import { checkNcclConstantTable, type NcclConstantTable } from './nccl-model.js'
 
 /** Names of the fitted / tabled constants. hopUs, when set, overrides 2 × l2RoundTripUs + remoteStoreUs. */
 export const CONSTANT_NAMES = [
@@ -61,6 +62,12 @@ export interface PlatformConstants {
    */
   structure?: 'seed' | 'kernel'
   constants: Record<ConstantName, SourcedValue>
+  /**
+   * NCCL's cost form (nccl-model.ts): per (algorithm, protocol) candidate a base and a per-step latency, the bus
+   * bandwidth, protocol efficiencies and the tree factor. Absent (or any value null): algorithms with
+   * `tuner: 'nccl'` keep the seed form on this platform.
+   */
+  nccl?: NcclConstantTable
 }
 
 export type WireShape = 'N-1' | '(N-1)/N' | '1'
@@ -80,6 +87,8 @@ export interface AlgorithmStructure {
   libraryOverhead: boolean
   switchReduce?: boolean
   modelOnly?: boolean
+  /** 'nccl': priced in NCCL's cost form on platforms with an `nccl` block (the seed form elsewhere). */
+  tuner?: 'nccl'
   note: string
 }
 
@@ -120,6 +129,7 @@ export function loadPlatformTable(path?: string): PlatformTable {
         )
       }
     }
+    if (p.nccl !== undefined) checkNcclConstantTable(name, p.nccl)
   }
   return t
 }

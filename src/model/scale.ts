@@ -21,6 +21,8 @@ export interface ScaleRow {
   missingTerms: FitParam[]
   beyondDomain: boolean
   modelOnly: boolean
+  /** Priced in NCCL's cost form: the (algorithm/protocol) candidate NCCL's tuner would run. */
+  ncclChoice?: string
 }
 
 export function simulateScaling(
@@ -46,6 +48,7 @@ export function simulateScaling(
           missingTerms: p.missingTerms,
           beyondDomain: gpus > platform.nvlinkDomainGpus,
           modelOnly: alg.modelOnly === true,
+          ...(p.ncclChoice ? { ncclChoice: p.ncclChoice } : {}),
         })
       }
     }

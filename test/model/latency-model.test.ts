@@ -60,8 +60,11 @@ describe('latency model', () => {
   })
 
   it('names absent constants instead of inventing them', () => {
-    const p = predictLatency(getAlgorithm(algorithms, 'nccl'), getPlatform(platforms, 'gb200'), 4, 8192)
+    // nccl without an `nccl` block falls back to the seed form, whose library overhead is absent on gb200
+    const { nccl: _, ...seedOnly } = getPlatform(platforms, 'gb200')
+    const p = predictLatency(getAlgorithm(algorithms, 'nccl'), seedOnly, 4, 8192)
     assert.deepEqual(p.missingTerms, ['libraryOverheadUs'])
+    assert.equal(p.ncclChoice, undefined)
     // a platform the table lacks: every constant absent
     const empty = platformForCalibration(platforms, 'not-in-the-table', 'virtual')
     const v = predictLatency(getAlgorithm(algorithms, 'oneshot-ll'), empty, 4, 8192)

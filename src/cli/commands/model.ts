@@ -26,8 +26,11 @@ import {
   loadAlgorithmTable,
   loadPlatformTable,
   PLATFORMS_URL,
+  type PlatformConstants,
   type PlatformTopology,
 } from '../../model/latency-tables.js'
+import { NCCL_FITTABLE } from '../../model/nccl-calibrate.js'
+import { NCCL_CONSTANT_NAMES, type NcclConstantName, type NcclConstants } from '../../model/nccl-model.js'
 import { parseGpuCounts, parseSizes, type ScaleRow, simulateScaling } from '../../model/scale.js'
 import { runSeedChecks, type SeedCheck } from '../../model/seed-checks.js'
 import { fixed, formatBytes, percent, textTable } from '../../model/text-table.js'
@@ -74,18 +77,32 @@ function benchFilesFrom(paths: string[]): string[] {
  * --fit: the parameters to fit ('none': fit nothing, the table's prediction); the rest keep the table's values.
  * The overlap exponent is chosen again only when 'overlapExponent' is in the list.
  */
-function parseFitList(text: string): { fitOnly: FitParam[]; overlapExponents: readonly number[] | null | undefined } {
+function parseFitList(text: string): {
+  fitOnly: FitParam[]
+  ncclFitOnly: NcclConstantName[]
+  overlapExponents: readonly number[] | null | undefined
+} {
   const names = text === 'none' ? [] : text.split(',').map((s) => s.trim())
+  const isNccl = (n: string): n is NcclConstantName => (NCCL_FITTABLE as readonly string[]).includes(n)
   for (const n of names)
-    if (n !== 'overlapExponent' && !(FIT_PARAMS as readonly string[]).includes(n))
+    if (n !== 'overlapExponent' && !(FIT_PARAMS as readonly string[]).includes(n) && !isNccl(n))
       throw new LlcommError(
         'INVALID_ARGUMENT',
-        `--fit: unknown parameter ${JSON.stringify(n)} (known: ${FIT_PARAMS.join(', ')}, overlapExponent, none)`,
+        `--fit: unknown parameter ${JSON.stringify(n)} (known: ${FIT_PARAMS.join(', ')}, overlapExponent, ${NCCL_FITTABLE.join(', ')}, none)`,
       )
   return {
-    fitOnly: names.filter((n): n is FitParam => n !== 'overlapExponent'),
+    fitOnly: names.filter((n): n is FitParam => (FIT_PARAMS as readonly string[]).includes(n)),
+    ncclFitOnly: names.filter(isNccl),
     overlapExponents: names.includes('overlapExponent') ? undefined : null,
   }
+}
+
+/** A platform entry whose `nccl` block carries calibrated values (sources unchanged: nothing is written). */
+function withNcclConstants(platform: PlatformConstants, k: NcclConstants | undefined): PlatformConstants {
+  if (!k || !platform.nccl) return platform
+  const nccl = { ...platform.nccl }
+  for (const n of NCCL_CONSTANT_NAMES) nccl[n] = { ...nccl[n], value: k[n] }
+  return { ...platform, nccl }
 }
 
 function positiveNumber(text: string, flag: string): number {
@@ -128,12 +145,41 @@ function scaleText(rows: ScaleRow[], platform: string): string {
       return best ? best.algorithm : '-'
     }),
   ])
-  return `# predicted AllReduce latency on ${platform}\n${textTable(header, body)}\n\n# fastest runnable algorithm (complete terms only)\n${textTable(['gpus', ...sizes.map(formatBytes)], fastest)}`
+  const tables = [
+    `# predicted AllReduce latency on ${platform}\n${textTable(header, body)}`,
+    `# fastest runnable algorithm (complete terms only)\n${textTable(['gpus', ...sizes.map(formatBytes)], fastest)}`,
+  ]
+  // algorithms priced in NCCL's cost form: the candidate NCCL's tuner would run
+  for (const name of [...new Set(rows.filter((r) => r.ncclChoice).map((r) => r.algorithm))]) {
+    const choice = gpus.map((n) => [
+      n,
+      ...sizes.map((b) => rows.find((r) => r.algorithm === name && r.gpus === n && r.bytes === b)?.ncclChoice ?? '-'),
+    ])
+    tables.push(
+      `# ${name}: NCCL's choice (algorithm/protocol, the least of its cost form's candidates)\n${textTable(['gpus', ...sizes.map(formatBytes)], choice)}`,
+    )
+  }
+  return tables.join('\n\n')
 }
 
 function calibrationText(file: string, r: CalibrationResult, showRows: boolean): string {
   const lines = [`# calibration of ${r.platform} from ${file}: ${r.inSample.rows} rows`]
-  lines.push(`fitted: ${r.fitted.map((p) => `${p}=${r.params[p]?.toPrecision(4)}`).join(', ') || 'none'}`)
+  if (r.fitted.length || !r.nccl)
+    lines.push(`fitted: ${r.fitted.map((p) => `${p}=${r.params[p]?.toPrecision(4)}`).join(', ') || 'none'}`)
+  if (r.nccl) {
+    const k = r.nccl.constants
+    lines.push(
+      `NCCL's cost form (${r.nccl.rows} rows; the least of ring and tree × LL, LL128, Simple): fitted: ${r.nccl.fitted.map((n) => `${n}=${k[n].toPrecision(4)}`).join(', ') || 'none'}`,
+    )
+    if (r.nccl.notIdentified.length)
+      lines.push(`  not identified by these rows (table value kept): ${r.nccl.notIdentified.join(', ')}`)
+    if (r.nccl.held.length) lines.push(`  held at the table's value (--fit): ${r.nccl.held.join(', ')}`)
+    lines.push(
+      `  priors and held constants: ${NCCL_CONSTANT_NAMES.filter((n) => !r.nccl?.fitted.includes(n))
+        .map((n) => `${n}=${Number(k[n].toPrecision(4))}`)
+        .join(', ')}`,
+    )
+  }
   if (r.overlapExponentScan && r.overlapExponentScan.length > 1)
     lines.push(
       `overlap exponent q (a launch's latency path L and bandwidth time B combined as (L^q + B^q)^(1/q)), in-sample: ${r.overlapExponentScan
@@ -148,7 +194,7 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
   const s = (x: CalibrationResult['inSample']) =>
     `${x.within15}/${x.rows} within ±15%, rms ${percent(x.rmsRelError)}, max ${percent(x.maxAbsRelError)}`
   lines.push(
-    `residuals ${r.fitted.length ? 'in-sample' : "with the table's constants (nothing fitted)"}: ${s(r.inSample)}`,
+    `residuals ${r.fitted.length || r.nccl?.fitted.length ? 'in-sample' : "with the table's constants (nothing fitted)"}: ${s(r.inSample)}`,
   )
   if (r.leaveOneOut) lines.push(`residuals leave-one-out: ${s(r.leaveOneOut)}`)
   if (r.leaveOneRankCountOut) {
@@ -192,6 +238,7 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
     )
   }
   if (showRows) {
+    const withChoice = r.residuals.some((x) => x.choice !== undefined)
     lines.push(
       textTable(
         [
@@ -203,6 +250,7 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
           'predicted µs',
           'error',
           ...heldOut.map(([, column]) => column),
+          ...(withChoice ? ['NCCL choice'] : []),
         ],
         r.residuals.map((x) => [
           x.algorithm,
@@ -216,6 +264,7 @@ function calibrationText(file: string, r: CalibrationResult, showRows: boolean):
             const e = get(x)
             return e === undefined ? '' : percent(e)
           }),
+          ...(withChoice ? [x.choice ?? ''] : []),
         ]),
       ),
     )
@@ -315,6 +364,7 @@ export function register(program: Command): void {
       const out: Record<string, unknown> = {}
       const text: string[] = []
       const calibrated: Record<string, ParamValues> = {}
+      const calibratedNccl: Record<string, NcclConstants> = {}
       if (o.calibrate) {
         const calibrations: unknown[] = []
         // Rows of one platform are pooled over every file given, then fitted once.
@@ -361,9 +411,14 @@ export function register(program: Command): void {
             platform,
             entry.rows,
             algorithms,
-            fitList && { fitOnly: fitList.fitOnly, overlapExponents: fitList.overlapExponents },
+            fitList && {
+              fitOnly: fitList.fitOnly,
+              ncclFitOnly: fitList.ncclFitOnly,
+              overlapExponents: fitList.overlapExponents,
+            },
           )
           calibrated[name] = result.params
+          if (result.nccl) calibratedNccl[name] = result.nccl.constants
           calibrations.push({ files: [...entry.files], ...result, skippedRows: entry.skipped })
           text.push(calibrationText(files, result, o.residuals === true))
           if (o.write) {
@@ -424,7 +479,7 @@ export function register(program: Command): void {
       }
       // with --calibrate, --algorithms picks the rows to fit; the scale table needs --platform
       if (!o.decode && !o.seedChecks && !o.validateDecode && (!o.calibrate || o.platform !== 'gb200')) {
-        const platform = getPlatform(platforms, o.platform)
+        const platform = withNcclConstants(getPlatform(platforms, o.platform), calibratedNccl[o.platform])
         const names = o.algorithms ? o.algorithms.split(',').map((s) => s.trim()) : Object.keys(algorithms.algorithms)
         const gpus = parseGpuCounts(o.gpus)
         const sizes = parseSizes(o.sizes)
@@ -437,6 +492,9 @@ export function register(program: Command): void {
         text.push(scaleText(rows, `${o.platform} (${platform.description})`))
         text.push(
           ...Object.entries(platform.constants).map(([k, v]) => `constant ${k} = ${v.value ?? 'absent'}: ${v.source}`),
+          ...Object.entries(platform.nccl ?? {}).map(
+            ([k, v]) => `constant nccl.${k} = ${v.value ?? 'absent'}: ${v.source}`,
+          ),
         )
       }
       process.stdout.write(o.json ? `${JSON.stringify(out, null, 2)}\n` : `${text.join('\n\n')}\n`)
