@@ -20,7 +20,7 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
   if (threadIdx.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
-  const llc_u64 laneBytes = p.ll.channelHalfBytes / p.nranks / 16u * 16u;
+  const llc_u64 laneBytes = llcDivCount(p.ll.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.ll), laneBytes, call.role.rank, p.nranks, ch, &waiter);
   typename LlBuffer<Fmt>::Value v{};

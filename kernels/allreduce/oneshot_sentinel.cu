@@ -15,7 +15,7 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   if (threadIdx.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
-  const llc_u64 laneBytes = p.sentinel.channelHalfBytes / p.nranks / 16u * 16u;
+  const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.sentinel), laneBytes, call.role.rank, p.nranks, ch, &waiter);
   typename LlBuffer<Fmt>::Value v{};

@@ -26,7 +26,7 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
   }
   const llc_u32 next = me + 1 == n ? 0 : me + 1, prev = me == 0 ? n - 1 : me - 1;
   const llc_u64 chanElems = call.range.size();
-  const llc_u64 slotBytes = p.plain.channelHalfBytes / (2u * (n - 1)) / 16u * 16u; // one part per step
+  const llc_u64 slotBytes = llcDivCount(p.plain.channelHalfBytes, 2u * (n - 1)) / 16u * 16u; // one part per step
   const llc_u64 offset = ch.regionOffset(p.plain);
   const llc_u32 steps = 2u * (n - 1);
   for (llc_u32 t = 0; t < steps; ++t) {

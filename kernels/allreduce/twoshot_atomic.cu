@@ -24,7 +24,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   lines.me = me;
   lines.nranks = n;
   lines.waiter = &waiter;
-  const llc_u64 agLaneBytes = p.ll.channelHalfBytes / n / 16u * 16u;
+  const llc_u64 agLaneBytes = llcDivCount(p.ll.channelHalfBytes, n) / 16u * 16u;
   const LlBuffer<LlcLL8> ag = llcMakeBuffer<LlcLL8>(p.recvBuf, ch.regionOffset(p.ll), agLaneBytes, me, n, ch, &waiter);
 
   const llc_u64 chanElems = call.range.size();

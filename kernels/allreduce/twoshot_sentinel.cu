@@ -16,7 +16,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
-  const llc_u64 laneBytes = p.sentinel.channelHalfBytes / (2u * n) / 16u * 16u;
+  const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, 2u * n) / 16u * 16u;
   const llc_u64 base = ch.regionOffset(p.sentinel);
   const LlBuffer<Fmt> rs = llcMakeBuffer<Fmt>(p.recvBuf, base, laneBytes, me, n, ch, &waiter);
   const LlBuffer<Fmt> ag = llcMakeBuffer<Fmt>(p.recvBuf, base + n * laneBytes, laneBytes, me, n, ch, &waiter);
