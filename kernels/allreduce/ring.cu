@@ -29,13 +29,14 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
   const llc_u64 slotBytes = llcDivCount(p.plain.channelHalfBytes, 2u * (n - 1)) / 16u * 16u; // one part per step
   const llc_u64 offset = ch.regionOffset(p.plain);
   const llc_u32 steps = 2u * (n - 1);
+  const llc_u64 partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
   for (llc_u32 t = 0; t < steps; ++t) {
     // Step t: receive (t > 0) what prev sent at step t - 1, combine, send to next as step t.
     // Reduce-scatter (t < n - 1) sends part (me - t); all-gather (t >= n - 1) sends part (me + 1 - (t - n + 1)).
     const bool reduceScatter = t < n - 1;
     const llc_u32 sendPart = (me + 2u * n - (reduceScatter ? t : t - n + 1) + (reduceScatter ? 0u : 1u)) % n;
     if (t > 0) llcRingWait(p.scratch, me, prev, ch.index, t - 1, ch.epoch, waiter);
-    const LlcRange part = llcPiece(chanElems, n, sendPart, LLCOMM_ALIGN_BYTES / eb);
+    const LlcRange part = llcPieceAt(chanElems, partElems, sendPart);
     const llc_u64 partBytes = part.size() * eb;
     const char* in = call.input + part.begin * eb;
     char* out = call.output + part.begin * eb;
@@ -68,7 +69,7 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
   // Last receive: all-gather step 2n - 3 from prev, the part (me + 2) mod n.
   llcRingWait(p.scratch, me, prev, ch.index, steps - 1, ch.epoch, waiter);
   {
-    const LlcRange part = llcPiece(chanElems, n, (me + 2u) % n, LLCOMM_ALIGN_BYTES / eb);
+    const LlcRange part = llcPieceAt(chanElems, partElems, (me + 2u) % n);
     const llc_u64 partBytes = part.size() * eb;
     const char* recvSlot = reinterpret_cast<const char*>(p.recvBuf[me]) + offset + (steps - 1) * slotBytes;
     for (llc_u32 s = threadIdx.x; 16ull * s < partBytes; s += blockDim.x) {

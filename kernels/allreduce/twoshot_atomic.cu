@@ -40,7 +40,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     const llc_u32 w = L * LLCOMM_LINE_DATA_WORDS + lane - 1u; // this lane's word in the part (lane >= 1)
     for (llc_u32 k = 0; k < n; ++k) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      const LlcRange part = llcPieceAt(chanElems, partElems, o);
       const llc_u64 partBytes = part.size() * eb;
       if (static_cast<llc_u64>(L) * LLCOMM_LINE_DATA_WORDS * 4u >= partBytes) continue; // warp-uniform
       const bool hasWord = lane >= 1 && 4ull * w < partBytes;
@@ -54,11 +54,11 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     const llc_u32 k = i % n;
     owner = me + k < n ? me + k : me + k - n;
     index = warp + (i / n) * warps;
-    const LlcRange part = llcPiece(chanElems, n, owner, LLCOMM_ALIGN_BYTES / eb);
+    const LlcRange part = llcPieceAt(chanElems, partElems, owner);
     return static_cast<llc_u64>(index) * LLCOMM_LINE_DATA_WORDS * 4u < part.size() * eb;
   });
   // Owner: wait for each of my lines, re-arm it, write and broadcast the sums.
-  const LlcRange mine = llcPiece(chanElems, n, me, LLCOMM_ALIGN_BYTES / eb);
+  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;
   for (llc_u32 L = warp; static_cast<llc_u64>(L) * LLCOMM_LINE_DATA_WORDS * 4u < mineBytes; L += warps) {
     const llc_u32 w = L * LLCOMM_LINE_DATA_WORDS + lane - 1u;
@@ -75,7 +75,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   for (llc_u32 w = threadIdx.x; w < wordsPerPart; w += blockDim.x) {
     for (llc_u32 k = 1; k < n; ++k) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      const LlcRange part = llcPieceAt(chanElems, partElems, o);
       const llc_u64 partBytes = part.size() * eb;
       if (4ull * w >= partBytes) continue;
       const Value r = ag.recv(o, w);

@@ -28,14 +28,14 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
     for (llc_u32 k = 1; k < n; ++k) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      const LlcRange part = llcPieceAt(chanElems, partElems, o);
       if (16ull * s >= part.size() * eb) continue;
       llcLoadPayload<DT, 4>(call.input + part.begin * eb, 16ull * s, part.size() * eb, v.w);
       rs.send(o, s, v);
     }
   }
   // Owner: reduce my part, write it, broadcast it.
-  const LlcRange mine = llcPiece(chanElems, n, me, LLCOMM_ALIGN_BYTES / eb);
+  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;
   for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytes, v.w);
@@ -49,7 +49,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
     for (llc_u32 k = 1; k < n; ++k) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPiece(chanElems, n, o, LLCOMM_ALIGN_BYTES / eb);
+      const LlcRange part = llcPieceAt(chanElems, partElems, o);
       if (16ull * s >= part.size() * eb) continue;
       const Value r = ag.recv(o, s); // re-arms the AG slot
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);

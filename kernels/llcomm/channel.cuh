@@ -43,12 +43,16 @@ struct LlcRange {
 LLC_DEVICE llc_u64 llcPieceElems(llc_u64 count, llc_u32 parts, llc_u32 alignElems) {
   return llcCeilDiv(llcCeilDivCount(count, parts), alignElems) * alignElems; // alignElems: a compile-time constant
 }
-LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u32 alignElems) {
-  const llc_u64 per = llcPieceElems(count, parts, alignElems);
+// Piece `index` when every piece has `per` elements (per = llcPieceElems(...), computed once: the kernels that walk
+// the pieces in loops call this, with no division per piece).
+LLC_DEVICE LlcRange llcPieceAt(llc_u64 count, llc_u64 per, llc_u32 index) {
   LlcRange r;
   r.begin = llcMin(per * index, count);
   r.end = llcMin(r.begin + per, count);
   return r;
+}
+LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u32 alignElems) {
+  return llcPieceAt(count, llcPieceElems(count, parts, alignElems), index);
 }
 
 // The epoch of one channel of one rank. The word lives in the rank's scratch and is written only by this block,
