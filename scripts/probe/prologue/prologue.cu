@@ -14,23 +14,12 @@
 #include <string>
 #include <vector>
 
-// The real kernels, one source at a time: each defines its own LLCOMM_VARIANT_<algorithm> and instantiations.def
-// defines the others as empty, so everything is undefined again between sources.
+// The real kernels, one source at a time (reset-variants.h says why the variant macros are reset between them).
 #include "allreduce/oneshot_ll.cu"
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
+#include "reset-variants.h"
 #define LLCOMM_VARIANT_oneshot_ll(protocol, dtype, op)
 #include "allreduce/oneshot_sentinel.cu"
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
+#include "reset-variants.h"
 #define LLCOMM_VARIANT_oneshot_ll(protocol, dtype, op)
 #define LLCOMM_VARIANT_oneshot_sentinel(protocol, dtype, op)
 #include "allreduce/twoshot_sentinel.cu"
