@@ -23,6 +23,7 @@
  *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
  *   every kernel blockBytes: the bytes one block moves through L2 (slot stores, loads and re-arms, input, output);
+ *                blockAccesses: blockBytes / ACCESS_BYTES (8 B per LL8 packet, else 16 B), the block's memory requests;
  *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check)
  */
 import type { Dtype } from '../api/types.js'
@@ -72,6 +73,11 @@ export interface KernelCounts {
   peerLoads: number
   /** Sentinel slots one thread checks or canonicalizes word by word in a 16-bit dtype (two halves per word). */
   halfWordSentinelSlots: number
+  /**
+   * Memory accesses the block's threads issue in the launch: blockBytes over the protocol's access size
+   * (ACCESS_BYTES), the requests the block's SM issues one after another through its load/store unit.
+   */
+  blockAccesses: number
   /** Bytes one block moves through L2 in the launch: slot stores, slot loads, re-arms, its input and output. */
   blockBytes: number
   /** Bytes this rank re-arms (sentinel slots it read), for the bandwidth side of the re-arm. */
@@ -93,6 +99,7 @@ const ZERO: KernelCounts = {
   stagedReduces: 0,
   peerLoads: 0,
   halfWordSentinelSlots: 0,
+  blockAccesses: 0,
   blockBytes: 0,
   rearmBytes: 0,
   messageBytes: 0,
@@ -135,6 +142,20 @@ export function spreadGroups(ranks: number, slots: number, threads: number, slot
   return groups >= SPREAD_MIN_GROUPS ? groups : 1
 }
 
+/**
+ * Bytes of one thread's access to a slot, by protocol: an LL8 packet is 8 bytes (4 of payload, 4 of flag), an LL16
+ * packet, a sentinel slot and a plain slot 16. twoshot-atomic (ll128) is counted at its LL8 phases' 8 bytes. A
+ * block's accesses = blockBytes / this size: the same bytes cost twice the requests in LL8 packets.
+ */
+export const ACCESS_BYTES: Readonly<Record<KernelProtocol, number>> = {
+  ll8: 8,
+  ll16: 16,
+  sentinel: 16,
+  ll128: 8,
+  flags: 16,
+  barrier: 16,
+}
+
 /** Counts of one launch of `count` elements per rank. */
 function launchCounts(
   shape: KernelShape,
@@ -146,7 +167,11 @@ function launchCounts(
   const k = structureCounts(shape, variant, ranks, count, bufferBytes)
   // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
   const halfWords = variant.protocol === 'sentinel' && DTYPE_BYTES[variant.dtype] === 2
-  return { ...k, halfWordSentinelSlots: halfWords ? k.storeRounds + k.peerLoads : 0 }
+  return {
+    ...k,
+    halfWordSentinelSlots: halfWords ? k.storeRounds + k.peerLoads : 0,
+    blockAccesses: k.blockBytes / ACCESS_BYTES[variant.protocol],
+  }
 }
 
 function structureCounts(

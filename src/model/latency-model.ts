@@ -17,10 +17,11 @@
  *   smax_q(L, B) = (L^q + B^q)^(1/q)   (q = overlapExponent)
  *   L = hopsFixed·hop + pollRounds·pollRound + storeRounds·storeRound + serialRecvs·serialRecv + rearms·rearm
  *       + atomicLineRounds·atomicLine + ringSteps·ringStep + barriers·barrier(N) + spreadWindows·spreadWindow
- *       + stagedReduces·stagedReduce + halfWordSentinelSlots·halfWordSentinel
+ *       + stagedReduces·stagedReduce + halfWordSentinelSlots·halfWordSentinel + blockAccesses·blockAccess
  *   B = wireBytes / linkBandwidth + atomicBytes / atomicRate + rearmBytes / rearmRate      (all N ranks on virtual)
  *
- * L is one thread's critical path, B what the launch asks of the memory system; the hard maximum (MAX_GROUPS) is a
+ * L is one thread's critical path (blockAccesses: the block's memory requests, issued one after another through its
+ * SM, stretch every thread's path), B what the launch asks of the memory system; the hard maximum (MAX_GROUPS) is a
  * block's own L2 traffic at one SM's share or the message's operands (2·M per rank) at the memory's rate.
  * For a fixed q the model is homogeneous of degree one in its constants (T = ∇T · θ), which is what lets the fit
  * stay NNLS (calibrate.ts); the maximum is piecewise linear, so q = 1 (or absent) is linear on each piece.
@@ -60,12 +61,19 @@ export const FIT_PARAMS = [
   'spreadWindowUs',
   'stagedReduceUs',
   'halfWordSentinelUs',
+  'blockAccessUs',
   'usPerBlockByte',
   'usPerMemoryByte',
 ] as const
 export type FitParam = (typeof FIT_PARAMS)[number]
 /** Parameters added with the peer-parallel path and the per-block bytes: optional in ParamValues (absent = null). */
-type OptionalParam = 'spreadWindowUs' | 'stagedReduceUs' | 'halfWordSentinelUs' | 'usPerBlockByte' | 'usPerMemoryByte'
+type OptionalParam =
+  | 'spreadWindowUs'
+  | 'stagedReduceUs'
+  | 'halfWordSentinelUs'
+  | 'blockAccessUs'
+  | 'usPerBlockByte'
+  | 'usPerMemoryByte'
 /**
  * The linear parameters, plus the exponent q of the smooth maximum that overlaps a launch's latency path with its
  * bandwidth time (structure 'kernel' only; absent or null = 1, the terms add).
@@ -144,6 +152,7 @@ function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts,
     spreadWindowUs: k.spreadWindows,
     stagedReduceUs: k.stagedReduces,
     halfWordSentinelUs: k.halfWordSentinelSlots,
+    blockAccessUs: k.blockAccesses,
     usPerBlockByte: k.blockBytes,
     // every rank's input read and output written (on virtual, all N ranks' on the one GPU's memory)
     usPerMemoryByte: (topology === 'virtual' ? ranks : 1) * 2 * k.messageBytes,
@@ -173,6 +182,7 @@ export const OVERLAPPED_PAIR: readonly [readonly FitParam[], readonly FitParam[]
     'spreadWindowUs',
     'stagedReduceUs',
     'halfWordSentinelUs',
+    'blockAccessUs',
   ],
   ['usPerWireByte', 'usPerAtomicByte', 'usPerRearmByte'],
 ]
@@ -373,6 +383,7 @@ export function paramsFromPlatform(p: PlatformConstants): ParamValues {
     spreadWindowUs: c.spreadWindowUs.value,
     stagedReduceUs: c.stagedReduceUs.value,
     halfWordSentinelUs: c.halfWordSentinelUs.value,
+    blockAccessUs: c.blockAccessUs.value,
     usPerBlockByte: usPerByte(c.blockGBs),
     usPerMemoryByte: usPerByte(c.memoryGBs),
     overlapExponent: c.overlapExponent.value,
@@ -404,6 +415,8 @@ export interface LatencyPrediction {
     halfWordSentinelUs: number
     /** one block's bytes through L2 at one SM's rate, or the message's bytes at the memory's rate (the later) */
     blockBandwidthUs: number
+    /** the block's memory requests, one after another through its SM (on the latency path) */
+    blockAccessesUs: number
   }
   /** Parameters the call needs that are absent from the table: the prediction leaves them out. */
   missingTerms: FitParam[]
@@ -440,6 +453,7 @@ export function predictFromParams(features: Features, params: ParamValues): Late
     spreadUs: part('spreadWindowUs') + part('stagedReduceUs'),
     halfWordSentinelUs: part('halfWordSentinelUs'),
     blockBandwidthUs: part('usPerBlockByte') + part('usPerMemoryByte'),
+    blockAccessesUs: part('blockAccessUs'),
   }
   const latencyUs = Object.values(terms).reduce((a, b) => a + b, 0)
   return { latencyUs, terms, missingTerms }

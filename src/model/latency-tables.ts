@@ -31,11 +31,17 @@ export const CONSTANT_NAMES = [
   'spreadWindowUs',
   'stagedReduceUs',
   'halfWordSentinelUs',
+  'blockAccessUs',
   'blockGBs',
   'memoryGBs',
   'overlapExponent',
 ] as const
 export type ConstantName = (typeof CONSTANT_NAMES)[number]
+/**
+ * Constants added after tables were frozen (test/fixtures/model): a table without one reads it as absent (null),
+ * so the term is left out of its predictions and they stay those of the form the table was written for.
+ */
+export const ADDED_CONSTANTS: readonly ConstantName[] = ['blockAccessUs']
 
 export interface SourcedValue {
   /** null = absent (not measured): the term is left out and reported as missing. */
@@ -119,6 +125,9 @@ export function loadPlatformTable(path?: string): PlatformTable {
     throw new LlcommError('INVALID_ARGUMENT', 'platform table has no platforms object', { path })
   }
   for (const [name, p] of Object.entries(t.platforms)) {
+    for (const c of ADDED_CONSTANTS)
+      if (p.constants && p.constants[c] === undefined)
+        p.constants[c] = { value: null, source: 'absent: not in this table (written before the constant existed)' }
     for (const c of CONSTANT_NAMES) {
       const v = p.constants?.[c]
       if (!v || (v.value !== null && !Number.isFinite(v.value)) || typeof v.source !== 'string') {
