@@ -19,7 +19,7 @@ LLC_DEVICE llc_u64 llcMin(llc_u64 a, llc_u64 b) { return a < b ? a : b; }
 // a / n and ceil(a / n) for a run-time count n >= 1 (ranks, channels): a shift when n is a power of two (1, 2, 4, 8,
 // ...: the common launches), else a division. Every call computes its element split, lane sizes and role from such
 // divisions before its first send, and a division by a run-time value is a chain of some 20 dependent instructions
-// (a 64-bit one more): taking them off the power-of-two launches made every kernel 0.12-0.17 us faster at 2 ranks,
+// (a 64-bit one more): taking them off the power-of-two launches made the kernels 0.07-0.18 us faster at 2 ranks,
 // 8 B (bench/NOTES.md, fifth session). The branch is uniform over the launch.
 LLC_DEVICE llc_u64 llcDivCount(llc_u64 a, llc_u32 n) { return (n & (n - 1)) == 0 ? a >> (__ffs(n) - 1) : a / n; }
 LLC_DEVICE llc_u64 llcCeilDivCount(llc_u64 a, llc_u32 n) { return llcDivCount(a + n - 1, n); }
