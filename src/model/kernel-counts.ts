@@ -9,10 +9,11 @@
  *   slots        = ceil(piece bytes / payload bytes per slot)      (LL8 4 B, LL16 8 B, sentinel and plain 16 B)
  *   r            = ceil(slots / T) rounds;  B8 = ceil(N / RECV_BATCH) poll batches (recvReduce's loop)
  *   one-shot, serial path (N < SPREAD_MIN_RANKS, or slots ≥ T):
- *                pollRounds r·B8, storeRounds r·(N−1), rearms r·(N−1) (sentinel)
+ *                pollRounds r·B8, storeRounds r·(N−1), rearms r·(N−1) (sentinel);
+ *                storeLaneRounds (slots / T)·(N−1): the block's store instructions in full-block rounds (on virtual)
  *   one-shot, peer-parallel path (LlBuffer::recvReduceSpread; N ≥ 8, slots < T): g = min(T / slots, N) thread
  *                groups, windows of ranks that fit the shared stage: pollRounds = windows·ceil(peers per poller / 8),
- *                storeRounds = ceil((N−1)/g), rearms = peers per poller (sentinel), spreadWindows = windows,
+ *                storeRounds = ceil((N−1)/g), storeLaneRounds (slots / T)·(N−1) (on virtual), rearms = peers per poller (sentinel), spreadWindows = windows,
  *                stagedReduces = N × elements per slot (read back from shared memory by the slot's thread)
  *   two-shot     part = piece / N per owner (16 B aligned; K = owners with data, K' = min(N−1, K)),
  *                r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
@@ -22,6 +23,7 @@
  *                serialRecvs ceil(part words / T)·K'
  *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
+ *   storeLaneRounds = storeRounds in the other kernels (left at one thread's count)
  *   every kernel blockBytes: the bytes one block moves through L2 (slot stores, loads and re-arms, input, output);
  *                blockAccesses: blockBytes / ACCESS_BYTES (8 B per LL8 packet, else 16 B), the block's memory requests;
  *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check)
@@ -59,6 +61,13 @@ export interface KernelCounts {
   launches: number
   pollRounds: number
   storeRounds: number
+  /**
+   * storeRounds in full-block rounds of the block's store instructions (one-shot: slots × (N−1) sends over T
+   * threads, so a block with fewer slots than threads counts slots / T of a round per peer). Used on `virtual`, where every rank's blocks
+   * store into the one GPU's L2 and its store throughput, not one thread's chain of fire-and-forget stores, sets
+   * the cost (latency-model.ts kernelFeatures).
+   */
+  storeLaneRounds: number
   /** Single-peer receives done one after another by one thread (two-shot all-gather). */
   serialRecvs: number
   /** Sentinel re-arms: a local store of the sentinel after each slot read (sentinel protocol only). */
@@ -92,6 +101,7 @@ const ZERO: KernelCounts = {
   launches: 0,
   pollRounds: 0,
   storeRounds: 0,
+  storeLaneRounds: 0,
   serialRecvs: 0,
   rearms: 0,
   atomicLineRounds: 0,
@@ -156,6 +166,9 @@ export const ACCESS_BYTES: Readonly<Record<KernelProtocol, number>> = {
   barrier: 16,
 }
 
+/** A launch's counts before launchCounts derives its own (storeLaneRounds: storeRounds where not set). */
+type StructureCounts = Omit<KernelCounts, 'storeLaneRounds'> & { storeLaneRounds?: number }
+
 /** Counts of one launch of `count` elements per rank. */
 function launchCounts(
   shape: KernelShape,
@@ -164,7 +177,9 @@ function launchCounts(
   count: number,
   bufferBytes: number,
 ): KernelCounts {
-  const k = structureCounts(shape, variant, ranks, count, bufferBytes)
+  const counted = structureCounts(shape, variant, ranks, count, bufferBytes)
+  // the kernels other than the one-shot leave storeLaneRounds at storeRounds
+  const k = { ...counted, storeLaneRounds: counted.storeLaneRounds ?? counted.storeRounds }
   // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
   const halfWords = variant.protocol === 'sentinel' && DTYPE_BYTES[variant.dtype] === 2
   return {
@@ -180,7 +195,7 @@ function structureCounts(
   ranks: number,
   count: number,
   bufferBytes: number,
-): KernelCounts {
+): StructureCounts {
   const eb = DTYPE_BYTES[variant.dtype]
   const ls = launchShape(variant, ranks, count, bufferBytes)
   const threads = ls.threadsPerBlock
@@ -193,7 +208,7 @@ function structureCounts(
   const rounds = (s: number) => Math.ceil(s / threads)
   const sentinel = variant.protocol === 'sentinel'
   const rankBytes = count * eb // this rank's bytes in this launch, all channels
-  const none = { ...ZERO, launches: 1, messageBytes: rankBytes }
+  const none: StructureCounts = { ...ZERO, launches: 1, messageBytes: rankBytes, storeLaneRounds: undefined }
   switch (shape) {
     case 'oneshot': {
       const words = SLOT_WORDS[variant.protocol]
@@ -212,6 +227,8 @@ function structureCounts(
           ...none,
           pollRounds: windows * Math.ceil(peersPerPoller / RECV_BATCH),
           storeRounds: Math.ceil(peers / groups),
+          // the block's store instructions: slots × (N−1) sends over T threads
+          storeLaneRounds: (slots / threads) * peers,
           rearms: sentinel ? windows * peersPerPoller : 0,
           rearmBytes: sentinel ? peers * rankBytes : 0,
           spreadWindows: windows,
@@ -225,6 +242,8 @@ function structureCounts(
         ...none,
         pollRounds: r * batches,
         storeRounds: r * peers,
+        // the block's store instructions: a block with fewer slots than threads stores slots / T of a round per peer
+        storeLaneRounds: (slots / threads) * peers,
         rearms: sentinel ? r * peers : 0,
         rearmBytes: sentinel ? peers * rankBytes : 0,
         peerLoads: r * peers,

@@ -20,6 +20,10 @@
  *       + stagedReduces·stagedReduce + halfWordSentinelSlots·halfWordSentinel + blockAccesses·blockAccess
  *   B = wireBytes / linkBandwidth + atomicBytes / atomicRate + rearmBytes / rearmRate      (all N ranks on virtual)
  *
+ * On `virtual` storeRounds is the block's store instructions in full-block rounds (storeLaneRounds: a one-shot
+ * block pays slots / T of a round per peer): every rank's blocks store into
+ * the one L2, whose store throughput, not one thread's chain of fire-and-forget stores, sets the cost. Over NVLink
+ * (h200) it stays one thread's chain, r·(N−1).
  * L is one thread's critical path (blockAccesses: the block's memory requests, issued one after another through its
  * SM, stretch every thread's path), B what the launch asks of the memory system; the hard maximum (MAX_GROUPS) is a
  * block's own L2 traffic at one SM's share or the message's operands (2·M per rank) at the memory's rate.
@@ -144,7 +148,8 @@ function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts,
     barrierPerPeerUs: k.barriers * b.perPeer,
     barrierQuadUs: k.barriers * b.quad,
     pollRoundUs: k.pollRounds,
-    storeRoundUs: k.storeRounds,
+    // on virtual every rank's blocks store into the one L2: a round costs the store instructions the block issues
+    storeRoundUs: topology === 'virtual' ? k.storeLaneRounds : k.storeRounds,
     ringStepUs: k.ringSteps,
     serialRecvUs: k.serialRecvs,
     rearmUs: k.rearms,
