@@ -366,7 +366,7 @@ function calibrateStructure(
   algorithms: AlgorithmTable,
   options: CalibrationOptions = {},
 ): CalibrationResult {
-  if (rows.length === 0) throw new LlcommError('INVALID_ARGUMENT', `no usable rows to calibrate ${platformName}`)
+  // rows is non-empty: calibratePlatform checks, and passes only non-empty subsets
   const prior = paramsFromPlatform(platform)
   const terms = rows.map((r) => rowTerms(r, algorithms, platform))
   const exponents = options.overlapExponents === undefined ? OVERLAP_EXPONENTS : options.overlapExponents
