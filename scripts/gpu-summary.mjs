@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// Summarizes the GPU test's JSON-lines cases into gpu-test-<date>.json and prints a short table last.
+// Summarizes the GPU test's JSON-lines cases into gpu-test-<date>.json.gz and prints a short table last. Gzipped: the
+// record of every case is ~1 MB of JSON, and the working tree travels to the GPU machine under a 64 MiB limit.
 // Usage: node scripts/gpu-summary.mjs <cases.jsonl> <outDir> [wallSeconds]
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
 
 const [casesFile, outDir, wall] = process.argv.slice(2)
 const lines = readFileSync(casesFile, 'utf8').split('\n').filter(Boolean)
@@ -38,8 +40,8 @@ const summary = {
   failed: details.length - passed,
   details,
 }
-const file = join(outDir, `gpu-test-${date.slice(0, 10)}.json`)
-writeFileSync(file, JSON.stringify(summary, null, 1))
+const file = join(outDir, `gpu-test-${date.slice(0, 10)}.json.gz`)
+writeFileSync(file, gzipSync(JSON.stringify(summary, null, 1), { level: 9 }))
 // Short table by group (the name's first one or two parts).
 const groups = new Map()
 for (const c of details) {

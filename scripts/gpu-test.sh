@@ -5,7 +5,7 @@
 #    stress, one-rank NCCL, benchmark()), every case appended to a JSON-lines file;
 # 2. compute-sanitizer memcheck, racecheck and synccheck on the reduced correctness matrix (LLCOMM_GPU_SANITIZER_ONLY=1:
 #    this step alone);
-# 3. scripts/gpu-summary.mjs writes gpu-test-<date>.json (machine, commit, date, cases, passed, failed, details)
+# 3. scripts/gpu-summary.mjs writes gpu-test-<date>.json.gz (machine, commit, date, cases, passed, failed, details)
 #    and prints a short table last.
 # Output goes to $OUT when set (the device tool brings it back), else bench/results/.
 set -uo pipefail
@@ -31,7 +31,7 @@ if [ "${LLCOMM_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/
     log=$out/sanitizer.log
     echo "===== $tool" >> "$log"
     # Without the nccl baselines: NCCL's initialization hits CUDA API errors on purpose (peer access already
-    # enabled, probing kernel images), which memcheck reports (run of 2026-11-29 on two GPUs, gpu-test-h200x2-*-b.json).
+    # enabled, probing kernel images), which memcheck reports (run of 2026-11-29 on two GPUs, gpu-test-h200x2-*-b.json.gz).
     LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_CASE_PREFIX=sanitizer-$tool timeout "${LLCOMM_SANITIZER_TIMEOUT_S:-240}" \
       compute-sanitizer --tool "$tool" --error-exitcode 9 --target-processes all \
       node dist/test/gpu/correctness.test.js >> "$log" 2>&1

@@ -13,14 +13,22 @@ import {
   type PlatformConstants,
 } from '../../src/model/latency-tables.js'
 
-// The 2-GPU validation of docs/model.md §5 (bench/results/model-calibration-h200x2-2026-11-29b.txt,
-// scripts/model/h200x2-validation.sh): two H200s over NVLink, one rank per GPU, llcomm's six kernels. The
-// out-of-sample predictions stay on the file measured at a0bea25 (OLD_BENCH; the historic result, with the tables
-// frozen in test/fixtures/model/); the calibrated h200 entry is fitted to the file measured at cf18cd4 (BENCH).
+// The 2-GPU validation of docs/model.md §5 (bench/results/model-calibration-h200x2-2026-11-29{b,c}.txt,
+// scripts/model/h200x2-validation.sh and h200x2-refit-c.sh): two H200s over NVLink, one rank per GPU, llcomm's six
+// kernels. Three files: OLD_BENCH (a0bea25; the historic out-of-sample result, with the tables frozen in
+// test/fixtures/model/), BENCH (cf18cd4; the entry fitted to it is frozen as B_FIT) and C_BENCH (1bac1a6, the kernels
+// of 5e4a711; the committed h200 entry is fitted to it).
 const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
 const OLD_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29.json'
 const BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29b.json'
+const C_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29c.json'
 const SOL = 'bench/results/cuda-h200x2-sol-2gpu-2026-11-29.json'
+// the h200 entry as fitted to BENCH, frozen before the refit to C_BENCH
+const B_FIT = 'platforms-h200x2-11-29b.json'
+// B_FIT's transport constants with the others copied from h200-virtual's 11-29h fit (H_FIT): the table the c file
+// was predicted with, and the starting point of its fit
+const PRE_C = 'platforms-h200x2-pre-c.json'
+const H_FIT = 'test/fixtures/model/platforms-h200-virtual-11-29h.json'
 // h200-virtual's constants as fitted to the 11-29f files (kernels at cf18cd4, those of BENCH), frozen before its refit
 // to the 11-29g files (kernels at 51236c3): h200 keeps these values for every constant it does not fit
 const F_FIT = 'test/fixtures/model/platforms-h200-virtual-11-29f.json'
@@ -37,6 +45,18 @@ const COPIED = [
   'memoryGBs',
   'overlapExponent',
 ]
+// the table constants behind TRANSPORT (usPerWireByte and usPerAtomicByte are stored as linkGBs and atomicGBs)
+const TRANSPORT_CONSTANTS = [
+  'hopUs',
+  'pollRoundUs',
+  'storeRoundUs',
+  'serialRecvUs',
+  'ringStepUs',
+  'atomicLineUs',
+  'barrierFixedUs',
+  'linkGBs',
+  'atomicGBs',
+] as const
 const LLCOMM = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'twoshot-atomic', 'oneshot-barrier', 'ring']
 const NCCL = ['nccl', 'nccl-symmetric']
 // the constants whose event crosses NVLink (the script's TRANSPORT): fitted; every other one is h200-virtual's
@@ -60,6 +80,7 @@ function h200Rows(path: string) {
 }
 const old = h200Rows(OLD_BENCH)
 const { groups, rowsOf } = h200Rows(BENCH)
+const cFile = h200Rows(C_BENCH)
 
 /** Rows within ±15% and the rms relative error of a platform entry's predictions (nothing fitted). */
 function predicted(
@@ -127,14 +148,14 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
     }
   })
 
-  it('the committed h200 entry (kernel structure) puts 255 of 264 llcomm rows of the cf18cd4 file within ±15%', () => {
-    const h200 = loadPlatformTable().platforms.h200
+  it('the entry fitted to the cf18cd4 file (frozen) puts 255 of its 264 llcomm rows within ±15%', () => {
+    const h200 = fixture(B_FIT)
     assert.equal(h200.structure, 'kernel')
     const r = predicted(h200, LLCOMM)
     assert.equal(r.within, 255)
     assert.equal((100 * r.rms).toFixed(1), '6.8')
     // every fitted constant names the cf18cd4 2-GPU file; every other one h200-virtual's 11-29f fit (or the sol file):
-    // the kernels of the 2-GPU file (cf18cd4), not h200-virtual's current fit to the 11-29g files (51236c3)
+    // the kernels of the 2-GPU file (cf18cd4)
     for (const p of ['hopUs', 'pollRoundUs', 'storeRoundUs', 'ringStepUs', 'linkGBs', 'atomicGBs', 'libraryOverheadUs'])
       assert.match(
         h200.constants[p as keyof typeof h200.constants].source,
@@ -147,21 +168,21 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
       assert.match(c.source, /^h200-virtual's value of its 11-29f fit, copied .*-2026-11-29f\.json/, name)
       assert.equal(c.value, fFit.constants[name as keyof typeof h200.constants].value, name)
     }
-    // the term added with the 11-29g refit is 0 on h200: its predictions stay those of the 11-29f form
+    // the term added with the 11-29g refit is 0 there: its predictions stay those of the 11-29f form
     assert.equal(h200.constants.blockAccessUs.value, 0)
   })
 
-  it("refits to the committed constants and gives the report's held-out counts", () => {
-    const h200 = loadPlatformTable().platforms.h200
+  it("refits the frozen cf18cd4 entry to its constants and gives the b report's held-out counts", () => {
+    const h200 = fixture(B_FIT)
     const r = calibratePlatform('h200', h200, rowsOf(LLCOMM), algorithms, {
       fitOnly: TRANSPORT,
       overlapExponents: null,
     })
     assert.deepEqual([...r.fitted].sort(), [...TRANSPORT].sort())
     assert.ok(r.held.includes('kernelFloorUs') && r.held.includes('usPerMemoryByte'))
-    const committed = paramsFromPlatform(h200)
+    const frozen = paramsFromPlatform(h200)
     for (const p of TRANSPORT) {
-      const want = committed[p] as number
+      const want = frozen[p] as number
       assert.ok(Math.abs((r.params[p] as number) - want) <= 1e-6 * want, `${p}: ${r.params[p]} vs ${want}`)
     }
     assert.equal(r.inSample.within15, 255)
@@ -180,12 +201,57 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
     assert.equal(r.leaveOneRankCountOut, undefined) // one rank count: N is not identified
   })
 
-  it("nccl-symmetric keeps the seed form: the fitted library overhead gives the nccl report's 4 of 44", () => {
+  it("nccl-symmetric in the seed form: the cf18cd4 entry's library overhead gives the nccl report's 4 of 44", () => {
     // bench/results/model-nccl-h200x2-2026-11-29.txt, section 5 (nccl itself: test/model/nccl-model.test.ts)
-    const h200 = loadPlatformTable().platforms.h200
+    const h200 = fixture(B_FIT)
     assert.ok((h200.constants.libraryOverheadUs.value ?? 0) > 0)
     const r = predicted(h200, ['nccl-symmetric'])
     assert.equal(r.rows, 44)
     assert.equal(r.within, 4)
+  })
+
+  it('the c file (kernels of 5e4a711) out of sample: 240 of 264 with the cf18cd4 entry, 238 with h200-virtual 11-29h constants', () => {
+    // bench/results/model-calibration-h200x2-2026-11-29c.txt, sections 1 and 2
+    assert.equal(cFile.rowsOf(LLCOMM).length, 264)
+    const b = predicted(fixture(B_FIT), LLCOMM, cFile.rowsOf)
+    const pre = predicted(fixture(PRE_C), LLCOMM, cFile.rowsOf)
+    assert.deepEqual(
+      [b, pre].map((x) => [x.within, (100 * x.rms).toFixed(1)]),
+      [
+        [240, '8.2'],
+        [238, '9.8'],
+      ],
+    )
+    // PRE_C = B_FIT's transport constants + h200-virtual's 11-29h values for every copied constant
+    const bFit = fixture(B_FIT).constants
+    const preC = fixture(PRE_C).constants
+    const hFit = loadPlatformTable(repo(H_FIT)).platforms['h200-virtual'].constants
+    for (const name of TRANSPORT_CONSTANTS) assert.equal(preC[name].value, bFit[name].value, name)
+    for (const name of [...COPIED, 'blockAccessUs'] as (keyof typeof preC)[]) {
+      assert.equal(preC[name].value, hFit[name].value, name)
+      assert.match(preC[name].source, /^h200-virtual's value of its 11-29h fit, copied/, name)
+    }
+  })
+
+  it('the committed h200 entry is the fit of PRE_C to the c file: 252 of 264 in sample, the c report held-out counts', () => {
+    const committed = loadPlatformTable().platforms.h200
+    const r = calibratePlatform('h200', fixture(PRE_C), cFile.rowsOf(LLCOMM), algorithms, {
+      fitOnly: TRANSPORT,
+      overlapExponents: null,
+    })
+    const want = paramsFromPlatform(committed)
+    for (const p of TRANSPORT) {
+      const w = want[p] as number
+      assert.ok(Math.abs((r.params[p] as number) - w) <= 1e-6 * Math.max(w, 1e-12), `${p}: ${r.params[p]} vs ${w}`)
+    }
+    for (const name of [...COPIED, 'blockAccessUs'] as (keyof typeof committed.constants)[])
+      assert.equal(committed.constants[name].value, fixture(PRE_C).constants[name].value, name)
+    assert.equal(r.inSample.within15, 252)
+    assert.equal(r.leaveOneOut?.within15, 252)
+    assert.equal(r.leaveOneSizeDecadeOut?.all.within15, 192)
+    assert.equal(r.leaveOneDtypeOut?.all.within15, 251)
+    assert.equal(predicted(committed, LLCOMM, cFile.rowsOf).within, 252)
+    // nccl-symmetric, seed form, its libraryOverheadUs fitted to the c file
+    assert.equal(predicted(committed, ['nccl-symmetric'], cFile.rowsOf).within, 26)
   })
 })
