@@ -2,16 +2,23 @@
 """Records a small PyTorch-profiler Chrome trace of a Llama-style decoder's decode steps, for `llcomm diagnose`.
 
 Random weights, real structure: RMSNorm, QKV projection, attention over a KV cache, output projection, AllReduce,
-RMSNorm, gated MLP, AllReduce, per layer; then the LM head. torch.distributed runs with world_size=1 on the NCCL
-backend, so every tensor-parallel AllReduce appears as a `record_param_comms` op (collective name, element count,
-dtype) and, where NCCL launches one, as an NCCL kernel. NCCL's one-rank path does nothing for an in-place sum, so
-the AllReduces use ReduceOp.AVG (a pre-multiplied sum: NCCL launches a kernel even for one rank); at world_size=1
-the result equals the input either way.
+RMSNorm, gated MLP, AllReduce, per layer; then the LM head. Every tensor-parallel AllReduce appears as a
+`record_param_comms` op (collective name, element count, dtype, group size) and, where NCCL launches one, as an NCCL
+kernel.
+
+--tp 1 (default): torch.distributed at world_size=1 on the NCCL backend. NCCL's one-rank path does nothing for an
+in-place sum, so the AllReduces use ReduceOp.AVG (a pre-multiplied sum: NCCL launches a kernel even for one rank);
+at world_size=1 the result equals the input either way.
+--tp N: N processes, one GPU each (cuda:0..N-1), Megatron-style shards: each rank holds heads/N query heads,
+kv_heads/N KV heads and intermediate/N MLP columns; the attention output and MLP down projections are row-parallel,
+so each ends in a SUM AllReduce of the full hidden vector over NVLink. The embedding and the LM head are replicated
+(a vocab-parallel LM head would add an all-gather). Every rank writes its own trace: rank 0 at --out, rank r at
+--out with ".rank<r>" before the extension.
 
 Also measures what the decode cost model needs from this GPU: the bandwidth a batch-1 GEMV (bf16 weight read)
 reaches, written to hbm.json beside the trace.
 
-Usage: python3 scripts/record-torch-trace.py --out OUT/trace.json [--layers 8] [--steps 3]
+Usage: python3 scripts/record-torch-trace.py --out OUT/trace.json [--layers 8] [--steps 3] [--tp 2]
 """
 import argparse
 import gzip
@@ -33,9 +40,12 @@ def rms_norm(x, weight, eps=1e-5):
 
 
 class DecoderLayer:
-    def __init__(self, hidden, heads, kv_heads, intermediate, max_context, device, dtype):
-        self.hidden, self.heads, self.kv_heads = hidden, heads, kv_heads
+    """One rank's shard of a decoder layer at tensor-parallel degree tp (tp=1: the whole layer)."""
+
+    def __init__(self, hidden, heads, kv_heads, intermediate, max_context, device, dtype, tp=1):
         self.head_dim = hidden // heads
+        heads, kv_heads, intermediate = heads // tp, kv_heads // tp, intermediate // tp
+        self.hidden, self.heads, self.kv_heads = hidden, heads, kv_heads
         std = hidden ** -0.5
         mk = lambda *shape: (torch.randn(*shape, device=device, dtype=dtype) * std)
         self.w_qkv = mk((heads + 2 * kv_heads) * self.head_dim, hidden)
@@ -93,6 +103,17 @@ def nccl_version():
 
 
 def main():
+    args = parse_args()
+    if args.tp == 1:
+        record(0, args)
+    else:
+        import torch.multiprocessing as mp
+        if torch.cuda.device_count() < args.tp:
+            raise SystemExit(f'--tp {args.tp} needs {args.tp} GPUs, this machine has {torch.cuda.device_count()}')
+        mp.spawn(record, args=(args,), nprocs=args.tp, join=True)
+
+
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument('--out', required=True)
     ap.add_argument('--layers', type=int, default=8)
@@ -103,27 +124,46 @@ def main():
     ap.add_argument('--vocab', type=int, default=32000)
     ap.add_argument('--context', type=int, default=512)
     ap.add_argument('--steps', type=int, default=3)
+    ap.add_argument('--tp', type=int, default=1, help='tensor-parallel degree: processes, one GPU each')
     args = ap.parse_args()
+    for name in ('heads', 'kv_heads', 'intermediate'):
+        if getattr(args, name) % args.tp:
+            ap.error(f'--{name.replace("_", "-")} {getattr(args, name)} is not divisible by --tp {args.tp}')
+    return args
 
+
+def rank_path(out, rank):
+    """Rank 0 writes to out itself; rank r to out with '.rank<r>' before the extension."""
+    if rank == 0:
+        return out
+    root, ext = os.path.splitext(out)
+    return f'{root}.rank{rank}{ext}'
+
+
+def record(rank, args):
     os.environ.setdefault('NCCL_NVLS_ENABLE', '0')  # never NVLink multicast on shared machines
     os.environ.setdefault('MASTER_ADDR', '127.0.0.1')
     os.environ.setdefault('MASTER_PORT', '29533')
-    device = torch.device('cuda', 0)
+    device = torch.device('cuda', rank)
     torch.cuda.set_device(device)
-    dist.init_process_group('nccl', rank=0, world_size=1, device_id=device)
+    dist.init_process_group('nccl', rank=rank, world_size=args.tp, device_id=device)
     dtype = torch.bfloat16
-    torch.manual_seed(0)
+    torch.manual_seed(rank)  # each rank's own shard; the replicated embedding and LM head are only shapes here
     global AR_OP
-    try:
-        probe = torch.ones(8, device=device, dtype=dtype)
-        dist.all_reduce(probe, op=AR_OP)
-        torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001 - any failure of AVG means: use SUM
-        print(f'all_reduce AVG failed ({e}); using SUM')
-        AR_OP = dist.ReduceOp.SUM
+    if args.tp > 1:
+        AR_OP = dist.ReduceOp.SUM  # a real sum over the shards
+    else:
+        try:
+            probe = torch.ones(8, device=device, dtype=dtype)
+            dist.all_reduce(probe, op=AR_OP)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - any failure of AVG means: use SUM
+            print(f'all_reduce AVG failed ({e}); using SUM')
+            AR_OP = dist.ReduceOp.SUM
 
     layers = [DecoderLayer(args.hidden, args.heads, args.kv_heads, args.intermediate, args.context + args.steps + 8,
-                           device, dtype) for _ in range(args.layers)]
+                           device, dtype, args.tp) for _ in range(args.layers)]
+    torch.manual_seed(0)  # the replicated weights are the same on every rank
     embed = torch.randn(args.vocab, args.hidden, device=device, dtype=dtype) * 0.02
     lm_head = torch.randn(args.vocab, args.hidden, device=device, dtype=dtype) * args.hidden ** -0.5
     final_norm = torch.ones(args.hidden, device=device, dtype=dtype)
@@ -146,9 +186,9 @@ def main():
                 with torch.profiler.record_function(f'decode_step_{step}'):
                     token = decode_step(token, args.context + step)
             torch.cuda.synchronize()
-        hbm = gemv_bandwidth(device, dtype)
+        hbm = gemv_bandwidth(device, dtype) if rank == 0 else None
 
-    out = args.out
+    out = rank_path(args.out, rank)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     prof.export_chrome_trace(out)
     size = os.path.getsize(out)
@@ -159,10 +199,11 @@ def main():
         out += '.gz'
     props = torch.cuda.get_device_properties(device)
     meta = {'device': props.name, 'torch': torch.__version__, 'nccl': nccl_version(),
-            'date': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'args': vars(args), 'gemv': hbm,
-            'trace': os.path.basename(out), 'traceBytes': os.path.getsize(out)}
-    with open(os.path.join(os.path.dirname(os.path.abspath(out)), 'hbm.json'), 'w') as f:
-        json.dump(meta, f, indent=2)
+            'date': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'args': vars(args), 'rank': rank,
+            'gemv': hbm, 'trace': os.path.basename(out), 'traceBytes': os.path.getsize(out)}
+    if rank == 0:
+        with open(os.path.join(os.path.dirname(os.path.abspath(out)), 'hbm.json'), 'w') as f:
+            json.dump(meta, f, indent=2)
     opener = gzip.open if out.endswith('.gz') else open
     with opener(out, 'rt') as f:
         events = json.load(f).get('traceEvents', [])

@@ -40,6 +40,8 @@ export interface CollectiveSummary {
   /** Calls seen on the CPU (record_param_comms) with no GPU kernel tied to them. */
   cpuOnly: number
   groupSize?: number
+  /** The element type as the trace names it (PyTorch: 'BFloat16', 'Float', …), when it says. */
+  dtype?: string
 }
 
 /** Steps found from annotations matching a pattern (GPU-side annotations preferred over CPU-side ones). */
@@ -162,24 +164,25 @@ export function analyzeTrace(trace: NormalizedTrace, options: { stepPattern?: st
   const streams = [...byStream].sort(([a], [b]) => a.localeCompare(b)).map(([s, list]) => streamGaps(s, list))
 
   const groups = new Map<string, CollectiveSummary>()
-  const group = (name: string, bytes: number | null, groupSize?: number): CollectiveSummary => {
+  const group = (name: string, bytes: number | null, groupSize?: number, dtype?: string): CollectiveSummary => {
     const key = `${name}|${bytes}`
     let g = groups.get(key)
     if (!g) {
       g = { name, count: 0, bytes, totalUs: 0, meanUs: 0, cpuOnly: 0, groupSize }
       groups.set(key, g)
     }
+    if (dtype !== undefined && g.dtype === undefined) g.dtype = dtype
     return g
   }
   for (const a of comm) {
     const c = a.collective as NonNullable<GpuActivity['collective']>
-    const g = group(c.name, c.bytes, c.groupSize)
+    const g = group(c.name, c.bytes, c.groupSize, c.dtype)
     g.count++
     g.totalUs += a.durUs
   }
   for (const op of trace.cpuCollectives) {
     if (op.kernels > 0) continue
-    const g = group(op.info.name, op.info.bytes, op.info.groupSize)
+    const g = group(op.info.name, op.info.bytes, op.info.groupSize, op.info.dtype)
     g.count++
     g.cpuOnly++
   }

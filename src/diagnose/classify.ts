@@ -6,6 +6,7 @@
  * the report names them as next steps. Thresholds are a table, not branches (STYLE habit 8).
  */
 import type { TraceAnalysis } from './analyze.js'
+import type { CrossRankAnalysis } from './cross-rank.js'
 
 export type BottleneckLabel =
   | 'communication-bound (small messages)'
@@ -13,6 +14,7 @@ export type BottleneckLabel =
   | 'gpu-waiting (gaps between kernels)'
   | 'compute-bound'
   | 'mixed'
+  | 'arrival skew (ranks reach collectives apart)'
 
 export interface ClassificationSignals {
   /** GPU idle time (no activity on any stream) over the step. */
@@ -63,7 +65,35 @@ export function classificationSignals(a: TraceAnalysis): ClassificationSignals {
   }
 }
 
-export function classify(a: TraceAnalysis): Classification {
+const SKEW_NEXT_STEPS = [
+  'look at what the last-arriving rank does before each collective (host launches, Python, data, a slower GPU): a faster collective does not remove waiting for it (seed 003)',
+  'capture the step in a CUDA graph or fuse launches, so that every rank reaches the collective when its GPU does',
+]
+
+/**
+ * With one trace per rank (clocks agreeing): when the ranks' kernels spend more time waiting for the last rank than
+ * the collectives take once every rank is in, the run is bound by arrival skew, whatever one trace's shares say.
+ */
+function skewClassification(x: CrossRankAnalysis | undefined): { label: BottleneckLabel; reason: string } | undefined {
+  if (!x?.clocksAgree) return undefined
+  const wait = x.collectives.reduce((s, c) => s + c.waitUsPerRank.reduce((t, u) => t + u, 0), 0)
+  const work = x.collectives.reduce((s, c) => s + c.postArrivalUs.meanUs * c.calls * x.ranks, 0)
+  if (wait <= work) return undefined
+  return {
+    label: 'arrival skew (ranks reach collectives apart)',
+    reason: `across ${x.ranks} ranks the collective kernels spent ${wait.toFixed(0)} µs waiting for the last rank to arrive against ${work.toFixed(0)} µs of work once all had arrived`,
+  }
+}
+
+export function classify(a: TraceAnalysis, acrossRanks?: CrossRankAnalysis): Classification {
+  const skew = skewClassification(acrossRanks)
+  if (skew)
+    return {
+      ...skew,
+      seedRow: SEED_ROW_TIMELINE,
+      signals: classificationSignals(a),
+      nextSteps: [...SKEW_NEXT_STEPS, ...SEED_NEXT_STEPS],
+    }
   const t = CLASSIFICATION_THRESHOLDS
   const s = classificationSignals(a)
   const pct = (x: number) => `${(x * 100).toFixed(1)}%`

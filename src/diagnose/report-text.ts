@@ -2,9 +2,58 @@
 import { fixed, formatBytes, percent, textTable } from '../model/text-table.js'
 import type { TraceAnalysis } from './analyze.js'
 import type { Classification } from './classify.js'
+import type { CrossRankAnalysis } from './cross-rank.js'
 import type { WhatIf } from './what-if.js'
 
-export function diagnoseText(path: string, a: TraceAnalysis, c: Classification, w: WhatIf): string {
+/** The across-ranks section: each collective's arrival skew, post-arrival time and who waited. */
+export function acrossRanksText(x: CrossRankAnalysis): string[] {
+  const out = ['', `## across ranks (${x.ranks} traces, one per rank)`]
+  out.push(
+    `kernel ends agree within ${fixed(x.endSpreadMedianUs, 2)} µs (median over the lined-up calls): ${x.clocksAgree ? 'one clock' : 'the clocks do NOT agree; skew and wait below are unreliable'}`,
+  )
+  out.push(
+    textTable(
+      [
+        'collective',
+        'bytes',
+        'calls',
+        'skew median µs',
+        'skew p90 µs',
+        'post-arrival median µs',
+        'wait per rank µs',
+        'last to arrive (calls per rank)',
+      ],
+      x.collectives.map((c) => [
+        c.name,
+        c.bytes === null ? '?' : formatBytes(c.bytes),
+        c.calls,
+        fixed(c.skewUs.medianUs, 2),
+        fixed(c.skewUs.p90Us, 2),
+        fixed(c.postArrivalUs.medianUs, 2),
+        c.waitUsPerRank.map((u) => fixed(u, 0)).join(' / '),
+        c.lastToArrive.join(' / '),
+      ]),
+    ),
+  )
+  for (const c of x.collectives) {
+    const total = c.waitUsPerRank.reduce((s, u) => s + u, 0)
+    const post = c.postArrivalUs.meanUs * c.calls * x.ranks
+    if (total > post)
+      out.push(
+        `${c.name} ${c.bytes === null ? '' : formatBytes(c.bytes)}: the ranks' kernels spent ${fixed(total, 0)} µs waiting for the last rank against ${fixed(post, 0)} µs of post-arrival work: the stall is arrival skew (what the last rank did before the call), not the collective`,
+      )
+  }
+  for (const n of x.notes) out.push(`note: ${n}`)
+  return out
+}
+
+export function diagnoseText(
+  path: string,
+  a: TraceAnalysis,
+  c: Classification,
+  w: WhatIf,
+  acrossRanks?: CrossRankAnalysis,
+): string {
   const out: string[] = []
   out.push(`# ${path} (${a.format} trace): ${a.kernels} GPU activities on ${a.streams.length} stream(s)`)
   out.push(
@@ -58,24 +107,42 @@ export function diagnoseText(path: string, a: TraceAnalysis, c: Classification, 
   }
   out.push('', `## classification: ${c.label}`, c.reason, `(${c.seedRow})`)
   for (const s of c.nextSteps) out.push(`next: ${s}`)
+  if (acrossRanks) out.push(...acrossRanksText(acrossRanks))
   out.push('', "## what if the AllReduces took llcomm's latency")
   if (!w.available) out.push(`not available: ${w.reason}`)
   else {
     out.push(`source ${w.source}, ${w.ranks} ranks; compute unchanged`)
     out.push(
       textTable(
-        ['collective', 'bytes', 'calls', 'trace mean µs', 'llcomm µs', 'algorithm', 'saved µs'],
+        [
+          'collective',
+          'bytes',
+          'calls',
+          'trace mean µs',
+          'replaces',
+          'replaced mean µs',
+          'llcomm µs',
+          'algorithm',
+          'saved µs',
+        ],
         w.rows.map((r) => [
           r.name,
           r.bytes === null ? '?' : formatBytes(r.bytes),
           r.count,
           fixed(r.measuredMeanUs, 2),
+          r.replaces,
+          fixed(r.replacedMeanUs, 2),
           r.llcommUs === null ? '-' : fixed(r.llcommUs, 2),
           r.algorithm ?? '-',
           fixed(r.savedUs, 1),
         ]),
       ),
     )
+    for (const r of w.rows)
+      if (r.from.length)
+        out.push(
+          `${r.name} ${r.bytes === null ? '' : formatBytes(r.bytes)}: llcomm's figure from ${r.setup}: ${r.from.join(', ')}`,
+        )
     out.push(`span ${fixed(w.stepUs, 1)} µs → ${fixed(w.predictedStepUs, 1)} µs (×${fixed(w.speedup, 3)})`)
   }
   for (const n of a.notes) out.push(`note: ${n}`)

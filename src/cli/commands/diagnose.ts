@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import type { Command } from 'commander'
 import { analyzeTrace } from '../../diagnose/analyze.js'
 import { classify } from '../../diagnose/classify.js'
+import { analyzeAcrossRanks, type CrossRankAnalysis } from '../../diagnose/cross-rank.js'
 import { readTraceFile } from '../../diagnose/read-trace.js'
 import { diagnoseHtml } from '../../diagnose/report-html.js'
 import { diagnoseText } from '../../diagnose/report-text.js'
@@ -39,7 +40,10 @@ export function register(program: Command): void {
   program
     .command('diagnose')
     .description('find collectives, gaps and communication on the critical path in a PyTorch-profiler / Chrome trace')
-    .argument('<trace>', 'trace JSON (.json or .json.gz): PyTorch profiler, Chrome trace, or llcomm format')
+    .argument(
+      '<traces...>',
+      'trace JSON (.json or .json.gz): PyTorch profiler, Chrome trace, or llcomm format; several = one per rank of one run, in rank order (the first is reported, all are lined up across ranks)',
+    )
     .option('--json', 'print { totalUs, busyUs, commUs, commShare, collectives, classification, whatIf }')
     .option('--html <file>', 'write a self-contained HTML page with a timeline and plots')
     .option('--bench <files...>', 'bench/results JSON with llcomm measured latencies (default: bench/results/*.json)')
@@ -49,10 +53,13 @@ export function register(program: Command): void {
     )
     .option('--step <regex>', 'annotation names that mark one step (default ^ProfilerStep#\\d+$)')
     .option('--ranks <n>', "rank count to price the AllReduces at (default: the trace's process-group size)")
-    .action((path: string, o: DiagnoseOptions) => {
-      const trace = readTraceFile(path)
+    .action((paths: string[], o: DiagnoseOptions) => {
+      const path = paths[0]
+      const traces = paths.map(readTraceFile)
+      const trace = traces[0]
       const analysis = analyzeTrace(trace, { stepPattern: o.step })
-      const classification = classify(analysis)
+      const acrossRanks: CrossRankAnalysis | undefined = traces.length > 1 ? analyzeAcrossRanks(traces) : undefined
+      const classification = classify(analysis, acrossRanks)
       // files named with --bench must be bench documents; of the default folder, other documents are skipped
       const files = (o.bench ? o.bench.map(readBenchFile) : benchFiles(undefined).map(tryReadBenchFile)).filter(
         (f): f is BenchFile => f !== undefined && f.rows.length > 0,
@@ -66,8 +73,8 @@ export function register(program: Command): void {
         if (!Number.isInteger(ranks) || ranks < 2)
           throw new LlcommError('INVALID_ARGUMENT', `--ranks needs an integer ≥ 2, got ${o.ranks}`)
       }
-      const prediction = whatIf(analysis, source, ranks)
-      const text = diagnoseText(path, analysis, classification, prediction)
+      const prediction = whatIf(analysis, source, ranks, acrossRanks)
+      const text = diagnoseText(path, analysis, classification, prediction, acrossRanks)
       if (o.html) writeFileSync(o.html, diagnoseHtml(path, trace, analysis, classification, prediction, text))
       if (o.json) {
         const { totalUs, busyUs, commUs, commShare, collectives } = analysis
@@ -76,7 +83,7 @@ export function register(program: Command): void {
           busyUs,
           commUs,
           commShare,
-          collectives: collectives.map(({ name, count, bytes, totalUs: t, meanUs, cpuOnly, groupSize }) => ({
+          collectives: collectives.map(({ name, count, bytes, totalUs: t, meanUs, cpuOnly, groupSize, dtype }) => ({
             name,
             count,
             bytes,
@@ -84,9 +91,11 @@ export function register(program: Command): void {
             meanUs,
             cpuOnly,
             groupSize,
+            dtype,
           })),
           classification,
           whatIf: prediction,
+          acrossRanks,
           exposedCommUs: analysis.exposedCommUs,
           idleUs: analysis.idleUs,
           steps: analysis.steps,
