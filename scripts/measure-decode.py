@@ -15,9 +15,17 @@ Also counted: the kernels in one step (from the profiler) and the bytes a step m
 model can split the time into an HBM term and a per-kernel term.
 
 Usage: python3 scripts/measure-decode.py --out OUT/decode-shards.json
+
+--tp-real N (N GPUs): N processes, one GPU each, each holding its shard, and the step run twice: as above (no
+AllReduce) and with the two AllReduces per layer a tensor-parallel run does (torch.distributed, NCCL over NVLink, SUM
+of the attention and MLP outputs before each residual add), both eager and captured in one CUDA graph with the NCCL
+calls inside. The difference is what AllReduce costs inside a real decode step, to set beside the decode model's
+comm term (bench figure × AllReduces per token).
+  python3 scripts/measure-decode.py --tp-real 2 --out OUT/decode-tp2.json
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -70,7 +78,8 @@ class Shard:
         # The step reads context+1 positions of K and V per layer (the new one written, then read).
         self.kv_bytes = 2 * layers * batch * self.kv_heads * (context + 1) * hd * el
 
-    def step(self):
+    def step(self, allreduce=None):
+        """One decode step; allreduce(t), when given, sums t over the tensor-parallel group in place."""
         b, hd, pos = self.batch, self.head_dim, self.context
         x = self.x
         for L in self.layers:
@@ -81,10 +90,16 @@ class Shard:
             L['v'][:, :, pos] = v.view(b, self.kv_heads, hd)
             q = q.view(b, self.heads, 1, hd)
             attn = F.scaled_dot_product_attention(q, L['k'], L['v'], enable_gqa=self.heads != self.kv_heads)
-            x = x + F.linear(attn.reshape(b, -1), L['o'])
+            out = F.linear(attn.reshape(b, -1), L['o'])
+            if allreduce:
+                allreduce(out)  # row-parallel output projection: partial sums
+            x = x + out
             h = rms_norm(x, L['n2'])
             gate, up = F.linear(h, L['gate_up']).chunk(2, -1)
-            x = x + F.linear(F.silu(gate) * up, L['down'])
+            out = F.linear(F.silu(gate) * up, L['down'])
+            if allreduce:
+                allreduce(out)  # row-parallel down projection: partial sums
+            x = x + out
         return F.linear(rms_norm(x, self.final_norm), self.lm_head)
 
 
@@ -132,6 +147,90 @@ def measure(model, tp, batch, context, iters, device, dtype):
     return row
 
 
+def capture(fn):
+    """fn captured in a CUDA graph after two warm-up runs on a side stream (NCCL calls included)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    return graph
+
+
+# (model, batch, context) measured with --tp-real N: shards of N GPUs
+TP_REAL_CONFIGS = [('llama-3.1-8b', 1, 1024), ('llama-3.1-8b', 16, 1024), ('llama-3.1-70b', 1, 1024),
+                   ('llama-3.1-70b', 16, 4096)]
+
+
+def measure_tp_real(rank, args):
+    """One rank of --tp-real: every rank runs the same sequence (the NCCL calls must match); rank 0 reports."""
+    import torch.distributed as dist
+    n = args.tp_real
+    os.environ.setdefault('NCCL_NVLS_ENABLE', '0')  # never NVLink multicast on shared machines
+    os.environ.setdefault('MASTER_ADDR', '127.0.0.1')
+    os.environ.setdefault('MASTER_PORT', '29534')
+    device, dtype = torch.device('cuda', rank), torch.bfloat16
+    torch.cuda.set_device(device)
+    dist.init_process_group('nccl', rank=rank, world_size=n, device_id=device)
+    torch.manual_seed(rank)
+    ar = lambda t: dist.all_reduce(t)
+    rows = []
+    keep = set(filter(None, args.only.split(',')))
+    for model, batch, context in TP_REAL_CONFIGS:
+        if keep and model not in keep:
+            continue
+        t0 = time.time()
+        shard = Shard(model, n, batch, context, device, dtype)
+        timed = {}
+        with torch.no_grad():
+            for name, fn in (('eagerUs', shard.step), ('eagerArUs', lambda: shard.step(ar))):
+                for _ in range(3):
+                    fn()
+                dist.barrier()
+                timed[name] = time_steps(fn, args.iters)
+            graphs = {'graphUs': capture(shard.step), 'graphArUs': capture(lambda: shard.step(ar))}
+            for name, g in graphs.items():
+                dist.barrier()
+                timed[name] = time_steps(g.replay, args.iters)
+        per_rank = [None] * n
+        dist.all_gather_object(per_rank, timed)
+        layers = len(shard.layers)
+        row = {'model': model, 'tp': n, 'batch': batch, 'context': context, 'layers': layers,
+               'allReducesPerStep': 2 * layers, 'allReduceBytes': batch * shard.hidden * 2,
+               'weightBytes': shard.weight_bytes, 'kvBytes': shard.kv_bytes,
+               **{k: round(v, 2) for k, v in timed.items()}, 'perRank': per_rank, 'iters': args.iters}
+        row['allReduceCostUs'] = round(row['graphArUs'] - row['graphUs'], 2)
+        row['perAllReduceUs'] = round(row['allReduceCostUs'] / row['allReducesPerStep'], 3)
+        row['wallS'] = round(time.time() - t0, 1)
+        if rank == 0:
+            print(json.dumps({k: v for k, v in row.items() if k != 'perRank'}), flush=True)
+        rows.append(row)
+        del graphs, shard
+        torch.cuda.empty_cache()
+    if rank == 0:
+        props = torch.cuda.get_device_properties(device)
+        v = torch.cuda.nccl.version()
+        doc = {'date': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), 'device': props.name, 'gpus': n,
+               'torch': torch.__version__, 'nccl': '.'.join(map(str, v)) if isinstance(v, (tuple, list)) else str(v),
+               'command': 'python3 scripts/measure-decode.py --tp-real %d --out OUT/decode-tp%d.json --iters %d'
+                          % (n, n, args.iters), 'rows': rows}
+        with open(args.out, 'w') as f:
+            json.dump(doc, f, indent=2)
+        print('model tp batch ctx graph_us graph_ar_us ar_cost_us per_ar_us eager_us eager_ar_us')
+        for r in rows:
+            print(r['model'], r['tp'], r['batch'], r['context'], r['graphUs'], r['graphArUs'], r['allReduceCostUs'],
+                  r['perAllReduceUs'], r['eagerUs'], r['eagerArUs'])
+    dist.barrier()
+    # Leave without destroy_process_group: on the run of 2026-11-29 (two H200s) the processes hung at exit after the
+    # results were written, with NCCL calls captured in CUDA graphs, until the call's 300 s limit.
+    os._exit(0)
+
+
 def gemv_bandwidth(device, dtype, rows=16384, cols=8192, iters=50):
     w = torch.randn(rows, cols, device=device, dtype=dtype)
     x = torch.randn(1, cols, device=device, dtype=dtype)
@@ -144,7 +243,15 @@ def main():
     ap.add_argument('--out', required=True)
     ap.add_argument('--iters', type=int, default=30)
     ap.add_argument('--only', default='', help='comma-separated model names to keep')
+    ap.add_argument('--tp-real', type=int, default=0,
+                    help='N GPUs: real tensor-parallel steps with and without NCCL AllReduce (one process per GPU)')
     args = ap.parse_args()
+    if args.tp_real:
+        if torch.cuda.device_count() < args.tp_real:
+            raise SystemExit(f'--tp-real {args.tp_real} needs {args.tp_real} GPUs, found {torch.cuda.device_count()}')
+        import torch.multiprocessing as mp
+        mp.spawn(measure_tp_real, args=(args,), nprocs=args.tp_real, join=True)
+        return
     device, dtype = torch.device('cuda', 0), torch.bfloat16
     torch.cuda.set_device(device)
     torch.manual_seed(0)

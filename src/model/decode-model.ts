@@ -5,7 +5,8 @@
  *   memoryUs = (weight bytes read per GPU + KV-cache bytes read per GPU) / (HBM bandwidth × efficiency)
  *   kernels  = the step's kernel count, derived from the architecture and a kernel recipe (kernelsPerStep)
  *   graph:  stepUs = memoryUs + kernels × (graphKernelUs + graphKernelUsPerExtraSequence × (batch − 1))
- *           ITL    = stepUs + allReducesPerToken × allReduceUs(algorithm, TP, batch × hidden × activation bytes)
+ *           ITL    = stepUs + allReducesPerToken × (allReduceUs(algorithm, TP, batch × hidden × activation bytes)
+ *                    + allReduceInStepUs)   (the in-step cost beyond a bench latency; decode-tp.ts fits it)
  *   eager:  ITL    = max(graph ITL, (kernels + allReducesPerToken) × eagerKernelIssueUs)   (host-issue bound)
  *   none:   ITL    = memoryUs + AllReduces (the model without a launch term)
  *
@@ -306,6 +307,8 @@ export function estimateDecode(
   let kernels = 0
   let launchUs = 0
   let issueUsPerKernel = 0
+  // per AllReduce in a real step beyond its bench latency (skew, critical path); not part of launch 'none'
+  let inStepUs = 0
   const constants = req.stepConstants ?? stepConstantsOf(gpu)
   if (launch !== 'none') {
     if (!constants || !gpu.decodeStep)
@@ -317,6 +320,7 @@ export function estimateDecode(
     kernels = kernelsPerStep(m, recipe, batch).kernels
     launchUs = graphLaunchUs(kernels, batch, constants)
     if (launch === 'eager') issueUsPerKernel = constants.eagerKernelIssueUs
+    inStepUs = gpu.decodeStep.allReduceInStepUs?.value ?? 0
   }
   const gpuStepUs = memoryUs + launchUs
   const hostIssueUs = kernels * issueUsPerKernel
@@ -331,7 +335,7 @@ export function estimateDecode(
       tp > 1
         ? predictLatency(getAlgorithm(algorithmTable, name), platform, tp, allReduceBytes, params)
         : { latencyUs: 0, missingTerms: [] as FitParam[] }
-    const commUs = allReducesPerToken * p.latencyUs
+    const commUs = allReducesPerToken * (p.latencyUs + (tp > 1 ? inStepUs : 0))
     const itlUs = withHost(gpuStepUs + commUs, allReducesPerToken)
     const tokensPerSec = batch / (itlUs / 1e6)
     return {
@@ -350,6 +354,9 @@ export function estimateDecode(
       ? 'memory-bound decode only: compute, kernel launches and framework overhead are not modelled'
       : `${launch} launch: ${kernels.toFixed(0)} kernels per step (recipe ${gpu.decodeStep?.recipe}) × ${(launchUs / kernels || 0).toFixed(3)} µs on the GPU${launch === 'eager' ? `, issued by the host at ${issueUsPerKernel} µs each` : ''} (${gpu.decodeStep?.graphKernelUs.source})`,
     `HBM ${hbm} GB/s × efficiency ${eff} (${gpu.hbmEfficiency.source})`,
+    ...(inStepUs > 0 && tp > 1
+      ? [`each AllReduce costs its latency + ${inStepUs} µs in the step (${gpu.decodeStep?.allReduceInStepUs?.source})`]
+      : []),
   ]
   return {
     model: m.name,

@@ -56,6 +56,11 @@ export interface DecodeStepConstants {
   graphKernelUs: SourcedValue
   graphKernelUsPerExtraSequence: SourcedValue
   eagerKernelIssueUs: SourcedValue
+  /**
+   * Per AllReduce in a tensor-parallel step, beyond the library's bench latency at that size (arrival skew, the call
+   * alone on the critical path); fitted on real tensor-parallel steps (decode-tp.ts). Absent: 0.
+   */
+  allReduceInStepUs?: SourcedValue
   /** Where the constants were fitted and how well (free text: file, commit, date, residuals). */
   fit: string
 }

@@ -20,6 +20,7 @@ import {
 import { validateDecodeFile } from '../../model/decode-calibration.js'
 import { type DecodeEstimate, estimateDecode, parseLaunchMode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
+import { validateDecodeTpFile } from '../../model/decode-tp.js'
 import { FIT_PARAMS, type FitParam, type ParamValues, paramsFromPlatform } from '../../model/latency-model.js'
 import {
   getPlatform,
@@ -55,6 +56,7 @@ interface ModelOptions {
   seedChecks?: boolean
   launch: string
   validateDecode?: string | boolean
+  validateDecodeTp?: string | boolean
   residuals?: boolean
   json?: boolean
 }
@@ -357,6 +359,10 @@ export function register(program: Command): void {
     .option('--seed-checks', "the model against the seeds' claims")
     .option('--launch <mode>', 'decode launch term: graph (CUDA-graph replay), eager (host-issued), none', 'graph')
     .option('--validate-decode [file]', 'decode model vs measured shards (default: the H200 file of 2026-11-29)')
+    .option(
+      '--validate-decode-tp [file]',
+      'decode model vs real tensor-parallel steps with NCCL AllReduce (default: the two-H200 file of 2026-11-29)',
+    )
     .option('--json', 'print JSON')
     .action((o: ModelOptions) => {
       const platforms = loadPlatformTable(o.table)
@@ -477,8 +483,19 @@ export function register(program: Command): void {
         out.validateDecode = v.calibration
         text.push(v.text)
       }
+      if (o.validateDecodeTp) {
+        const v = validateDecodeTpFile(typeof o.validateDecodeTp === 'string' ? o.validateDecodeTp : undefined)
+        out.validateDecodeTp = { ...v.validation, file: undefined }
+        text.push(v.text)
+      }
       // with --calibrate, --algorithms picks the rows to fit; the scale table needs --platform
-      if (!o.decode && !o.seedChecks && !o.validateDecode && (!o.calibrate || o.platform !== 'gb200')) {
+      if (
+        !o.decode &&
+        !o.seedChecks &&
+        !o.validateDecode &&
+        !o.validateDecodeTp &&
+        (!o.calibrate || o.platform !== 'gb200')
+      ) {
         const platform = withNcclConstants(getPlatform(platforms, o.platform), calibratedNccl[o.platform])
         const names = o.algorithms ? o.algorithms.split(',').map((s) => s.trim()) : Object.keys(algorithms.algorithms)
         const gpus = parseGpuCounts(o.gpus)
