@@ -89,6 +89,12 @@ export interface BenchmarkRequest {
   warmup?: number
   /** Random per-rank delay (uniform 0..skewUs) before each call. */
   skewUs?: number
+  /**
+   * A fixed delay of computeUs on every rank before each call (added to the random skew): a stand-in for a model's
+   * compute, so that each call starts right after a kernel, as in a decode step. The delay's own time is measured
+   * apart and not counted in the collective's.
+   */
+  computeUs?: number
   protocol?: LlProtocol
   pdl?: boolean
 }

@@ -50,6 +50,11 @@ export interface BenchRow {
   backToBackUs?: number
   /** Arrival skew asked for (uniform 0..skewUs per rank and call), and the median wait for the last rank. */
   skewUs?: number
+  /**
+   * With --compute-us: the fixed delay before every call on every rank (a model's compute), so that the call starts
+   * right after a kernel. skewWaitUs is then the delay's own measured time, subtracted from medianUs.
+   */
+  computeUs?: number
   skewWaitUs?: number
 }
 

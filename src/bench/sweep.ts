@@ -19,6 +19,8 @@ export interface SweepSettings {
   iters: number
   warmup: number
   skewUs: number
+  /** Fixed delay on every rank before each call (BenchmarkRequest.computeUs); absent or 0 = none. */
+  computeUs?: number
   /**
    * Rounds over every case (default 1). With more, the cases are interleaved round by round, so a slow spell of a
    * shared machine hits every algorithm alike; a row's median is the median of its rounds' medians.
@@ -41,6 +43,8 @@ export function planSweep(s: SweepSettings): SweepCase[] {
   if (!Number.isInteger(s.warmup) || s.warmup < 0)
     throw new LlcommError('INVALID_ARGUMENT', `--warmup must be a whole number ≥ 0, got ${s.warmup}`)
   if (!(s.skewUs >= 0)) throw new LlcommError('INVALID_ARGUMENT', `--skew-us must be ≥ 0, got ${s.skewUs}`)
+  if (s.computeUs !== undefined && !(s.computeUs >= 0))
+    throw new LlcommError('INVALID_ARGUMENT', `--compute-us must be ≥ 0, got ${s.computeUs}`)
   if (s.repeats !== undefined && (!Number.isInteger(s.repeats) || s.repeats < 1))
     throw new LlcommError('INVALID_ARGUMENT', `--repeat must be a whole number ≥ 1, got ${s.repeats}`)
   if (s.algorithms.length === 0) throw new LlcommError('INVALID_ARGUMENT', 'no algorithms to run')
@@ -92,6 +96,7 @@ export async function runSweep(
             iters: settings.iters,
             warmup: settings.warmup,
             ...(settings.skewUs > 0 ? { skewUs: settings.skewUs } : {}),
+            ...((settings.computeUs ?? 0) > 0 ? { computeUs: settings.computeUs } : {}),
             ...(c.pdl !== undefined ? { pdl: c.pdl } : {}),
           }),
         )
@@ -170,7 +175,7 @@ function rowFromRounds(
 export function rowFromTimes(
   comm: Pick<Communicator, 'backend' | 'size'>,
   collective: CollectiveDescriptor,
-  settings: Pick<SweepSettings, 'iters' | 'warmup' | 'skewUs'>,
+  settings: Pick<SweepSettings, 'iters' | 'warmup' | 'skewUs' | 'computeUs'>,
   c: SweepCase,
   ranAlgorithm: BenchRow['algorithm'],
   timesUs: readonly number[],
@@ -199,9 +204,9 @@ export function rowFromTimes(
   }
   if (c.pdl !== undefined) row.pdl = c.pdl
   if (backToBackUs !== undefined) row.backToBackUs = backToBackUs
-  if (settings.skewUs > 0) {
-    row.skewUs = settings.skewUs
+  if (settings.skewUs > 0) row.skewUs = settings.skewUs
+  if ((settings.computeUs ?? 0) > 0) row.computeUs = settings.computeUs
+  if (settings.skewUs > 0 || (settings.computeUs ?? 0) > 0)
     row.skewWaitUs = skewWaitUs.length > 0 ? median(skewWaitUs) : 0
-  }
   return row
 }

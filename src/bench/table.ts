@@ -44,7 +44,7 @@ export function formatRatio(ratio: number | undefined): string {
 export function formatRowsTable(rows: readonly BenchRow[]): string {
   const refs = referenceRows(rows)
   const withPdl = rows.some((r) => r.pdl !== undefined)
-  const withSkew = rows.some((r) => r.skewUs !== undefined)
+  const withSkew = rows.some((r) => r.skewUs !== undefined || r.computeUs !== undefined)
   const withBackToBack = rows.some((r) => r.backToBackUs !== undefined)
   const headers = [
     'size',
@@ -57,7 +57,7 @@ export function formatRowsTable(rows: readonly BenchRow[]): string {
     'algbw GB/s',
     'busbw GB/s',
     'wrong',
-    ...(withSkew ? ['skew wait us'] : []),
+    ...(withSkew ? [rows.some((r) => r.computeUs !== undefined) ? 'delay us' : 'skew wait us'] : []),
     'vs ref',
   ]
   const right = headers.map((h) => !['dtype', 'pdl', 'algorithm'].includes(h))

@@ -150,6 +150,10 @@ export function validateBenchmarkRequest(
   if (typeof skewUs !== 'number' || !(skewUs >= 0) || !Number.isFinite(skewUs)) {
     throw new LlcommError('INVALID_ARGUMENT', 'skewUs must be a finite number >= 0', { skewUs })
   }
+  const computeUs = request.computeUs ?? 0
+  if (typeof computeUs !== 'number' || !(computeUs >= 0) || !Number.isFinite(computeUs)) {
+    throw new LlcommError('INVALID_ARGUMENT', 'computeUs must be a finite number >= 0', { computeUs })
+  }
   return {
     algorithm: options.algorithm,
     dtype: options.dtype,
@@ -158,6 +162,7 @@ export function validateBenchmarkRequest(
     iters: nonNegativeInt('iters', request.iters, 1),
     warmup: nonNegativeInt('warmup', request.warmup ?? 0, 0),
     skewUs,
+    computeUs,
     protocol: options.protocol,
     pdl: options.pdl,
   }

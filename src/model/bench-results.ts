@@ -16,6 +16,7 @@ export interface MeasuredRow {
   p99Us?: number
   wrong: number
   skewUs?: number
+  computeUs?: number
 }
 
 export interface BenchFile {
@@ -105,7 +106,11 @@ export function rowPlatform(file: BenchFile, row: MeasuredRow): string {
   return topology === 'virtual' ? `${family}-virtual` : family
 }
 
-/** Rows fit for calibration: correct results, no injected arrival skew. */
+/** Rows fit for calibration: correct results, no injected arrival skew, no compute between calls. */
 export function usableForCalibration(row: MeasuredRow): boolean {
-  return row.wrong === 0 && !(row.skewUs !== undefined && row.skewUs > 0)
+  return (
+    row.wrong === 0 &&
+    !(row.skewUs !== undefined && row.skewUs > 0) &&
+    !(row.computeUs !== undefined && row.computeUs > 0)
+  )
 }

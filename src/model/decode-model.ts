@@ -309,6 +309,12 @@ export function estimateDecode(
   let issueUsPerKernel = 0
   // per AllReduce in a real step beyond its bench latency (skew, critical path); not part of launch 'none'
   let inStepUs = 0
+  let afterKernel: Record<string, number> | undefined
+  // allReduceInStepUs was fitted on NCCL's calls: swap NCCL's after-kernel cost for the algorithm's own
+  const inStepUsFor = (name: string) =>
+    afterKernel?.[name] !== undefined && afterKernel.nccl !== undefined
+      ? inStepUs - afterKernel.nccl + afterKernel[name]
+      : inStepUs
   const constants = req.stepConstants ?? stepConstantsOf(gpu)
   if (launch !== 'none') {
     if (!constants || !gpu.decodeStep)
@@ -321,6 +327,7 @@ export function estimateDecode(
     launchUs = graphLaunchUs(kernels, batch, constants)
     if (launch === 'eager') issueUsPerKernel = constants.eagerKernelIssueUs
     inStepUs = gpu.decodeStep.allReduceInStepUs?.value ?? 0
+    afterKernel = gpu.decodeStep.allReduceAfterKernelUs?.values
   }
   const gpuStepUs = memoryUs + launchUs
   const hostIssueUs = kernels * issueUsPerKernel
@@ -335,7 +342,7 @@ export function estimateDecode(
       tp > 1
         ? predictLatency(getAlgorithm(algorithmTable, name), platform, tp, allReduceBytes, params)
         : { latencyUs: 0, missingTerms: [] as FitParam[] }
-    const commUs = allReducesPerToken * (p.latencyUs + (tp > 1 ? inStepUs : 0))
+    const commUs = allReducesPerToken * (p.latencyUs + (tp > 1 ? inStepUsFor(name) : 0))
     const itlUs = withHost(gpuStepUs + commUs, allReducesPerToken)
     const tokensPerSec = batch / (itlUs / 1e6)
     return {
@@ -355,7 +362,20 @@ export function estimateDecode(
       : `${launch} launch: ${kernels.toFixed(0)} kernels per step (recipe ${gpu.decodeStep?.recipe}) × ${(launchUs / kernels || 0).toFixed(3)} µs on the GPU${launch === 'eager' ? `, issued by the host at ${issueUsPerKernel} µs each` : ''} (${gpu.decodeStep?.graphKernelUs.source})`,
     `HBM ${hbm} GB/s × efficiency ${eff} (${gpu.hbmEfficiency.source})`,
     ...(inStepUs > 0 && tp > 1
-      ? [`each AllReduce costs its latency + ${inStepUs} µs in the step (${gpu.decodeStep?.allReduceInStepUs?.source})`]
+      ? [
+          `each AllReduce costs its latency + ${inStepUs} µs in the step (${gpu.decodeStep?.allReduceInStepUs?.source})`,
+          ...(afterKernel
+            ? [
+                `of that, what depends on the algorithm (after a kernel vs back to back, µs): ${Object.entries(
+                  afterKernel,
+                )
+                  .map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v}`)
+                  .join(
+                    ', ',
+                  )}; NCCL's is replaced by the algorithm's own (${gpu.decodeStep?.allReduceAfterKernelUs?.source})`,
+              ]
+            : []),
+        ]
       : []),
   ]
   return {

@@ -61,6 +61,12 @@ export interface DecodeStepConstants {
    * alone on the critical path); fitted on real tensor-parallel steps (decode-tp.ts). Absent: 0.
    */
   allReduceInStepUs?: SourcedValue
+  /**
+   * What a call costs more when it follows a kernel than back to back, per algorithm (µs; may be negative), measured
+   * with `llcomm bench --compute-us`. allReduceInStepUs was fitted on NCCL's calls; another algorithm's in-step cost
+   * is allReduceInStepUs − values.nccl + values[algorithm] (decode-model.ts inStepUsFor).
+   */
+  allReduceAfterKernelUs?: { values: Record<string, number>; source: string }
   /** Where the constants were fitted and how well (free text: file, commit, date, residuals). */
   fit: string
 }

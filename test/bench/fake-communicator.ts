@@ -48,7 +48,10 @@ export function fakeCommunicator(script: FakeScript): Communicator & { requests:
       const base = (script.latencyUs[ran] ?? 1) + bytes / (script.bytesPerUs ?? 1000)
       // Iteration i takes base + i·0.01 µs: median and p99 follow from the iteration count.
       const timesUs = Array.from({ length: request.iters }, (_, i) => base + i * 0.01)
-      const skewWaitUs = Array.from({ length: request.iters }, () => (request.skewUs ?? 0) / 2)
+      const skewWaitUs = Array.from(
+        { length: request.iters },
+        () => (request.skewUs ?? 0) / 2 + (request.computeUs ?? 0),
+      )
       return { algorithm: ran, timesUs, skewWaitUs, wrong: script.wrong?.[ran] ?? 0 }
     },
     async close() {

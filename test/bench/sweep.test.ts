@@ -195,3 +195,17 @@ test('repeats: rounds interleave every case, a row takes the median of its round
     (e) => isLlcommError(e, 'INVALID_ARGUMENT'),
   )
 })
+
+test('--compute-us reaches every request, and rows carry it with the delay measured apart', async () => {
+  const comm = fakeCommunicator({ size: 2, latencyUs: { 'oneshot-ll': 1 } })
+  const s: SweepSettings = { ...settings, sizesBytes: [64], algorithms: ['oneshot-ll'], computeUs: 20 }
+  const { rows } = await runSweep(comm, allReduceCollective, s, planSweep(s))
+  assert.equal(comm.requests[0].computeUs, 20)
+  assert.equal(rows[0].computeUs, 20)
+  assert.equal(rows[0].skewUs, undefined)
+  assert.equal(rows[0].skewWaitUs, 20)
+  assert.throws(() => planSweep({ ...s, computeUs: -1 }), /--compute-us must be ≥ 0/)
+  const none = await runSweep(comm, allReduceCollective, settings, planSweep(settings))
+  assert.equal(none.rows[0].computeUs, undefined)
+  assert.equal(none.rows[0].skewWaitUs, undefined)
+})

@@ -43,6 +43,29 @@ test('benchmark(): timings, wrong = 0, skew reported apart, PDL on and off', { s
   assert.deepEqual(failures, [])
 })
 
+test('benchmark(computeUs): a fixed kernel before each call, its own time measured apart', {
+  skip: !ON_GPU,
+}, async () => {
+  const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(4).fill(0) })
+  const failures: string[] = []
+  try {
+    for (const algorithm of ['oneshot-ll', 'oneshot-sentinel'] as const) {
+      const r = await comm.benchmark({ algorithm, dtype: 'bf16', count: 4096, iters: 100, warmup: 20, computeUs: 10 })
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+      // the spin kernel waits 10 µs of %globaltimer: its graph takes at least that per call, and the collective's
+      // own time stays far below it
+      const delayUs = median(r.skewWaitUs)
+      const medianUs = median(r.timesUs)
+      const passed = r.wrong === 0 && delayUs >= 10 && delayUs < 30 && medianUs > 0 && medianUs < delayUs
+      recordCase({ name: `benchmark/${algorithm}/bf16/4096/compute=10`, passed, medianUs, delayUs, wrong: r.wrong })
+      if (!passed) failures.push(`${algorithm}: wrong=${r.wrong} median=${medianUs} delay=${delayUs}`)
+    }
+  } finally {
+    await comm.close()
+  }
+  assert.deepEqual(failures, [])
+})
+
 test('eager launch path: host cost of prepared issue() and device time per call (recorded, for issue 4)', {
   skip: !ON_GPU,
 }, async () => {

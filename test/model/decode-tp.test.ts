@@ -40,7 +40,7 @@ describe('decode model against real tensor-parallel steps on two H200s', () => {
     }
   })
 
-  it('adds the in-step term per AllReduce in graph and eager launch, not with launch none or at TP=1', () => {
+  it('adds the in-step term per AllReduce (each algorithm its own after-kernel part), not with launch none or at TP=1', () => {
     const gpu = findGpu(loadGpuTable(), 'h200')
     const inStep = gpu.decodeStep?.allReduceInStepUs?.value as number
     const base = {
@@ -55,7 +55,18 @@ describe('decode model against real tensor-parallel steps on two H200s', () => {
       estimateDecode({ ...base, tp, launch }, loadAlgorithmTable(), platform)
     const g = est(2, 'graph')
     const row = g.perAlgorithm[0]
-    assert.ok(Math.abs(row.commUs - g.allReducesPerToken * (row.allReduceUs + inStep)) < 1e-9)
+    // NCCL's after-kernel cost (inside the fitted in-step term) swapped for oneshot-ll's own
+    const after = gpu.decodeStep?.allReduceAfterKernelUs?.values as Record<string, number>
+    assert.ok(after.nccl > 1 && after['oneshot-ll'] < 0.1, JSON.stringify(after))
+    const own = inStep - after.nccl + after['oneshot-ll']
+    assert.ok(Math.abs(row.commUs - g.allReducesPerToken * (row.allReduceUs + own)) < 1e-9)
+    const nccl = estimateDecode(
+      { ...base, algorithms: ['nccl'], tp: 2, launch: 'graph' },
+      loadAlgorithmTable(),
+      platform,
+    )
+    const n0 = nccl.perAlgorithm[0]
+    assert.ok(Math.abs(n0.commUs - nccl.allReducesPerToken * (n0.allReduceUs + inStep)) < 1e-9)
     const n = est(2, 'none').perAlgorithm[0]
     assert.ok(Math.abs(n.commUs - g.allReducesPerToken * n.allReduceUs) < 1e-9)
     assert.equal(est(1, 'graph').perAlgorithm[0].commUs, 0)

@@ -258,6 +258,7 @@ export class CpuCommunicator implements Communicator {
             iters: r.iters,
             warmup: r.warmup,
             skewUs: r.skewUs,
+            computeUs: r.computeUs ?? 0,
             seed,
             driverTimeOriginMs: performance.timeOrigin,
           },

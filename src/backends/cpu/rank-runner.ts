@@ -27,6 +27,8 @@ export interface RankBenchmarkCommand {
   iters: number
   warmup: number
   skewUs: number
+  /** Fixed busy-wait before every call on every rank (BenchmarkRequest.computeUs). */
+  computeUs: number
   seed: number
   /** performance.timeOrigin of the driver, so that arrival times are comparable across workers. */
   driverTimeOriginMs: number
@@ -84,7 +86,7 @@ export class RankRunner {
     let checkedIterations = 0
     for (let it = 0; it < total; it++) {
       const set = data.setOf(it)
-      busyWaitUs(benchmarkDelayUs(cmd.skewUs, cmd.seed, it, this.rank))
+      busyWaitUs(cmd.computeUs + benchmarkDelayUs(cmd.skewUs, cmd.seed, it, this.rank))
       const arrival = originOffsetMs + performance.now()
       this.allReduceWords(cmd.algorithm, cmd.dtype, data.inputs[set], output)
       const finish = originOffsetMs + performance.now()

@@ -105,7 +105,9 @@ export async function runCudaBenchmark(
       }),
     )
     const skewNs = (req.skewUs ?? 0) * 1000
-    if (skewNs > 0) spinner = new SkewSpinner(driver, devices, allocs, modules, nranks, callsPerGraph, skewNs)
+    const computeNs = (req.computeUs ?? 0) * 1000
+    if (skewNs > 0 || computeNs > 0)
+      spinner = new SkewSpinner(driver, devices, allocs, modules, nranks, callsPerGraph, skewNs, Math.random, computeNs)
     graph = CapturedGraph.capture(driver, streams, setCurrent, () => {
       for (let c = 0; c < callsPerGraph; c++) {
         spinner?.issue(c, streams)

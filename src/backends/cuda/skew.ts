@@ -33,9 +33,12 @@ export class SkewSpinner {
     modules: KernelModules,
     nranks: number,
     rows: number,
-    maxDelayNs: number,
+    randomDelayNs: number,
     random: () => number = Math.random,
+    /** A delay every rank spins before every call, on top of the random one (BenchmarkRequest.computeUs). */
+    fixedDelayNs = 0,
   ) {
+    const maxDelayNs = fixedDelayNs + randomDelayNs
     this.driver = driver
     this.devices = devices
     this.allocs = allocs
@@ -43,7 +46,7 @@ export class SkewSpinner {
     this.delayNs = new Float64Array(rows * nranks)
     const host = new BigUint64Array(rows * nranks)
     for (let i = 0; i < host.length; i++) {
-      const ns = Math.floor(random() * maxDelayNs)
+      const ns = fixedDelayNs + Math.floor(random() * randomDelayNs)
       this.delayNs[i] = ns
       host[i] = BigInt(ns)
     }

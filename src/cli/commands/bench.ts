@@ -39,6 +39,7 @@ export interface BenchFlags {
   repeat?: string
   warmup?: string
   skewUs: string
+  computeUs: string
   pdl?: string
   json?: string | boolean
   plot?: string
@@ -98,6 +99,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
   const itersFlag = flags.iters !== undefined ? parseWholeNumber(flags.iters, '--iters', 1) : undefined
   const warmupFlag = flags.warmup !== undefined ? parseWholeNumber(flags.warmup, '--warmup', 0) : undefined
   const skewUs = parseNonNegativeNumber(flags.skewUs, '--skew-us')
+  const computeUs = parseNonNegativeNumber(flags.computeUs, '--compute-us')
   const repeats = flags.repeat !== undefined ? parseWholeNumber(flags.repeat, '--repeat', 1) : 1
   const pdlSettings = parsePdl(flags.pdl)
   const timeoutMs = flags.timeoutMs !== undefined ? parseWholeNumber(flags.timeoutMs, '--timeout-ms', 1) : undefined
@@ -128,6 +130,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
         iters: itersFlag ?? DEFAULT_ITERS[comm.backend].iters,
         warmup: warmupFlag ?? DEFAULT_ITERS[comm.backend].warmup,
         skewUs,
+        computeUs,
         repeats,
       },
       { showProgress: shouldShowProgress(flags.progress), devices: usedDevices },
@@ -154,6 +157,11 @@ export function register(program: Command): void {
     .option('--warmup <n>', 'untimed iterations per case (default 5 on cpu, 200 on cuda)')
     .option('--repeat <k>', 'interleaved rounds over every case; a row reports the median of its round medians', '1')
     .option('--skew-us <us>', 'random arrival skew per rank and call, uniform 0..U µs', '0')
+    .option(
+      '--compute-us <us>',
+      'a fixed U µs kernel (cuda) or busy-wait (cpu) on every rank before each call, timed apart: the call as in a model step, right after compute',
+      '0',
+    )
     .option('--pdl <mode>', 'programmatic dependent launch (cuda): on, off or both')
     .option('--timeout-ms <ms>', 'per-wait deadline inside the ranks')
     .option('--json [file]', 'write the SPEC §6 JSON document to a file (or to stdout, the table then going to stderr)')

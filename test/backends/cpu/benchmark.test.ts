@@ -31,6 +31,19 @@ test('a skew of a few milliseconds shows up as skew wait, not as collective time
   assert.equal(r.wrong, 0)
 })
 
+test('computeUs busy-waits on every rank before each call; the collective time stays its own', async () => {
+  const t0 = performance.now()
+  const r = await comm.benchmark({ algorithm: 'oneshot-sentinel', dtype: 'f32', count: 64, iters: 20, computeUs: 2000 })
+  // 20 iterations (no warm-up asked) × 2 ms of busy-wait on every rank
+  assert.ok(performance.now() - t0 >= 20 * 2, `${performance.now() - t0} ms`)
+  assert.equal(r.timesUs.length, 20)
+  assert.equal(r.wrong, 0)
+  await assert.rejects(
+    comm.benchmark({ algorithm: 'oneshot-ll', dtype: 'f32', count: 8, iters: 2, computeUs: -1 }),
+    /computeUs must be a finite number >= 0/,
+  )
+})
+
 test('auto resolves through the tuning table', async () => {
   const r = await comm.benchmark({ algorithm: 'auto', dtype: 'f16', count: 16, iters: 3 })
   // Compare against the table's own choice (16 f16 = 32 bytes at 3 ranks), so the test checks the mechanism,
