@@ -136,7 +136,11 @@ function timelineSvg(activities: NormalizedTrace['activities'], width: number, c
     )
     .join('')
   const names = streams
-    .map((s, i) => `<text x="4" y="${20 + i * rowH + 12}" font-size="11">stream ${esc(s)}</text>`)
+    // several ranks' traces: streams are named 'rank R <stream>' (diagnose.ts), short enough without the prefix
+    .map(
+      (s, i) =>
+        `<text x="4" y="${20 + i * rowH + 12}" font-size="11">${s.startsWith('rank ') ? '' : 'stream '}${esc(s)}</text>`,
+    )
     .join('')
   const axis = `<text x="${label}" y="12" font-size="11">0 µs</text><text x="${width - 10}" y="12" font-size="11" text-anchor="end">${time.totalUs.toFixed(1)} µs shown${compress ? ` (idle gaps over ${time.maxGapUs.toFixed(1)} µs shortened to it)` : ''}</text>`
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${h}" role="img" aria-label="timeline">${axis}${names}${breaks}${rects}</svg>`

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { analyzeTrace } from '../../src/diagnose/analyze.js'
@@ -191,5 +194,13 @@ describe('diagnose across ranks on a real two-GPU PyTorch trace', () => {
     assert.match(text, /## across ranks \(2 traces/)
     assert.match(text, /the stall is arrival skew/)
     assert.equal(out.classification.label, 'arrival skew (ranks reach collectives apart)')
+    const html = join(mkdtempSync(join(tmpdir(), 'llcomm-diag-')), 'page.html')
+    const h = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, '--html', html], {
+      encoding: 'utf8',
+      cwd: repo('.'),
+    })
+    assert.equal(h.status, 0, h.stderr)
+    const page = readFileSync(html, 'utf8')
+    assert.ok(page.includes('rank 0 ') && page.includes('rank 1 '), 'both ranks in the timeline')
   })
 })

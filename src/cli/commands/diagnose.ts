@@ -75,7 +75,17 @@ export function register(program: Command): void {
       }
       const prediction = whatIf(analysis, source, ranks, acrossRanks)
       const text = diagnoseText(path, analysis, classification, prediction, acrossRanks)
-      if (o.html) writeFileSync(o.html, diagnoseHtml(path, trace, analysis, classification, prediction, text))
+      // with one trace per rank, the page's timelines show every rank's streams on the shared clock
+      const shown =
+        traces.length > 1
+          ? {
+              ...trace,
+              activities: traces.flatMap((t, r) =>
+                t.activities.map((a) => ({ ...a, stream: `rank ${r} ${a.stream}` })),
+              ),
+            }
+          : trace
+      if (o.html) writeFileSync(o.html, diagnoseHtml(path, shown, analysis, classification, prediction, text))
       if (o.json) {
         const { totalUs, busyUs, commUs, commShare, collectives } = analysis
         const out = {
