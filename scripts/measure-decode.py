@@ -162,6 +162,26 @@ def capture(fn):
     return graph
 
 
+def record_graph_trace(graph, rank, trace_dir, dist, replays=3):
+    """A PyTorch-profiler trace of `replays` replays of the step with AllReduce, rank r to
+    trace_dir/tp-graph.rank<r>.trace.json.gz (for llcomm diagnose across ranks: every kernel of the graph, NCCL's
+    included, on one host clock)."""
+    import gzip
+    os.makedirs(trace_dir, exist_ok=True)
+    dist.barrier()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    plain = os.path.join(trace_dir, f'tp-graph.rank{rank}.trace.json')
+    prof.export_chrome_trace(plain)
+    with open(plain, 'rb') as f, gzip.open(plain + '.gz', 'wb', compresslevel=9) as g:
+        g.write(f.read())
+    os.remove(plain)
+
+
 # (model, batch, context) measured with --tp-real N: shards of N GPUs
 TP_REAL_CONFIGS = [('llama-3.1-8b', 1, 1024), ('llama-3.1-8b', 16, 1024), ('llama-3.1-70b', 1, 1024),
                    ('llama-3.1-70b', 16, 4096)]
@@ -197,6 +217,8 @@ def measure_tp_real(rank, args):
             for name, g in graphs.items():
                 dist.barrier()
                 timed[name] = time_steps(g.replay, args.iters)
+            if args.trace_dir and not rows:  # the first configuration only: a few replays, profiled on every rank
+                record_graph_trace(graphs['graphArUs'], rank, args.trace_dir, dist)
         per_rank = [None] * n
         dist.all_gather_object(per_rank, timed)
         layers = len(shard.layers)
@@ -243,6 +265,7 @@ def main():
     ap.add_argument('--out', required=True)
     ap.add_argument('--iters', type=int, default=30)
     ap.add_argument('--only', default='', help='comma-separated model names to keep')
+    ap.add_argument('--trace-dir', default='', help='with --tp-real: profile 3 graph replays of the first shape per rank')
     ap.add_argument('--tp-real', type=int, default=0,
                     help='N GPUs: real tensor-parallel steps with and without NCCL AllReduce (one process per GPU)')
     args = ap.parse_args()

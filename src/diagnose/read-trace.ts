@@ -80,7 +80,20 @@ export function collectiveFromKernelName(name: string): CollectiveInfo | undefin
   const m = KERNEL_COLLECTIVE.exec(name)
   const raw = m ? m[1] : name.startsWith('llcomm_') ? 'allreduce' : 'unknown'
   const normalized = /onerankreduce|cross_device_reduce/i.test(raw) ? 'allreduce' : normalizeCollectiveName(raw)
-  return { name: normalized, bytes: null, via: 'kernel-name' }
+  // NCCL names the element type: ncclDevKernel_AllReduce_Sum_bf16_RING_LL (kept in PyTorch's spelling)
+  const dtype = NCCL_NAME_DTYPES[/_(bf16|f16|f32|f64|i8|u8|i32|u32|i64|u64)_/.exec(name)?.[1] ?? '']
+  return { name: normalized, bytes: null, via: 'kernel-name', ...(dtype ? { dtype } : {}) }
+}
+
+const NCCL_NAME_DTYPES: Record<string, string> = {
+  bf16: 'BFloat16',
+  f16: 'Half',
+  f32: 'Float',
+  f64: 'Double',
+  i8: 'Char',
+  u8: 'Byte',
+  i32: 'Int',
+  i64: 'Long',
 }
 
 function num(v: unknown): number | undefined {

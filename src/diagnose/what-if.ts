@@ -127,13 +127,15 @@ export function benchLatencySource(files: BenchFile[]): LatencySource {
       // the newest file's row for each algorithm, dtype and size (ISO dates sort as strings)
       const newest = new Map<string, SourcedRow>()
       for (const r of pool) {
-        const key = `${r.algorithm}|${r.dtype}|${r.bytes}`
+        const key = `${r.algorithm}|${r.dtype}|${r.pdl ?? ''}|${r.bytes}`
         const had = newest.get(key)
         if (!had || r.date > had.date) newest.set(key, r)
       }
       let best: PricedLatency | undefined
-      for (const series of new Set(pool.map((r) => `${r.algorithm}|${r.dtype}`))) {
-        const picked = [...newest.values()].filter((r) => `${r.algorithm}|${r.dtype}` === series)
+      // a series per algorithm, dtype and PDL setting (llcomm's kernels can launch with PDL in a framework too)
+      const seriesOf = (r: SourcedRow) => `${r.algorithm}|${r.dtype}|${r.pdl ?? ''}`
+      for (const series of new Set(pool.map(seriesOf))) {
+        const picked = [...newest.values()].filter((r) => seriesOf(r) === series)
         const us = interpolateLogLog(
           picked.map((r) => ({ bytes: r.bytes, us: r.medianUs })),
           bytes,

@@ -17,6 +17,8 @@ export interface MeasuredRow {
   wrong: number
   skewUs?: number
   computeUs?: number
+  /** Programmatic dependent launch (cuda), when the bench set it explicitly. */
+  pdl?: boolean
 }
 
 export interface BenchFile {

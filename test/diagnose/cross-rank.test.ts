@@ -204,3 +204,45 @@ describe('diagnose across ranks on a real two-GPU PyTorch trace', () => {
     assert.ok(page.includes('rank 0 ') && page.includes('rank 1 '), 'both ranks in the timeline')
   })
 })
+
+describe('diagnose across ranks on a CUDA-graph TP=2 decode step (NCCL kernels found by name)', () => {
+  // scripts/measure-decode.py --tp-real 2 --trace-dir: 3 graph replays of Llama-3.1-8B TP=2, batch 1, 64 AllReduces
+  // of 8 KB per step (test/fixtures/traces/torch-llama8b-tp2-graph-h200x2.meta.json)
+  const FIX = ['rank0', 'rank1'].map((r) =>
+    repo(`test/fixtures/traces/torch-llama8b-tp2-graph-h200x2.${r}.trace.json.gz`),
+  )
+
+  it('splits the in-step AllReduce: little skew, NCCL near its bench time, a launch gap before each call', () => {
+    const traces = FIX.map(readTraceFile)
+    const a = analyzeTrace(traces[0])
+    const ars = a.collectives.filter((c) => c.name === 'allreduce')
+    // graph replays carry no record_param_comms: the kernels are found by name, their size unknown, dtype from it
+    assert.deepEqual(
+      ars.map((c) => [c.count, c.bytes, c.dtype]),
+      [[3 * 64, null, 'BFloat16']],
+    )
+    const x = analyzeAcrossRanks(traces)
+    assert.ok(x.clocksAgree)
+    const c = x.collectives[0]
+    assert.equal(c.calls, 192)
+    assert.ok(c.skewUs.medianUs < 3, String(c.skewUs.medianUs))
+    assert.ok(c.postArrivalUs.medianUs > 3 && c.postArrivalUs.medianUs < 9, String(c.postArrivalUs.medianUs))
+    // the stream idles before each NCCL kernel: the part of the in-step cost that is neither skew nor the kernel
+    const gapBefore = a.streams[0].gapsBeforeCommUs / c.calls
+    assert.ok(gapBefore > 1 && gapBefore < 5, String(gapBefore))
+  })
+
+  it('prices the unsized collectives with --collective-bytes, and refuses a bad size', () => {
+    const r = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, '--collective-bytes', '8192', '--json'], {
+      encoding: 'utf8',
+      cwd: repo('.'),
+    })
+    assert.equal(r.status, 0, r.stderr)
+    const row = JSON.parse(r.stdout).whatIf.rows[0]
+    assert.equal(row.bytes, 8192)
+    assert.match(row.setup, /^distinct GPUs, bf16$/)
+    const bad = spawnSync(process.execPath, [BIN, 'diagnose', FIX[0], '--collective-bytes', '0'], { encoding: 'utf8' })
+    assert.notEqual(bad.status, 0)
+    assert.match(bad.stderr, /--collective-bytes needs an integer ≥ 1/)
+  })
+})

@@ -23,6 +23,7 @@ interface DiagnoseOptions {
   platform?: string
   ranks?: string
   step?: string
+  collectiveBytes?: string
 }
 
 /** --bench files, else every JSON under bench/results when there is one, else none. */
@@ -53,12 +54,25 @@ export function register(program: Command): void {
     )
     .option('--step <regex>', 'annotation names that mark one step (default ^ProfilerStep#\\d+$)')
     .option('--ranks <n>', "rank count to price the AllReduces at (default: the trace's process-group size)")
+    .option(
+      '--collective-bytes <n>',
+      'bytes per rank of the collectives the trace gives no size (e.g. NCCL kernels replayed from a CUDA graph, found by name)',
+    )
     .action((paths: string[], o: DiagnoseOptions) => {
       const path = paths[0]
       const traces = paths.map(readTraceFile)
       const trace = traces[0]
       const analysis = analyzeTrace(trace, { stepPattern: o.step })
       const acrossRanks: CrossRankAnalysis | undefined = traces.length > 1 ? analyzeAcrossRanks(traces) : undefined
+      if (o.collectiveBytes !== undefined) {
+        const bytes = Number(o.collectiveBytes)
+        if (!Number.isInteger(bytes) || bytes < 1)
+          throw new LlcommError('INVALID_ARGUMENT', `--collective-bytes needs an integer ≥ 1, got ${o.collectiveBytes}`)
+        // the size the user states for every collective the trace left unsized (noted in the report)
+        for (const c of [...analysis.collectives, ...(acrossRanks?.collectives ?? [])])
+          if (c.bytes === null) c.bytes = bytes
+        analysis.notes.push(`collectives without a size in the trace taken as ${bytes} B per rank (--collective-bytes)`)
+      }
       const classification = classify(analysis, acrossRanks)
       // files named with --bench must be bench documents; of the default folder, other documents are skipped
       const files = (o.bench ? o.bench.map(readBenchFile) : benchFiles(undefined).map(tryReadBenchFile)).filter(
