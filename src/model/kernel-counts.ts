@@ -20,7 +20,8 @@
  *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel)
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
- *                serialRecvs ceil(part words / T)·K'
+ *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
+ *                one line (a receiving warp's 32 words then come from two owner lines, broadcast by two warps)
  *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
  *   storeLaneRounds = storeRounds in the other kernels (left at one thread's count)
@@ -70,6 +71,14 @@ export interface KernelCounts {
   storeLaneRounds: number
   /** Single-peer receives done one after another by one thread (two-shot all-gather). */
   serialRecvs: number
+  /**
+   * twoshot-atomic's all-gather: receives that wait for a second owner line. A receiving warp takes 32 consecutive
+   * words of each owner's part, one owner after another; an owner line holds 31, so once the part has more than one
+   * line the warp's words come from two lines, which two different warps of the owner count, sum and broadcast.
+   * The warp moves on to the next owner only when all its lanes have their word: one more wait per owner. Used on
+   * `virtual` only (latency-model.ts kernelFeatures), priced as a serial receive.
+   */
+  secondLineRecvs: number
   /** Sentinel re-arms: a local store of the sentinel after each slot read (sentinel protocol only). */
   rearms: number
   /** twoshot-atomic's reduce-scatter: per warp, rounds of LL128 lines × N red.add line sends (one per owner). */
@@ -103,6 +112,7 @@ const ZERO: KernelCounts = {
   storeRounds: 0,
   storeLaneRounds: 0,
   serialRecvs: 0,
+  secondLineRecvs: 0,
   rearms: 0,
   atomicLineRounds: 0,
   spreadWindows: 0,
@@ -260,13 +270,18 @@ function structureCounts(
         // red.adds its line into every owner with data, then one fence and a counter bump per line publish them
         // (atomic_lines.cuh publish()); the owner waits for its lines' counters, then broadcasts each word as an LL8
         // packet to every peer; the all-gather receives word after word, owner after owner.
-        const lineRounds = Math.ceil(Math.ceil(partBytes / (LLCOMM_LINE_DATA_WORDS * 4)) / (threads / 32))
+        const partLines = Math.ceil(partBytes / (LLCOMM_LINE_DATA_WORDS * 4))
+        const lineRounds = Math.ceil(partLines / (threads / 32))
+        const serialRecvs = rounds(partBytes / 4) * otherOwners
         return {
           ...none,
           atomicLineRounds: lineRounds * ownersWithData,
           pollRounds: lineRounds,
           storeRounds: lineRounds * peers,
-          serialRecvs: rounds(partBytes / 4) * otherOwners,
+          serialRecvs,
+          // 32 consecutive words (one receiving warp) span at most two 31-word lines, and two as soon as the part
+          // has more than one line (parts are whole 16-byte units: 28 words fit one line, 32 do not)
+          secondLineRecvs: partLines > 1 ? serialRecvs : 0,
           // red.add lines (128 B per 124 payload) to every owner; LL8 broadcast and all-gather (8 B per 4)
           blockBytes: partBytes * (ownersWithData * (128 / 124) + 2 * 2 * peers) + 3 * pieceBytes,
         }

@@ -23,7 +23,9 @@
  * On `virtual` storeRounds is the block's store instructions in full-block rounds (storeLaneRounds: a one-shot
  * block pays slots / T of a round per peer): every rank's blocks store into
  * the one L2, whose store throughput, not one thread's chain of fire-and-forget stores, sets the cost. Over NVLink
- * (h200) it stays one thread's chain, r·(N−1).
+ * (h200) it stays one thread's chain, r·(N−1). Also on `virtual` only, twoshot-atomic's all-gather pays
+ * serialRecvs + secondLineRecvs serial receives (a receiving warp whose words come from two owner lines waits for
+ * both, kernel-counts.ts); h200 keeps the form its constants were fitted with.
  * L is one thread's critical path (blockAccesses: the block's memory requests, issued one after another through its
  * SM, stretch every thread's path), B what the launch asks of the memory system; the hard maximum (MAX_GROUPS) is a
  * block's own L2 traffic at one SM's share or the message's operands (2·M per rank) at the memory's rate.
@@ -151,7 +153,8 @@ function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts,
     // on virtual every rank's blocks store into the one L2: a round costs the store instructions the block issues
     storeRoundUs: topology === 'virtual' ? k.storeLaneRounds : k.storeRounds,
     ringStepUs: k.ringSteps,
-    serialRecvUs: k.serialRecvs,
+    // on virtual, a twoshot-atomic receiving warp whose words span two owner lines waits once more per owner
+    serialRecvUs: topology === 'virtual' ? k.serialRecvs + k.secondLineRecvs : k.serialRecvs,
     rearmUs: k.rearms,
     atomicLineUs: k.atomicLineRounds,
     spreadWindowUs: k.spreadWindows,
