@@ -25,8 +25,9 @@ struct LlcDtype<LLCOMM_DTYPE_F32> {
   // Sender-side canonicalization: a value whose bits equal the sentinel becomes the standard quiet NaN, so a
   // reader never mistakes data for an empty slot (NaN in, NaN out). Bitwise compare, never a float compare.
   LLC_DEVICE static llc_u32 canonicalizeWord(llc_u32 w) { return w == 0xFFFFFFFFu ? kQuietNaNWord : w; }
-  // True when no element of the word is the sentinel pattern (every element of the slot has arrived).
-  LLC_DEVICE static bool wordArrived(llc_u32 w) { return w != 0xFFFFFFFFu; }
+  // Nonzero when the word is the sentinel pattern (its element has not arrived); ORed over a slot's words by
+  // LlcSentinel::accept. The 32-bit case of LlcHalfDtype's test: ~w is zero exactly when w is all ones.
+  LLC_DEVICE static llc_u32 sentinelBits(llc_u32 w) { return (~w - 1u) & w & 0x80000000u; }
 };
 
 template <int DT>
@@ -56,7 +57,13 @@ struct LlcHalfDtype {
     hi = hi == 0xFFFFu ? kQuietNaNHalf : hi;
     return lo | (hi << 16);
   }
-  LLC_DEVICE static bool wordArrived(llc_u32 w) { return (w & 0xFFFFu) != 0xFFFFu && (w >> 16) != 0xFFFFu; }
+  // Nonzero when a 16-bit half of the word is the sentinel 0xFFFF (that element has not arrived); ORed over a
+  // slot's words by LlcSentinel::accept. x = ~w has a zero half exactly where w holds the sentinel. Without a zero
+  // half, x - 0x00010001 borrows nowhere, and a half's top bit is set afterwards only if that half of x was above
+  // 0x8000, where the same half of w = ~x has its top bit clear: the AND is 0. A zero half of x becomes 0xFFFF and
+  // the half of w is 0xFFFF: the AND is nonzero. (A borrow out of a zero half may mark the half above as well; only
+  // whether some half is the sentinel matters.) Three instructions a word, against two extractions and compares.
+  LLC_DEVICE static llc_u32 sentinelBits(llc_u32 w) { return (~w - 0x00010001u) & w & 0x80008000u; }
 };
 template <>
 struct LlcDtype<LLCOMM_DTYPE_F16> : LlcHalfDtype<LLCOMM_DTYPE_F16> {};
