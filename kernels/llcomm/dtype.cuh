@@ -26,7 +26,9 @@ struct LlcDtype<LLCOMM_DTYPE_F32> {
   // reader never mistakes data for an empty slot (NaN in, NaN out). Bitwise compare, never a float compare.
   LLC_DEVICE static llc_u32 canonicalizeWord(llc_u32 w) { return w == 0xFFFFFFFFu ? kQuietNaNWord : w; }
   // Nonzero when the word is the sentinel pattern (its element has not arrived); ORed over a slot's words by
-  // LlcSentinel::accept. The 32-bit case of LlcHalfDtype's test: ~w is zero exactly when w is all ones.
+  // LlcSentinel::accept. ~w is zero exactly when w is all ones: then ~w - 1 and w are all ones and the top bit
+  // survives; otherwise ~w - 1 borrows nowhere and its top bit is set only where w's is clear.
+  static constexpr bool kSwarArrival = true;
   LLC_DEVICE static llc_u32 sentinelBits(llc_u32 w) { return (~w - 1u) & w & 0x80000000u; }
 };
 
@@ -57,13 +59,13 @@ struct LlcHalfDtype {
     hi = hi == 0xFFFFu ? kQuietNaNHalf : hi;
     return lo | (hi << 16);
   }
-  // Nonzero when a 16-bit half of the word is the sentinel 0xFFFF (that element has not arrived); ORed over a
-  // slot's words by LlcSentinel::accept. x = ~w has a zero half exactly where w holds the sentinel. Without a zero
-  // half, x - 0x00010001 borrows nowhere, and a half's top bit is set afterwards only if that half of x was above
-  // 0x8000, where the same half of w = ~x has its top bit clear: the AND is 0. A zero half of x becomes 0xFFFF and
-  // the half of w is 0xFFFF: the AND is nonzero. (A borrow out of a zero half may mark the half above as well; only
-  // whether some half is the sentinel matters.) Three instructions a word, against two extractions and compares.
-  LLC_DEVICE static llc_u32 sentinelBits(llc_u32 w) { return (~w - 0x00010001u) & w & 0x80008000u; }
+  // True when neither 16-bit half of the word is the sentinel 0xFFFF (both elements have arrived).
+  LLC_DEVICE static bool wordArrived(llc_u32 w) { return (w & 0xFFFFu) != 0xFFFFu && (w >> 16) != 0xFFFFu; }
+  // Tested half by half in LlcSentinel::accept. The SWAR form of the test, (~w - 0x00010001) & w & 0x80008000
+  // ORed over the slot as for f32, made bf16 twoshot-sentinel on two GPUs 14-16% slower at 512 KB-2 MB (7.66 ->
+  // 8.90 us at 512 KB), though faster at small sizes and at 32 virtual ranks
+  // (bench/results/cuda-h200x2-ab-sentinel-swar-2026-11-29.txt): not used.
+  static constexpr bool kSwarArrival = false;
 };
 template <>
 struct LlcDtype<LLCOMM_DTYPE_F16> : LlcHalfDtype<LLCOMM_DTYPE_F16> {};

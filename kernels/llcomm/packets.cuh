@@ -81,14 +81,25 @@ struct LlcSentinel {
   LLC_DEVICE static Raw load(const void* slot) { return llcLoadRelaxedSysV4(slot); }
   LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) { return accept(load(slot), epoch, v); }
   LLC_DEVICE static bool accept(const Raw& x, llc_u32, llc_u32* v) {
-    // bitwise tests, never a float compare: one OR of the words' sentinel bits, one compare for the slot
-    llc_u32 missing = 0;
+    // bitwise tests, never a float compare. f32: one OR of the words' sentinel bits, one compare for the slot;
+    // 16-bit types: half by half (dtype.cuh says why)
+    if constexpr (LlcDtype<DT>::kSwarArrival) {
+      llc_u32 missing = 0;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[i] = x.w[i];
-      missing |= LlcDtype<DT>::sentinelBits(x.w[i]);
+      for (int i = 0; i < 4; ++i) {
+        v[i] = x.w[i];
+        missing |= LlcDtype<DT>::sentinelBits(x.w[i]);
+      }
+      return missing == 0;
+    } else {
+      bool arrived = true;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[i] = x.w[i];
+        arrived = arrived && LlcDtype<DT>::wordArrived(x.w[i]);
+      }
+      return arrived;
     }
-    return missing == 0;
   }
   // Re-arm after the read. Ordering: the slot is written next at epoch + 2 (the other half takes epoch + 1), and a
   // peer writes epoch + 2 only after it has received this rank's epoch + 1 data (directly, or for the ring through
