@@ -26,16 +26,8 @@ import { fixed, percent, textTable } from './text-table.js'
 
 export const DECODE_TP_URL = new URL('../../../bench/results/cuda-h200x2-decode-tp2-2026-11-29.json', import.meta.url)
 
-export interface DecodeTpRow {
-  model: string
-  tp: number
-  batch: number
-  context: number
-  layers: number
-  weightBytes: number
-  kvBytes: number
-  graphUs: number
-  eagerUs: number
+/** A shard row (no profiler kernel count: --tp-real does not count kernels) with its AllReduce figures. */
+export interface DecodeTpRow extends Omit<DecodeShardRow, 'kernelsPerStep'> {
   allReducesPerStep: number
   allReduceBytes: number
   graphArUs: number

@@ -46,11 +46,18 @@ function run(task) {
     // Seq-cst Atomics order each flag store after everything before it and each load before everything after,
     // so a round's flag seen by the peer is exactly one hop; nothing weaker is portable in JS.
     const flags = new Int32Array(task.sab)
-    const deadline = performance.now() + task.timeoutMs
+    // The deadline is per wait (timeoutMs without progress), not for the whole run: on a loaded machine with fewer
+    // free cores than ranks, each round trip may wait for the peer's thread to be scheduled, and a run that keeps
+    // making progress is slow, not hung (a 2-core VM under load once took over 10 s for 28 000 round trips).
     const spinUntil = (index, value, rank, peer, round) => {
       let spins = 0
+      let deadline = 0
       while (Atomics.load(flags, index) !== value) {
-        if ((++spins & 4095) === 0 && performance.now() > deadline) throw timeout(rank, peer, round)
+        if ((++spins & 4095) === 0) {
+          const now = performance.now()
+          if (deadline === 0) deadline = now + task.timeoutMs
+          else if (now > deadline) throw timeout(rank, peer, round)
+        }
       }
     }
     const batches = task.batches, perBatch = task.roundTripsPerBatch, means = []

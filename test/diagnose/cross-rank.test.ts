@@ -11,18 +11,12 @@ import { analyzeAcrossRanks } from '../../src/diagnose/cross-rank.js'
 import { parseTraceText, readTraceFile } from '../../src/diagnose/read-trace.js'
 import { benchLatencySource, whatIf } from '../../src/diagnose/what-if.js'
 import type { BenchFile } from '../../src/model/bench-results.js'
+import { type Ev, ownTrace } from './own-trace.js'
 
 const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
 const BIN = repo('bin/llcomm.js')
 
-type Ev = {
-  name: string
-  stream: string
-  startUs: number
-  durUs: number
-  collective?: { name: string; bytes: number; ranks?: number }
-}
-const own = (events: Ev[]) => parseTraceText(JSON.stringify({ llcommTrace: 1, events }))
+const own = ownTrace
 
 /**
  * Rank r of `ranks`: per call k, compute until its arrival base_k + lateUs(r, k), then an AllReduce that ends for

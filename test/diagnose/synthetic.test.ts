@@ -11,17 +11,11 @@ import { parseTraceText } from '../../src/diagnose/read-trace.js'
 import { diagnoseHtml } from '../../src/diagnose/report-html.js'
 import { benchLatencySource, interpolateLogLog, whatIf } from '../../src/diagnose/what-if.js'
 import type { BenchFile } from '../../src/model/bench-results.js'
+import { type Ev, ownText } from './own-trace.js'
 
 const BIN = fileURLToPath(new URL('../../../bin/llcomm.js', import.meta.url))
 
-type Ev = {
-  name: string
-  stream: string
-  startUs: number
-  durUs: number
-  collective?: { name: string; bytes: number; ranks?: number }
-}
-const own = (events: Ev[]) => JSON.stringify({ llcommTrace: 1, events })
+const own = ownText
 const ar = (bytes: number) => ({ name: 'allreduce', bytes, ranks: 4 })
 
 // Stream 0: compute [0,10], AllReduce [12,14], compute [14,20], AllReduce [25,27]; stream 1: compute [12,13].

@@ -45,18 +45,6 @@ const COPIED = [
   'memoryGBs',
   'overlapExponent',
 ]
-// the table constants behind TRANSPORT (usPerWireByte and usPerAtomicByte are stored as linkGBs and atomicGBs)
-const TRANSPORT_CONSTANTS = [
-  'hopUs',
-  'pollRoundUs',
-  'storeRoundUs',
-  'serialRecvUs',
-  'ringStepUs',
-  'atomicLineUs',
-  'barrierFixedUs',
-  'linkGBs',
-  'atomicGBs',
-] as const
 const LLCOMM = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'twoshot-atomic', 'oneshot-barrier', 'ring']
 const NCCL = ['nccl', 'nccl-symmetric']
 // the constants whose event crosses NVLink (the script's TRANSPORT): fitted; every other one is h200-virtual's
@@ -71,6 +59,12 @@ const TRANSPORT: FitParam[] = [
   'usPerWireByte',
   'usPerAtomicByte',
 ]
+// the table constants behind TRANSPORT: the per-byte parameters are stored as rates (linkGBs, atomicGBs)
+const STORED_AS: Partial<Record<FitParam, keyof PlatformConstants['constants']>> = {
+  usPerWireByte: 'linkGBs',
+  usPerAtomicByte: 'atomicGBs',
+}
+const TRANSPORT_CONSTANTS = TRANSPORT.map((p) => STORED_AS[p] ?? (p as keyof PlatformConstants['constants']))
 
 const algorithms = loadAlgorithmTable()
 function h200Rows(path: string) {
