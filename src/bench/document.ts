@@ -92,16 +92,19 @@ export async function queryGpuNames(devices?: readonly number[]): Promise<string
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
-/** LLCOMM_COMMIT, else `git rev-parse HEAD` in the package, else 'unknown' (the GPU machine carries no .git). */
-export function currentCommit(): string {
+/**
+ * LLCOMM_COMMIT, else `git rev-parse HEAD` in the package with '+dirty' when tracked files differ from it, else
+ * 'unknown'. The '+dirty' matters on the GPU machine: its copy of the working tree may carry a .git whose HEAD is
+ * older than the files (a run of 2026-11-29 recorded 1bac1a6 for code two commits later).
+ */
+export function currentCommit(root: string = PACKAGE_ROOT): string {
   const fromEnv = process.env.LLCOMM_COMMIT?.trim()
   if (fromEnv) return fromEnv
+  const git = (args: string[]) =>
+    execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
   try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], {
-      cwd: PACKAGE_ROOT,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim()
+    const head = git(['rev-parse', 'HEAD'])
+    return git(['status', '--porcelain', '--untracked-files=no']) === '' ? head : `${head}+dirty`
   } catch {
     return 'unknown'
   }
