@@ -283,6 +283,20 @@ export function kvBytesPerGpu(m: ModelArchitecture, tp: number, batch: number, c
   return batch * contextTokens * perToken
 }
 
+/**
+ * What one AllReduce of `algorithm` costs in a tensor-parallel step beyond its back-to-back latency: the GPU's
+ * allReduceInStepUs, fitted on NCCL's calls, with NCCL's after-kernel cost swapped for the algorithm's own.
+ */
+export function allReduceInStepUsFor(
+  inStepUs: number,
+  afterKernel: Readonly<Record<string, number>> | undefined,
+  algorithm: string,
+): number {
+  return afterKernel?.[algorithm] !== undefined && afterKernel.nccl !== undefined
+    ? inStepUs - afterKernel.nccl + afterKernel[algorithm]
+    : inStepUs
+}
+
 export function estimateDecode(
   req: DecodeRequest,
   algorithmTable: AlgorithmTable,
@@ -310,11 +324,7 @@ export function estimateDecode(
   // per AllReduce in a real step beyond its bench latency (skew, critical path); not part of launch 'none'
   let inStepUs = 0
   let afterKernel: Record<string, number> | undefined
-  // allReduceInStepUs was fitted on NCCL's calls: swap NCCL's after-kernel cost for the algorithm's own
-  const inStepUsFor = (name: string) =>
-    afterKernel?.[name] !== undefined && afterKernel.nccl !== undefined
-      ? inStepUs - afterKernel.nccl + afterKernel[name]
-      : inStepUs
+  const inStepUsFor = (name: string) => allReduceInStepUsFor(inStepUs, afterKernel, name)
   const constants = req.stepConstants ?? stepConstantsOf(gpu)
   if (launch !== 'none') {
     if (!constants || !gpu.decodeStep)

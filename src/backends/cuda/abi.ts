@@ -25,6 +25,13 @@ export const LLCOMM_SCRATCH_BYTES = LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHAN
 export const LLCOMM_SENTINEL_WORD = 0xffffffff
 /** sizeof(LlcommErrorWord): eight u32 {code, rank, peer, epoch, what, slot, channel, reserved}. */
 export const LLCOMM_ERROR_WORD_BYTES = 32
+/** The decode step's kernels (kernels/tools/decode.cu). */
+export const LLCOMM_DECODE_HEAD_DIM = 128
+export const LLCOMM_DECODE_MAX_BATCH = 16
+export const LLCOMM_DECODE_MAX_GROUP = 8
+export const LLCOMM_DECODE_THREADS = 128
+export const LLCOMM_DECODE_NORM_THREADS = 256
+export const LLCOMM_DECODE_PARTIAL_FLOATS = 2 + LLCOMM_DECODE_HEAD_DIM
 export const LLCOMM_ERR_TIMEOUT = 1
 /** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
 export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
@@ -117,6 +124,50 @@ export const SPIN_PARAMS_LAYOUT = layOut('LlcommSpinParams', [
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
 ])
 
+export const DECODE_FILL_PARAMS_LAYOUT = layOut('LlcommDecodeFillParams', [
+  { name: 'data', kind: 'u64' },
+  { name: 'count', kind: 'u64' },
+  { name: 'seed', kind: 'u32' },
+  { name: 'scaleBits', kind: 'u32' },
+])
+
+export const DECODE_GEMV_PARAMS_LAYOUT = layOut('LlcommDecodeGemvParams', [
+  { name: 'x', kind: 'u64' },
+  { name: 'weight', kind: 'u64' },
+  { name: 'y', kind: 'u64' },
+  { name: 'batch', kind: 'u32' },
+  { name: 'rows', kind: 'u32' },
+  { name: 'cols', kind: 'u32' },
+  { name: 'reserved', kind: 'u32' },
+])
+
+export const DECODE_NORM_PARAMS_LAYOUT = layOut('LlcommDecodeNormParams', [
+  { name: 'residual', kind: 'u64' },
+  { name: 'delta', kind: 'u64' },
+  { name: 'weight', kind: 'u64' },
+  { name: 'out', kind: 'u64' },
+  { name: 'batch', kind: 'u32' },
+  { name: 'hidden', kind: 'u32' },
+  { name: 'mode', kind: 'u32' },
+  { name: 'epsBits', kind: 'u32' },
+])
+
+export const DECODE_ATTENTION_PARAMS_LAYOUT = layOut('LlcommDecodeAttentionParams', [
+  { name: 'qkv', kind: 'u64' },
+  { name: 'kCache', kind: 'u64' },
+  { name: 'vCache', kind: 'u64' },
+  { name: 'partial', kind: 'u64' },
+  { name: 'out', kind: 'u64' },
+  { name: 'batch', kind: 'u32' },
+  { name: 'qHeads', kind: 'u32' },
+  { name: 'kvHeads', kind: 'u32' },
+  { name: 'context', kind: 'u32' },
+  { name: 'maxContext', kind: 'u32' },
+  { name: 'splits', kind: 'u32' },
+  { name: 'tokensPerSplit', kind: 'u32' },
+  { name: 'ropeThetaBits', kind: 'u32' },
+])
+
 export const SOL_L2_PARAMS_LAYOUT = layOut('LlcommSolL2Params', [
   { name: 'result', kind: 'u64' },
   { name: 'probe', kind: 'u64' },
@@ -174,6 +225,10 @@ export const ERROR_WORD_LAYOUT = layOut('LlcommErrorWord', [
 export const ABI_STRUCTS: readonly StructLayout[] = [
   ALL_REDUCE_PARAMS_LAYOUT,
   SPIN_PARAMS_LAYOUT,
+  DECODE_FILL_PARAMS_LAYOUT,
+  DECODE_GEMV_PARAMS_LAYOUT,
+  DECODE_NORM_PARAMS_LAYOUT,
+  DECODE_ATTENTION_PARAMS_LAYOUT,
   SOL_L2_PARAMS_LAYOUT,
   SOL_PINGPONG_PARAMS_LAYOUT,
   SOL_EMPTY_PARAMS_LAYOUT,
@@ -197,6 +252,12 @@ export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_SCRATCH_BYTES,
   LLCOMM_SENTINEL_WORD,
   LLCOMM_ERR_TIMEOUT,
+  LLCOMM_DECODE_HEAD_DIM,
+  LLCOMM_DECODE_MAX_BATCH,
+  LLCOMM_DECODE_MAX_GROUP,
+  LLCOMM_DECODE_THREADS,
+  LLCOMM_DECODE_NORM_THREADS,
+  LLCOMM_DECODE_PARTIAL_FLOATS,
 }
 
 type Scalar = number | bigint
@@ -334,6 +395,69 @@ export interface SpinParamsHost {
 }
 export function packSpinParams(p: SpinParamsHost): Buffer {
   return packStruct(SPIN_PARAMS_LAYOUT, { ...p })
+}
+
+/** f32 bits of a number, for the decode kernels' float fields (epsBits, scaleBits, ropeThetaBits). */
+export function f32Bits(x: number): number {
+  const b = Buffer.alloc(4)
+  b.writeFloatLE(x)
+  return b.readUInt32LE()
+}
+
+export interface DecodeFillParamsHost {
+  data: bigint | number
+  count: bigint | number
+  seed: number
+  scaleBits: number
+}
+export function packDecodeFillParams(p: DecodeFillParamsHost): Buffer {
+  return packStruct(DECODE_FILL_PARAMS_LAYOUT, { ...p })
+}
+
+export interface DecodeGemvParamsHost {
+  x: bigint | number
+  weight: bigint | number
+  y: bigint | number
+  batch: number
+  rows: number
+  cols: number
+}
+export function packDecodeGemvParams(p: DecodeGemvParamsHost): Buffer {
+  return packStruct(DECODE_GEMV_PARAMS_LAYOUT, { ...p })
+}
+
+export interface DecodeNormParamsHost {
+  residual: bigint | number
+  delta: bigint | number
+  weight: bigint | number
+  out: bigint | number
+  batch: number
+  hidden: number
+  /** 0: residual = delta; 1: residual += delta. */
+  mode: 0 | 1
+  epsBits: number
+}
+export function packDecodeNormParams(p: DecodeNormParamsHost): Buffer {
+  return packStruct(DECODE_NORM_PARAMS_LAYOUT, { ...p })
+}
+
+export interface DecodeAttentionParamsHost {
+  qkv: bigint | number
+  kCache: bigint | number
+  vCache: bigint | number
+  partial: bigint | number
+  out: bigint | number
+  batch: number
+  qHeads: number
+  kvHeads: number
+  context: number
+  maxContext: number
+  splits: number
+  tokensPerSplit: number
+  ropeThetaBits: number
+}
+export function packDecodeAttentionParams(p: DecodeAttentionParamsHost): Buffer {
+  return packStruct(DECODE_ATTENTION_PARAMS_LAYOUT, { ...p })
 }
 
 export interface SolL2ParamsHost {

@@ -41,6 +41,7 @@ import {
 import { LLCOMM_ERROR_WORD_BYTES as ERROR_WORD_BYTES } from './abi.js'
 import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
 import { runCudaBenchmark } from './benchmark.js'
+import { type DecodeStepRequest, type DecodeStepResult, runCudaDecodeStep } from './decode-step.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { readErrorWord } from './error-word.js'
 import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
@@ -611,6 +612,12 @@ export class CudaCommunicator implements Communicator {
   async benchmark(request: BenchmarkRequest): Promise<BenchmarkResult> {
     this.assertOpen()
     return runCudaBenchmark(this, this.driver, this.deviceSet, this.allocs, this.modules, request)
+  }
+
+  /** One tensor-parallel decode step per algorithm, timed by graph replay (`llcomm decode`; decode-step.ts). */
+  async decodeStep(request: DecodeStepRequest): Promise<DecodeStepResult> {
+    this.assertOpen()
+    return runCudaDecodeStep(this, this.driver, this.deviceSet, this.allocs, this.modules, request)
   }
 
   /** Drains in-flight work, then frees everything in reverse order; idempotent. */

@@ -89,6 +89,9 @@ export interface ToolKernel {
   /** abi.cuh struct of its one parameter. */
   paramsStruct: string
 }
+/** The largest batch of each decode GEMV variant (kernels/tools/decode.cu LLC_DECODE_GEMV_KERNELS), ascending. */
+export const DECODE_GEMV_BATCHES = [1, 4, 16] as const
+
 export const TOOL_KERNELS: readonly ToolKernel[] = Object.freeze([
   { kernelName: 'llcomm_spin_ns', sourceFile: 'tools/spin.cu', paramsStruct: 'LlcommSpinParams' },
   { kernelName: 'llcomm_sol_l2_rtt', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolL2Params' },
@@ -96,6 +99,27 @@ export const TOOL_KERNELS: readonly ToolKernel[] = Object.freeze([
   { kernelName: 'llcomm_sol_empty', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolEmptyParams' },
   { kernelName: 'llcomm_sol_copy', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolCopyParams' },
   { kernelName: 'llcomm_stress_ll16', sourceFile: 'tools/stress_ll16.cu', paramsStruct: 'LlcommStressParams' },
+  { kernelName: 'llcomm_decode_fill', sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeFillParams' },
+  ...DECODE_GEMV_BATCHES.flatMap((n) => [
+    { kernelName: `llcomm_decode_gemv_b${n}`, sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeGemvParams' },
+    {
+      kernelName: `llcomm_decode_gemv_gated_b${n}`,
+      sourceFile: 'tools/decode.cu',
+      paramsStruct: 'LlcommDecodeGemvParams',
+    },
+  ]),
+  { kernelName: 'llcomm_decode_add_rmsnorm', sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeNormParams' },
+  {
+    kernelName: 'llcomm_decode_rope_append',
+    sourceFile: 'tools/decode.cu',
+    paramsStruct: 'LlcommDecodeAttentionParams',
+  },
+  { kernelName: 'llcomm_decode_attention', sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeAttentionParams' },
+  {
+    kernelName: 'llcomm_decode_attention_combine',
+    sourceFile: 'tools/decode.cu',
+    paramsStruct: 'LlcommDecodeAttentionParams',
+  },
 ])
 
 function listFiles(dir: string): string[] {

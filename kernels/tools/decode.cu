@@ -1,0 +1,347 @@
+// The compute kernels of `llcomm decode`: one Llama-style tensor-parallel decode step (bf16 weights and activations,
+// f32 accumulation, random weights) around which the AllReduce under test runs. They exist so that an AllReduce can
+// be timed where it lives in a model: right after a GEMV that filled the GPU, right before the next one. They aim
+// at a serving framework's bandwidth, not at its last percent; `llcomm decode` prints the bandwidth they reached.
+//
+// No kernel here touches another rank's memory: the only communication in the step is the AllReduce. Nothing is
+// shared between blocks but what a kernel boundary orders (stream order), so there is no flag, fence or atomic.
+// Every reduction has a fixed order (no atomics), so a rank's result depends only on its inputs: ranks that get
+// the same AllReduce output compute bitwise the same residual stream.
+#include "llcomm/abi.cuh"
+#include "llcomm/ptx.cuh"
+#include "llcomm/types.cuh"
+
+#define LLC_DECODE_FULL_MASK 0xFFFFFFFFu
+
+__device__ __forceinline__ float llcDecodeBf16ToF32(llc_u16 h) { return __uint_as_float(static_cast<llc_u32>(h) << 16); }
+
+// The two bf16 halves of a 32-bit word (low half = lower address) as floats.
+__device__ __forceinline__ void llcDecodeUnpack(llc_u32 w, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xFFFF0000u);
+}
+
+// A weight load that streams past L1: each weight byte is read once per step.
+__device__ __forceinline__ LlcWords4 llcDecodeLoadStream(const LlcWords4* p) {
+  LlcWords4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "l"(p));
+  return v;
+}
+
+// An activation load through the read-only path (every warp of the GEMV reads the same activations).
+__device__ __forceinline__ LlcWords4 llcDecodeLoadShared(const LlcWords4* p) {
+  LlcWords4 v;
+  asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3]) : "l"(p));
+  return v;
+}
+
+// Dot product of eight bf16 pairs, accumulated into acc in a fixed order.
+__device__ __forceinline__ float llcDecodeDot8(const LlcWords4& a, const LlcWords4& b, float acc) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float a0, a1, b0, b1;
+    llcDecodeUnpack(a.w[i], a0, a1);
+    llcDecodeUnpack(b.w[i], b0, b1);
+    acc = __fmaf_rn(a0, b0, acc);
+    acc = __fmaf_rn(a1, b1, acc);
+  }
+  return acc;
+}
+
+__device__ __forceinline__ float llcDecodeWarpSum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(LLC_DECODE_FULL_MASK, v, o);
+  return v;
+}
+
+// The hash behind llcomm_decode_fill; src/backends/cuda/decode-reference.ts computes the same function.
+__device__ __forceinline__ float llcDecodeUniform(llc_u64 i, llc_u32 seed) {
+  llc_u32 h = static_cast<llc_u32>(i) * 0x9E3779B1u ^ static_cast<llc_u32>(i >> 32) * 0x85EBCA77u ^ seed * 0xC2B2AE3Du;
+  h ^= h >> 16;
+  h *= 0x7FEB352Du;
+  h ^= h >> 15;
+  h *= 0x846CA68Bu;
+  h ^= h >> 16;
+  return static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
+    llcomm_decode_fill(const __grid_constant__ LlcommDecodeFillParams p) {
+  llc_u16* data = reinterpret_cast<llc_u16*>(p.data);
+  const float scale = __uint_as_float(p.scaleBits);
+  const llc_u64 stride = static_cast<llc_u64>(gridDim.x) * blockDim.x;
+  for (llc_u64 i = static_cast<llc_u64>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.count; i += stride)
+    data[i] = llcBf16FromF32Rn(__fmul_rn(scale, llcDecodeUniform(i, p.seed)));
+}
+
+// A warp owns two weight rows: rows 2w and 2w+1 (plain) or gate row w and up row w + rows (gated). Lanes stride over
+// the columns 16 bytes at a time; each weight vector meets every sequence's activation vector while in registers.
+// MAXB is a compile-time bound so the accumulators stay in registers; `batch` <= MAXB picks how many are live.
+template <int MAXB, bool GATED>
+__device__ __forceinline__ void llcDecodeGemv(const LlcommDecodeGemvParams& p) {
+  const llc_u32 lane = threadIdx.x & 31u;
+  const llc_u32 warp = (blockIdx.x * LLCOMM_DECODE_THREADS + threadIdx.x) >> 5;
+  const llc_u32 outRow = GATED ? warp : 2u * warp;
+  if (outRow >= p.rows) return;
+  const llc_u32 vecs = p.cols / 8u;
+  const LlcWords4* weight = reinterpret_cast<const LlcWords4*>(p.weight);
+  const LlcWords4* row0 = weight + static_cast<llc_u64>(outRow) * vecs;
+  const LlcWords4* row1 = weight + static_cast<llc_u64>(GATED ? outRow + p.rows : outRow + 1u) * vecs;
+  const LlcWords4* x = reinterpret_cast<const LlcWords4*>(p.x);
+  float acc0[MAXB], acc1[MAXB];
+#pragma unroll
+  for (int b = 0; b < MAXB; ++b) acc0[b] = acc1[b] = 0.0f;
+  // DEPTH column steps of weight loads are issued before any of them is used: 2 * DEPTH 16-byte loads in flight per
+  // lane is what keeps HBM busy when a warp has only its two rows to read (fewer at large batches, where the
+  // accumulators take the registers).
+  constexpr int DEPTH = MAXB == 1 ? 8 : MAXB <= 4 ? 4 : 2;
+  for (llc_u32 v0 = lane; v0 < vecs; v0 += 32u * DEPTH) {
+    LlcWords4 w0[DEPTH], w1[DEPTH];
+#pragma unroll
+    for (int i = 0; i < DEPTH; ++i) {
+      const llc_u32 v = v0 + 32u * i;
+      if (v < vecs) {
+        w0[i] = llcDecodeLoadStream(row0 + v);
+        w1[i] = llcDecodeLoadStream(row1 + v);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < DEPTH; ++i) {
+      const llc_u32 v = v0 + 32u * i;
+      if (v < vecs) {
+#pragma unroll
+        for (int b = 0; b < MAXB; ++b) {
+          if (b < static_cast<int>(p.batch)) {
+            const LlcWords4 xv = llcDecodeLoadShared(x + static_cast<llc_u64>(b) * vecs + v);
+            acc0[b] = llcDecodeDot8(w0[i], xv, acc0[b]);
+            acc1[b] = llcDecodeDot8(w1[i], xv, acc1[b]);
+          }
+        }
+      }
+    }
+  }
+  llc_u16* y = reinterpret_cast<llc_u16*>(p.y);
+#pragma unroll
+  for (int b = 0; b < MAXB; ++b) {
+    if (b < static_cast<int>(p.batch)) {
+      const float s0 = llcDecodeWarpSum(acc0[b]);
+      const float s1 = llcDecodeWarpSum(acc1[b]);
+      if (lane == 0) {
+        llc_u16* yb = y + static_cast<llc_u64>(b) * p.rows;
+        if (GATED) {
+          const float silu = s0 / (1.0f + __expf(-s0));
+          yb[outRow] = llcBf16FromF32Rn(silu * s1);
+        } else {
+          yb[outRow] = llcBf16FromF32Rn(s0);
+          yb[outRow + 1u] = llcBf16FromF32Rn(s1);
+        }
+      }
+    }
+  }
+}
+
+// (min blocks 1: ptxas otherwise picks a 64-register target for gated_b4 and spills)
+#define LLC_DECODE_GEMV_KERNELS(N)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS, 1)                                           \
+      llcomm_decode_gemv_b##N(const __grid_constant__ LlcommDecodeGemvParams p) {                                  \
+    llcDecodeGemv<N, false>(p);                                                                                     \
+  }                                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS, 1)                                           \
+      llcomm_decode_gemv_gated_b##N(const __grid_constant__ LlcommDecodeGemvParams p) {                            \
+    llcDecodeGemv<N, true>(p);                                                                                      \
+  }
+LLC_DECODE_GEMV_KERNELS(1)
+LLC_DECODE_GEMV_KERNELS(4)
+LLC_DECODE_GEMV_KERNELS(16)
+
+// One block per sequence. The sum of squares is reduced in a fixed order (per thread, then warp, then block).
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_NORM_THREADS)
+    llcomm_decode_add_rmsnorm(const __grid_constant__ LlcommDecodeNormParams p) {
+  __shared__ float warpSums[LLCOMM_DECODE_NORM_THREADS / 32];
+  const llc_u32 b = blockIdx.x;
+  float* residual = reinterpret_cast<float*>(p.residual) + static_cast<llc_u64>(b) * p.hidden;
+  const llc_u16* delta = reinterpret_cast<const llc_u16*>(p.delta) + static_cast<llc_u64>(b) * p.hidden;
+  const llc_u16* weight = reinterpret_cast<const llc_u16*>(p.weight);
+  llc_u16* out = reinterpret_cast<llc_u16*>(p.out) + static_cast<llc_u64>(b) * p.hidden;
+  float squares = 0.0f;
+  for (llc_u32 i = threadIdx.x; i < p.hidden; i += LLCOMM_DECODE_NORM_THREADS) {
+    const float d = llcDecodeBf16ToF32(delta[i]);
+    const float r = p.mode == 0 ? d : __fadd_rn(residual[i], d);
+    residual[i] = r;
+    squares = __fmaf_rn(r, r, squares);
+  }
+  squares = llcDecodeWarpSum(squares);
+  if ((threadIdx.x & 31u) == 0) warpSums[threadIdx.x >> 5] = squares;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < LLCOMM_DECODE_NORM_THREADS / 32; ++w) total += warpSums[w];
+  const float inv = rsqrtf(total / static_cast<float>(p.hidden) + __uint_as_float(p.epsBits));
+  for (llc_u32 i = threadIdx.x; i < p.hidden; i += LLCOMM_DECODE_NORM_THREADS)
+    out[i] = llcBf16FromF32Rn(residual[i] * inv * llcDecodeBf16ToF32(weight[i]));
+}
+
+// RoPE (rotate-half pairs i, i + 64) on the new token's q and k at position context - 1, then K and V appended to
+// the caches. One block per sequence; a thread takes (head, i) pairs, each read and written by that thread only.
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
+    llcomm_decode_rope_append(const __grid_constant__ LlcommDecodeAttentionParams p) {
+  constexpr llc_u32 D = LLCOMM_DECODE_HEAD_DIM, HALF = D / 2;
+  const llc_u32 b = blockIdx.x;
+  const llc_u32 heads = p.qHeads + 2u * p.kvHeads;
+  llc_u16* qkv = reinterpret_cast<llc_u16*>(p.qkv) + static_cast<llc_u64>(b) * heads * D;
+  const llc_u32 pos = p.context - 1u;
+  const float log2Theta = __log2f(__uint_as_float(p.ropeThetaBits));
+  for (llc_u32 item = threadIdx.x; item < heads * HALF; item += LLCOMM_DECODE_THREADS) {
+    const llc_u32 head = item / HALF, i = item % HALF;
+    llc_u16* h = qkv + head * D;
+    llc_u16 lo = h[i], hi = h[i + HALF];
+    if (head < p.qHeads + p.kvHeads) { // q and k are rotated; v is not
+      const float invFreq = exp2f(-(2.0f * static_cast<float>(i) / static_cast<float>(D)) * log2Theta);
+      float s, c;
+      __sincosf(static_cast<float>(pos) * invFreq, &s, &c);
+      const float x0 = llcDecodeBf16ToF32(lo), x1 = llcDecodeBf16ToF32(hi);
+      lo = llcBf16FromF32Rn(x0 * c - x1 * s);
+      hi = llcBf16FromF32Rn(x1 * c + x0 * s);
+    }
+    if (head < p.qHeads) {
+      h[i] = lo;
+      h[i + HALF] = hi;
+    } else {
+      const bool isK = head < p.qHeads + p.kvHeads;
+      const llc_u32 kvHead = isK ? head - p.qHeads : head - p.qHeads - p.kvHeads;
+      llc_u16* cache = reinterpret_cast<llc_u16*>(isK ? p.kCache : p.vCache) +
+                       ((static_cast<llc_u64>(b) * p.kvHeads + kvHead) * p.maxContext + pos) * D;
+      cache[i] = lo;
+      cache[i + HALF] = hi;
+    }
+  }
+}
+
+// Split-context attention for one (split, KV head, sequence): the KV head's group of query heads shares every K/V
+// load. A warp takes every fourth token of the split; a lane holds 4 of the 128 dimensions; each warp keeps a
+// running max / sum / weighted sum per query head (online softmax), and the block merges its four warps.
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
+    llcomm_decode_attention(const __grid_constant__ LlcommDecodeAttentionParams p) {
+  constexpr llc_u32 D = LLCOMM_DECODE_HEAD_DIM, G_MAX = LLCOMM_DECODE_MAX_GROUP;
+  constexpr llc_u32 WARPS = LLCOMM_DECODE_ATTENTION_WARPS;
+  __shared__ float warpState[WARPS][G_MAX][LLCOMM_DECODE_PARTIAL_FLOATS];
+  // Grid: splits * kvHeads * batch blocks, split fastest.
+  const llc_u32 split = blockIdx.x % p.splits, kvHead = (blockIdx.x / p.splits) % p.kvHeads;
+  const llc_u32 b = blockIdx.x / (p.splits * p.kvHeads);
+  const llc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const llc_u32 group = p.qHeads / p.kvHeads;
+  const llc_u32 heads = p.qHeads + 2u * p.kvHeads;
+  const llc_u16* q = reinterpret_cast<const llc_u16*>(p.qkv) + static_cast<llc_u64>(b) * heads * D;
+  const float scale = rsqrtf(static_cast<float>(D));
+  float qv[G_MAX][4], m[G_MAX], l[G_MAX], acc[G_MAX][4];
+#pragma unroll
+  for (llc_u32 g = 0; g < G_MAX; ++g) {
+    m[g] = -__int_as_float(0x7F800000); // -inf: the first token's weight is exp(s - s) = 1, the old state's 0
+    l[g] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      acc[g][j] = 0.0f;
+      qv[g][j] = g < group ? llcDecodeBf16ToF32(q[(kvHead * group + g) * D + lane * 4u + j]) * scale : 0.0f;
+    }
+  }
+  const llc_u64 cacheRow = (static_cast<llc_u64>(b) * p.kvHeads + kvHead) * p.maxContext;
+  const llc_u32 t0 = split * p.tokensPerSplit;
+  const llc_u32 t1 = min(p.context, t0 + p.tokensPerSplit);
+  // A warp's K and V rows for TOKENS tokens are loaded before any is used, so a warp waits on memory once per
+  // TOKENS tokens instead of once per token (the softmax update is a dependent chain).
+  constexpr llc_u32 TOKENS = 4;
+  const llc_u16* kCache = reinterpret_cast<const llc_u16*>(p.kCache);
+  const llc_u16* vCache = reinterpret_cast<const llc_u16*>(p.vCache);
+  for (llc_u32 tBase = t0 + warp; tBase < t1; tBase += WARPS * TOKENS) {
+    uint2 kw[TOKENS], vw[TOKENS];
+#pragma unroll
+    for (llc_u32 u = 0; u < TOKENS; ++u) {
+      const llc_u32 t = tBase + u * WARPS;
+      kw[u] = vw[u] = make_uint2(0u, 0u);
+      if (t < t1) {
+        const llc_u64 at = (cacheRow + t) * D + lane * 4u;
+        kw[u] = *reinterpret_cast<const uint2*>(kCache + at);
+        vw[u] = *reinterpret_cast<const uint2*>(vCache + at);
+      }
+    }
+#pragma unroll
+    for (llc_u32 u = 0; u < TOKENS; ++u) {
+      if (tBase + u * WARPS >= t1) break;
+      float k[4], v[4];
+      llcDecodeUnpack(kw[u].x, k[0], k[1]);
+      llcDecodeUnpack(kw[u].y, k[2], k[3]);
+      llcDecodeUnpack(vw[u].x, v[0], v[1]);
+      llcDecodeUnpack(vw[u].y, v[2], v[3]);
+#pragma unroll
+      for (llc_u32 g = 0; g < G_MAX; ++g) {
+        if (g < group) {
+          float s = qv[g][0] * k[0];
+          s = __fmaf_rn(qv[g][1], k[1], s);
+          s = __fmaf_rn(qv[g][2], k[2], s);
+          s = __fmaf_rn(qv[g][3], k[3], s);
+          s = llcDecodeWarpSum(s);
+          const float mNew = fmaxf(m[g], s);
+          const float keep = __expf(m[g] - mNew), weight = __expf(s - mNew);
+          m[g] = mNew;
+          l[g] = __fmaf_rn(l[g], keep, weight);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[g][j] = __fmaf_rn(acc[g][j], keep, weight * v[j]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (llc_u32 g = 0; g < G_MAX; ++g) {
+    if (g < group) {
+      if (lane == 0) {
+        warpState[warp][g][0] = m[g];
+        warpState[warp][g][1] = l[g];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) warpState[warp][g][2 + lane * 4u + j] = acc[g][j];
+    }
+  }
+  __syncthreads();
+  // Merge the warps (a warp that saw no token has max -inf and weight 0; every split has a token, so the block's
+  // max is finite). Thread d writes dimension d of every query head of the group.
+  const llc_u32 d = threadIdx.x;
+  float* partial = reinterpret_cast<float*>(p.partial);
+  for (llc_u32 g = 0; g < group; ++g) {
+    float mMax = warpState[0][g][0];
+    for (llc_u32 w = 1; w < WARPS; ++w) mMax = fmaxf(mMax, warpState[w][g][0]);
+    float lSum = 0.0f, aSum = 0.0f;
+    for (llc_u32 w = 0; w < WARPS; ++w) {
+      const float f = __expf(warpState[w][g][0] - mMax);
+      lSum = __fmaf_rn(warpState[w][g][1], f, lSum);
+      aSum = __fmaf_rn(warpState[w][g][2 + d], f, aSum);
+    }
+    const llc_u32 qHead = kvHead * group + g;
+    float* out = partial + ((static_cast<llc_u64>(b) * p.qHeads + qHead) * p.splits + split) * LLCOMM_DECODE_PARTIAL_FLOATS;
+    if (d == 0) {
+      out[0] = mMax;
+      out[1] = lSum;
+    }
+    out[2 + d] = aSum;
+  }
+}
+
+// One block per (query head, sequence), query head fastest: merges the splits' partials; thread d writes dimension d.
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
+    llcomm_decode_attention_combine(const __grid_constant__ LlcommDecodeAttentionParams p) {
+  const llc_u32 qHead = blockIdx.x % p.qHeads, b = blockIdx.x / p.qHeads, d = threadIdx.x;
+  const float* partial = reinterpret_cast<const float*>(p.partial) +
+                         (static_cast<llc_u64>(b) * p.qHeads + qHead) * p.splits * LLCOMM_DECODE_PARTIAL_FLOATS;
+  float mMax = partial[0];
+  for (llc_u32 s = 1; s < p.splits; ++s) mMax = fmaxf(mMax, partial[s * LLCOMM_DECODE_PARTIAL_FLOATS]);
+  float lSum = 0.0f, aSum = 0.0f;
+  for (llc_u32 s = 0; s < p.splits; ++s) {
+    const float* ps = partial + s * LLCOMM_DECODE_PARTIAL_FLOATS;
+    const float f = __expf(ps[0] - mMax);
+    lSum = __fmaf_rn(ps[1], f, lSum);
+    aSum = __fmaf_rn(ps[2 + d], f, aSum);
+  }
+  llc_u16* out = reinterpret_cast<llc_u16*>(p.out);
+  out[(static_cast<llc_u64>(b) * p.qHeads + qHead) * LLCOMM_DECODE_HEAD_DIM + d] = llcBf16FromF32Rn(aSum / lSum);
+}
