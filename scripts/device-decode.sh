@@ -5,11 +5,13 @@
 # 1. (DECODE_TEST=1) the GPU decode test (test/gpu/decode.test.ts) on virtual ranks 0,0 and, with two GPUs, on 0,1;
 # 2. one `llcomm decode --json` per DECODE_RUNS entry model:batch:context[:pdl] on the first two GPUs (or 2 virtual
 #    ranks on one), every algorithm and `none`, written to $OUT/decode-<model>-b<batch>-c<context>[-pdl].json;
-# 3. a short table last. Logs in $OUT.
+# 3. a short table last. Everything is packed into $OUT/decode-results.tgz (the device tool brings back 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/llcomm-decode}
-mkdir -p "$out"
+final=${OUT:-/tmp/llcomm-decode}
+out=$(mktemp -d)
+trap 'tar czf "$final/decode-results.tgz" -C "$out" . && rm -rf "$out"' EXIT
+mkdir -p "$final"
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 devices=$([ "$gpus" -ge 2 ] && echo 0,1 || echo 0,0)
@@ -17,9 +19,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/mac
 if [ "${DECODE_TEST:-0}" = 1 ]; then
   cases=$out/gpu-cases.jsonl
   : > "$cases"
-  for d in 0,0 $([ "$gpus" -ge 2 ] && echo 0,1); do
+  for d in 0_0 $([ "$gpus" -ge 2 ] && echo 0_1); do
     echo "== decode test on devices $d"
-    LLCOMM_TEST_BACKEND=cuda LLCOMM_GPU_RESULTS=$cases LLCOMM_GPU_DECODE_DEVICES=$d LLCOMM_GPU_CASE_PREFIX=devices-$d \
+    LLCOMM_TEST_BACKEND=cuda LLCOMM_GPU_RESULTS=$cases LLCOMM_GPU_DECODE_DEVICES=${d/_/,} LLCOMM_GPU_CASE_PREFIX=devices-${d/_/,} \
       timeout "${DECODE_TEST_TIMEOUT_S:-180}" node --test --test-reporter=spec dist/test/gpu/decode.test.js \
       > "$out/decode-test-$d.log" 2>&1
     echo "exit $?" | tee -a "$out/decode-test-$d.log"

@@ -230,7 +230,7 @@ export interface FillSpec {
 /** Seeds: replicated tensors (embedding, norms) get the same seed on every rank, shards one per rank. */
 export function decodeFillSpecs(plan: DecodeStepPlan, rank: number): FillSpec[] {
   const shard = (layer: number, what: number) => ((layer + 1) * 7919 + what * 104729 + (rank + 1) * 15485863) >>> 0
-  const replicated = (layer: number, what: number) => (((layer + 1) * 7919 + what * 104729) >>> 0) ^ 0x5bd1e995
+  const replicated = (layer: number, what: number) => (((layer + 1) * 7919 + what * 104729) ^ 0x5bd1e995) >>> 0
   const specs: FillSpec[] = []
   plan.layerBuffers.forEach((lb, l) => {
     specs.push({ buffer: lb.attentionNorm, seed: replicated(l, 1), scale: 1 })

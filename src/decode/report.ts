@@ -1,8 +1,8 @@
 /**
  * The `llcomm decode` document and table: per algorithm, the decode step's median time (inter-token latency of
  * the shard), tokens/s, what one AllReduce costs in the step (against the step without AllReduce), its
- * back-to-back latency from `bench` in the same run, and what the decode cost model assumes for it in a step
- * (data/models/gpus.json: the bench latency + allReduceInStepUs for that algorithm). Pure: no GPU.
+ * back-to-back latency from `bench` in the same run, and what the decode cost model prices it at in a step (its
+ * latency model + the in-step term of data/models/gpus.json). Pure: no GPU.
  */
 import type { MachineInfo } from '../bench/document.js'
 import { median, percentile } from '../bench/stats.js'
@@ -23,7 +23,7 @@ export interface DecodeRow {
   allReduceInStepUs?: number
   /** Back-to-back latency at the step's AllReduce size (`bench` in the same run), when measured. */
   benchUs?: number
-  /** The decode model's cost of one call in a step: benchUs + its in-step term for this algorithm. */
+  /** The decode cost model's price of one call in this step (latency model + in-step term), when it prices it. */
   modelInStepUs?: number
   /** step median / nccl's step median. */
   vsNccl?: number
@@ -73,7 +73,7 @@ export function buildDecodeRows(
   plan: DecodeStepPlan,
   measured: readonly DecodeMeasurement[],
   benchUs: Readonly<Record<string, number>>,
-  inStepUsFor: ((algorithm: string) => number) | undefined,
+  modelPerAllReduceUs: ((algorithm: string) => number | undefined) | undefined,
 ): DecodeRow[] {
   const med = new Map(measured.map((m) => [m.algorithm, median(m.stepUs)]))
   const none = med.get(NO_ALLREDUCE_NAME)
@@ -82,6 +82,7 @@ export function buildDecodeRows(
     const stepMedianUs = med.get(m.algorithm) as number
     const isNone = m.algorithm === NO_ALLREDUCE_NAME
     const bench = benchUs[m.algorithm]
+    const modelled = isNone ? undefined : modelPerAllReduceUs?.(m.algorithm)
     return {
       algorithm: m.algorithm,
       samples: m.stepUs.length,
@@ -91,7 +92,7 @@ export function buildDecodeRows(
       tokensPerS: (plan.batch * 1e6) / stepMedianUs,
       ...(!isNone && none !== undefined ? { allReduceInStepUs: (stepMedianUs - none) / plan.allReducesPerStep } : {}),
       ...(bench !== undefined ? { benchUs: bench } : {}),
-      ...(bench !== undefined && inStepUsFor ? { modelInStepUs: bench + inStepUsFor(m.algorithm) } : {}),
+      ...(modelled !== undefined ? { modelInStepUs: modelled } : {}),
       ...(nccl !== undefined ? { vsNccl: stepMedianUs / nccl } : {}),
       ranksAgree: m.ranksAgree,
       finite: m.finite,
@@ -142,12 +143,25 @@ export function formatDecodeReport(doc: DecodeDocument): string {
 
 /** Reads a saved document back (for --from); checks the fields the table needs. */
 export function validateDecodeDocument(value: unknown, where = 'document'): DecodeDocument {
-  const o = value as Partial<DecodeDocument> | null
-  if (!o || typeof o !== 'object' || o.kind !== 'llcomm-decode' || !Array.isArray(o.rows) || !o.plan)
-    throw new LlcommError('INVALID_ARGUMENT', `decode ${where}: not an llcomm decode document (kind, plan, rows)`)
-  for (const [i, r] of o.rows.entries()) {
-    if (typeof r?.algorithm !== 'string' || !Number.isFinite(r.stepMedianUs))
-      throw new LlcommError('INVALID_ARGUMENT', `decode ${where}: rows[${i}] lacks algorithm or stepMedianUs`)
+  const bad = (why: string): never => {
+    throw new LlcommError('INVALID_ARGUMENT', `decode ${where}: ${why}`)
   }
-  return o as DecodeDocument
+  const o = value as Partial<DecodeDocument> | null
+  if (!o || typeof o !== 'object' || o.kind !== 'llcomm-decode') bad('not an llcomm decode document (kind)')
+  const d = o as Partial<DecodeDocument>
+  if (!Array.isArray(d.devices) || typeof d.machine !== 'object' || d.machine === null || typeof d.model !== 'string')
+    bad('devices, machine or model missing')
+  for (const k of ['tp', 'batch', 'context', 'layers', 'modelLayers'] as const)
+    if (!Number.isFinite(d[k])) bad(`${k} is not a number`)
+  const plan = d.plan as Record<string, unknown> | undefined
+  if (!plan || typeof plan !== 'object') bad('plan missing')
+  for (const k of ['allReduceBytes', 'allReducesPerStep', 'weightBytesPerRank', 'kvCacheBytesReadPerRank'])
+    if (!Number.isFinite(plan?.[k])) bad(`plan.${k} is not a number`)
+  if (!Array.isArray(d.rows)) bad('rows missing')
+  for (const [i, r] of (d.rows ?? []).entries()) {
+    if (typeof r?.algorithm !== 'string' || !Number.isFinite(r.stepMedianUs))
+      bad(`rows[${i}] lacks algorithm or stepMedianUs`)
+    if (typeof r.finite !== 'boolean' || typeof r.ranksAgree !== 'boolean') bad(`rows[${i}] lacks finite or ranksAgree`)
+  }
+  return d as DecodeDocument
 }

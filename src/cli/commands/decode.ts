@@ -23,8 +23,9 @@ import {
   validateDecodeDocument,
 } from '../../decode/report.js'
 import { LlcommError } from '../../errors.js'
-import { allReduceInStepUsFor } from '../../model/decode-model.js'
+import { estimateDecode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
+import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../model/latency-tables.js'
 
 export interface DecodeFlags {
   model: string
@@ -72,7 +73,19 @@ function emit(doc: DecodeDocument, flags: DecodeFlags): void {
 
 export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
   if (flags.from) {
-    emit(validateDecodeDocument(JSON.parse(readFileSync(flags.from, 'utf8')), flags.from), flags)
+    let saved: unknown
+    try {
+      saved = JSON.parse(readFileSync(flags.from, 'utf8'))
+    } catch (e) {
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `cannot read ${flags.from}: ${e instanceof Error ? e.message : String(e)}`,
+        {
+          path: flags.from,
+        },
+      )
+    }
+    emit(validateDecodeDocument(saved, flags.from), flags)
     return
   }
   const architecture = findModel(loadModelTable(), flags.model)
@@ -156,16 +169,20 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
         benchUs[a] = median(r.timesUs)
       }
     }
-    const ds = gpuSpec.decodeStep
-    const inStep = ds?.allReduceInStepUs
-      ? (a: string) => allReduceInStepUsFor(ds.allReduceInStepUs?.value ?? 0, ds.allReduceAfterKernelUs?.values, a)
-      : undefined
-    const rows = buildDecodeRows(
-      plan,
-      result.rows.map((r) => ({ ...r, stepUs: r.stepUs })),
-      benchUs,
-      inStep,
-    )
+    // The decode cost model's price of one AllReduce in a step (latency model + in-step term) for each algorithm.
+    const modelPerAllReduceUs = (a: string): number | undefined => {
+      try {
+        const est = estimateDecode(
+          { model: architecture, gpu: gpuSpec, tp: comm.size, batch, contextTokens: context, algorithms: [a] },
+          loadAlgorithmTable(),
+          getPlatform(loadPlatformTable(), gpuSpec.latencyPlatform),
+        )
+        return est.perAlgorithm[0].commUs / (2 * architecture.layers)
+      } catch {
+        return undefined // an algorithm the model does not price
+      }
+    }
+    const rows = buildDecodeRows(plan, result.rows, benchUs, modelPerAllReduceUs)
     const noneRow = rows.find((r) => r.algorithm === NO_ALLREDUCE_NAME)
     const usedDevices = opened.devices ?? []
     const doc: DecodeDocument = {
