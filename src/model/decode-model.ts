@@ -337,7 +337,7 @@ export function estimateDecode(
     launchUs = graphLaunchUs(kernels, batch, constants)
     if (launch === 'eager') issueUsPerKernel = constants.eagerKernelIssueUs
     inStepUs = gpu.decodeStep.allReduceInStepUs?.value ?? 0
-    afterKernel = gpu.decodeStep.allReduceAfterKernelUs?.values
+    afterKernel = (gpu.decodeStep.allReduceInDecodeStepUs ?? gpu.decodeStep.allReduceAfterKernelUs)?.values
   }
   const gpuStepUs = memoryUs + launchUs
   const hostIssueUs = kernels * issueUsPerKernel
@@ -382,7 +382,7 @@ export function estimateDecode(
                   .map(([k, v]) => `${k} ${v >= 0 ? '+' : ''}${v}`)
                   .join(
                     ', ',
-                  )}; NCCL's is replaced by the algorithm's own (${gpu.decodeStep?.allReduceAfterKernelUs?.source})`,
+                  )}; NCCL's is replaced by the algorithm's own (${(gpu.decodeStep?.allReduceInDecodeStepUs ?? gpu.decodeStep?.allReduceAfterKernelUs)?.source})`,
               ]
             : []),
         ]

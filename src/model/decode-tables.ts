@@ -67,6 +67,12 @@ export interface DecodeStepConstants {
    * is allReduceInStepUs − values.nccl + values[algorithm] (decode-model.ts inStepUsFor).
    */
   allReduceAfterKernelUs?: { values: Record<string, number>; source: string }
+  /**
+   * Per algorithm, the cost of one AllReduce inside `llcomm decode`'s step minus the latency model's price of it (µs,
+   * decode-step-fit.ts). Where present it replaces allReduceAfterKernelUs in the swap: in-step(a) =
+   * allReduceInStepUs − values.nccl + values[a].
+   */
+  allReduceInDecodeStepUs?: { values: Record<string, number>; source: string }
   /** Where the constants were fitted and how well (free text: file, commit, date, residuals). */
   fit: string
 }

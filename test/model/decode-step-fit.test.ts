@@ -1,0 +1,29 @@
+// The decode model's per-algorithm in-step values (data/models/gpus.json h200 allReduceInDecodeStepUs) are what
+// src/model/decode-step-fit.ts computes from the committed `llcomm decode` runs: no hand-typed figure.
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { type DecodeDocument, validateDecodeDocument } from '../../src/decode/report.js'
+import { fitDecodeStepTerms } from '../../src/model/decode-step-fit.js'
+import { findGpu, loadGpuTable } from '../../src/model/decode-tables.js'
+import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
+
+const RESULTS = fileURLToPath(new URL('../../../bench/results/', import.meta.url))
+
+test('gpus.json h200 allReduceInDecodeStepUs = the fit of the committed llcomm decode runs', () => {
+  const files = readdirSync(RESULTS).filter((f) => /^cuda-h200x2-decode-.*-2026-11-29\.json$/.test(f))
+  const docs: { file: string; doc: DecodeDocument }[] = []
+  for (const file of files) {
+    const raw = JSON.parse(readFileSync(join(RESULTS, file), 'utf8'))
+    if (raw.kind === 'llcomm-decode') docs.push({ file, doc: validateDecodeDocument(raw, file) })
+  }
+  assert.equal(docs.filter((d) => !d.doc.pdl).length, 7)
+  const fit = fitDecodeStepTerms(docs, loadAlgorithmTable(), getPlatform(loadPlatformTable(), 'h200'))
+  const table = findGpu(loadGpuTable(), 'h200').decodeStep?.allReduceInDecodeStepUs?.values
+  assert.deepEqual(table, fit.values)
+  for (const list of Object.values(fit.rows)) assert.equal(list.length, 7)
+  // What the runs show: NCCL pays far more in the step than llcomm's algorithms do.
+  assert.ok(fit.values.nccl - fit.values['oneshot-ll'] > 3)
+})
