@@ -61,6 +61,18 @@ export interface DecodeDocument {
   samplesUs: Record<string, number[]>
 }
 
+/** The plan's figures a document keeps. */
+export function planSummary(plan: DecodeStepPlan): DecodeDocument['plan'] {
+  return {
+    allReduceBytes: plan.allReduceBytes,
+    allReducesPerStep: plan.allReducesPerStep,
+    weightBytesPerRank: plan.weightBytes,
+    kvCacheBytesReadPerRank: plan.kvCacheBytesRead,
+    attentionSplits: plan.attentionSplits,
+    gemvBatch: plan.gemvBatch,
+  }
+}
+
 export interface DecodeMeasurement {
   algorithm: string
   stepUs: readonly number[]

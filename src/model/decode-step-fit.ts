@@ -48,7 +48,8 @@ export function fitDecodeStepTerms(
       } catch {
         continue // an algorithm the latency model does not price
       }
-      ;(rows[r.algorithm] ??= []).push({
+      rows[r.algorithm] ??= []
+      rows[r.algorithm].push({
         file,
         model: doc.model,
         tp: doc.tp,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { planDecodeStep } from '../../src/decode/plan.js'
-import { buildDecodeRows, type DecodeDocument, type DecodeMeasurement } from '../../src/decode/report.js'
+import { buildDecodeRows, type DecodeDocument, type DecodeMeasurement, planSummary } from '../../src/decode/report.js'
 import { findModel, loadModelTable } from '../../src/model/decode-tables.js'
 import { CLI } from './cli-helpers.js'
 
@@ -107,14 +107,7 @@ test('decode --from prints a saved document: every algorithm in the table', asyn
     layers: plan.layers,
     modelLayers: plan.modelLayers,
     pdl: true,
-    plan: {
-      allReduceBytes: plan.allReduceBytes,
-      allReducesPerStep: plan.allReducesPerStep,
-      weightBytesPerRank: plan.weightBytes,
-      kvCacheBytesReadPerRank: plan.kvCacheBytesRead,
-      attentionSplits: plan.attentionSplits,
-      gemvBatch: plan.gemvBatch,
-    },
+    plan: planSummary(plan),
     computeGBs: (plan.weightBytes + plan.kvCacheBytesRead) / (400 * 1e3),
     rows,
     samplesUs: Object.fromEntries(measured.map((m) => [m.algorithm, [...m.stepUs]])),

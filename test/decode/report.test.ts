@@ -9,6 +9,7 @@ import {
   type DecodeRow,
   formatDecodeReport,
   NO_ALLREDUCE_NAME,
+  planSummary,
   validateDecodeDocument,
 } from '../../src/decode/report.js'
 import { isLlcommError } from '../../src/errors.js'
@@ -122,14 +123,7 @@ function decodeDocument(rows: DecodeRow[]): DecodeDocument {
     layers: plan.layers,
     modelLayers: plan.modelLayers,
     pdl: false,
-    plan: {
-      allReduceBytes: plan.allReduceBytes,
-      allReducesPerStep: plan.allReducesPerStep,
-      weightBytesPerRank: plan.weightBytes,
-      kvCacheBytesReadPerRank: plan.kvCacheBytesRead,
-      attentionSplits: plan.attentionSplits,
-      gemvBatch: plan.gemvBatch,
-    },
+    plan: planSummary(plan),
     computeGBs: (plan.weightBytes + plan.kvCacheBytesRead) / (1000 * 1e3),
     rows,
     samplesUs: Object.fromEntries(measured.map((m) => [m.algorithm, [...m.stepUs]])),

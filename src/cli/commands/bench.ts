@@ -4,7 +4,6 @@
  * the reference, and writes --json / --plot. `--from results.json` redraws a saved run (e.g. one from the GPU
  * machine) without measuring.
  */
-import { writeFileSync } from 'node:fs'
 import type { Command } from 'commander'
 import type { Backend } from '../../api/types.js'
 import { measureBench } from '../../bench/bench-run.js'
@@ -25,6 +24,7 @@ import { shouldShowProgress } from '../../bench/progress.js'
 import { elementCount } from '../../bench/sizes.js'
 import { formatBenchReport } from '../../bench/table.js'
 import { LlcommError } from '../../errors.js'
+import { emitReport } from '../emit.js'
 
 export interface BenchFlags {
   backend?: string
@@ -68,14 +68,7 @@ export function parseBackend(text: string | undefined): Backend | undefined {
 
 /** Writes the report: the JSON to its file (or to stdout, the table then going to stderr), the plot, the table. */
 async function emit(doc: BenchDocument, flags: BenchFlags): Promise<void> {
-  const report = formatBenchReport(doc)
-  if (flags.json === true) {
-    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`)
-    process.stderr.write(report)
-  } else {
-    process.stdout.write(report)
-    if (typeof flags.json === 'string') writeFileSync(flags.json, `${JSON.stringify(doc, null, 2)}\n`)
-  }
+  emitReport(doc, formatBenchReport(doc), flags.json)
   if (flags.plot) {
     const { writeBenchPlot } = await import('../../bench/plot.js')
     await writeBenchPlot(doc, flags.plot)

@@ -4,7 +4,7 @@
  * llcomm algorithm and against no AllReduce at all, in one run, taking turns. cuda only: the CPU backend has no
  * model step (`llcomm model --decode` is the cost model).
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import type { Command } from 'commander'
 import type { AlgorithmName } from '../../api/types.js'
 import type { CudaCommunicator } from '../../backends/cuda/communicator.js'
@@ -20,12 +20,14 @@ import {
   type DecodeDocument,
   formatDecodeReport,
   NO_ALLREDUCE_NAME,
+  planSummary,
   validateDecodeDocument,
 } from '../../decode/report.js'
 import { LlcommError } from '../../errors.js'
 import { estimateDecode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
 import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../model/latency-tables.js'
+import { emitReport } from '../emit.js'
 
 export interface DecodeFlags {
   model: string
@@ -61,14 +63,7 @@ export function parseDecodeAlgorithms(text: string | undefined): {
 }
 
 function emit(doc: DecodeDocument, flags: DecodeFlags): void {
-  const report = formatDecodeReport(doc)
-  if (flags.json === true) {
-    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`)
-    process.stderr.write(report)
-  } else {
-    process.stdout.write(report)
-    if (typeof flags.json === 'string') writeFileSync(flags.json, `${JSON.stringify(doc, null, 2)}\n`)
-  }
+  emitReport(doc, formatDecodeReport(doc), flags.json)
 }
 
 export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
@@ -199,14 +194,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
       layers: plan.layers,
       modelLayers: plan.modelLayers,
       pdl,
-      plan: {
-        allReduceBytes: plan.allReduceBytes,
-        allReducesPerStep: plan.allReducesPerStep,
-        weightBytesPerRank: plan.weightBytes,
-        kvCacheBytesReadPerRank: plan.kvCacheBytesRead,
-        attentionSplits: plan.attentionSplits,
-        gemvBatch: plan.gemvBatch,
-      },
+      plan: planSummary(plan),
       ...(noneRow ? { computeGBs: (plan.weightBytes + plan.kvCacheBytesRead) / (noneRow.stepMedianUs * 1e3) } : {}),
       rows,
       samplesUs: Object.fromEntries(result.rows.map((r) => [r.algorithm, r.stepUs])),

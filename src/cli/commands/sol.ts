@@ -3,7 +3,7 @@
  * src/sol/model.ts), per algorithm × rank count × size; with --bench, each measured row's ratio to its bound.
  * --constants uses a published table entry instead of measuring (e.g. gb200-seed000).
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import type { Command } from 'commander'
 import type { Backend } from '../../api/types.js'
 import { commandLine, currentCommit, describeMachine, queryGpuNames, readBenchDocument } from '../../bench/document.js'
@@ -13,6 +13,7 @@ import { parseSizeList } from '../../bench/sizes.js'
 import { LlcommError } from '../../errors.js'
 import { SOL_CONSTANTS, type SolPrimitives } from '../../sol/model.js'
 import { boundsFor, compareWithBench, formatSolReport, type SolDocument, withHopLatency } from '../../sol/report.js'
+import { emitReport } from '../emit.js'
 import { parseBackend } from './bench.js'
 
 interface SolFlags {
@@ -134,14 +135,7 @@ async function runSolCommand(flags: SolFlags): Promise<void> {
     }
     doc.comparisons = compareWithBench(measured.primitives, bench)
   }
-  const report = formatSolReport(doc)
-  if (flags.json === true) {
-    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`)
-    process.stderr.write(report)
-  } else {
-    process.stdout.write(report)
-    if (typeof flags.json === 'string') writeFileSync(flags.json, `${JSON.stringify(doc, null, 2)}\n`)
-  }
+  emitReport(doc, formatSolReport(doc), flags.json)
 }
 
 export function register(program: Command): void {
