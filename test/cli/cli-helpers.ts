@@ -7,11 +7,12 @@ export const CLI = fileURLToPath(new URL('../../../bin/llcomm.js', import.meta.u
 export function runCli(
   args: string[],
   timeoutMs = 120_000,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, LLCOMM_COMMIT: 'test-commit' },
+      env: { ...process.env, LLCOMM_COMMIT: 'test-commit', ...env },
     })
     let stdout = ''
     let stderr = ''

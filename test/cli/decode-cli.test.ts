@@ -3,7 +3,6 @@
 // document. The child gets no libcuda (LLCOMM_LIBCUDA names a missing file) and no visible device, so these hold
 // on a GPU machine too.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -11,36 +10,15 @@ import { test } from 'node:test'
 import { planDecodeStep } from '../../src/decode/plan.js'
 import { buildDecodeRows, type DecodeDocument, type DecodeMeasurement, planSummary } from '../../src/decode/report.js'
 import { findModel, loadModelTable } from '../../src/model/decode-tables.js'
-import { CLI } from './cli-helpers.js'
+import { runCli } from './cli-helpers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'llcomm-decode-cli-'))
 
-function runDecode(
-  args: string[],
-  timeoutMs = 60_000,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'decode', ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        LLCOMM_COMMIT: 'test-commit',
-        LLCOMM_LIBCUDA: join(dir, 'no-such-libcuda.so.1'),
-        CUDA_VISIBLE_DEVICES: '',
-      },
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL')
-      reject(new Error(`llcomm decode ${args.join(' ')} did not finish in ${timeoutMs} ms\nstderr:\n${stderr}`))
-    }, timeoutMs)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
+/** The CLI with no libcuda (LLCOMM_LIBCUDA names a missing file) and no visible device. */
+function runDecode(args: string[], timeoutMs = 60_000) {
+  return runCli(['decode', ...args], timeoutMs, {
+    LLCOMM_LIBCUDA: join(dir, 'no-such-libcuda.so.1'),
+    CUDA_VISIBLE_DEVICES: '',
   })
 }
 

@@ -14,7 +14,7 @@ import { LlcommError } from '../../errors.js'
 import { CU_EVENT_DEFAULT, type CudaDriver, type CuStream, type DevicePtr } from '../../ffi/index.js'
 import type { CudaCommunicator, PreparedDeviceAllReduce } from './communicator.js'
 import type { DeviceSet } from './devices.js'
-import { CapturedGraph } from './graph.js'
+import { CapturedGraph, drainStreams } from './graph.js'
 import type { DeviceAllocations } from './memory.js'
 import type { KernelModules } from './modules.js'
 import { countWrong, numericModel, ranksAgreeBitwise, referenceSum } from './reference.js'
@@ -184,14 +184,7 @@ export async function runCudaBenchmark(
     }
     return { algorithm, timesUs, skewWaitUs, wrong }
   } finally {
-    try {
-      for (const [i, s] of streams.entries()) {
-        setCurrent(i)
-        driver.streamSynchronize(s)
-      }
-    } catch {
-      // freeing below still runs
-    }
+    drainStreams(driver, streams, setCurrent)
     for (const e of events) driver.eventDestroy(e)
     spinGraph?.destroy()
     graph?.destroy()

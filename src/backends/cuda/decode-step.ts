@@ -37,7 +37,7 @@ import {
 } from './abi.js'
 import type { CudaCommunicator, PreparedDeviceAllReduce } from './communicator.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
-import { CapturedGraph } from './graph.js'
+import { CapturedGraph, drainStreams } from './graph.js'
 import type { DeviceAllocations } from './memory.js'
 import type { KernelModules } from './modules.js'
 
@@ -429,14 +429,7 @@ export async function runCudaDecodeStep(
     }
     return { plan, rows, ...(req.keepOutputs ? { outputs } : {}) }
   } finally {
-    try {
-      for (const [i, s] of streams.entries()) {
-        setCurrent(i)
-        driver.streamSynchronize(s)
-      }
-    } catch {
-      // freeing below still runs
-    }
+    drainStreams(driver, streams, setCurrent)
     for (const e of events) driver.eventDestroy(e)
     for (const g of graphs) g.destroy()
     for (const l of launchers) l.dispose()

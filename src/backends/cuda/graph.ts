@@ -89,3 +89,15 @@ export class CapturedGraph {
     this.graph = undefined
   }
 }
+
+/** Waits for every stream (stream i on the device `setCurrent(i)` selects); errors are swallowed: used before freeing. */
+export function drainStreams(driver: CudaDriver, streams: readonly CuStream[], setCurrent: (i: number) => void): void {
+  try {
+    for (const [i, s] of streams.entries()) {
+      setCurrent(i)
+      driver.streamSynchronize(s)
+    }
+  } catch {
+    // what follows (freeing) still runs
+  }
+}
