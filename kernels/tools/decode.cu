@@ -12,6 +12,16 @@
 #include "llcomm/types.cuh"
 
 #define LLC_DECODE_FULL_MASK 0xFFFFFFFFu
+// Column steps of weight loads a GEMV lane issues before using them, per batch bound (see llcDecodeGemvRows).
+#ifndef LLC_DECODE_GEMV_DEPTH_B1
+#define LLC_DECODE_GEMV_DEPTH_B1 8
+#endif
+#ifndef LLC_DECODE_GEMV_DEPTH_B4
+#define LLC_DECODE_GEMV_DEPTH_B4 4
+#endif
+#ifndef LLC_DECODE_GEMV_DEPTH_B16
+#define LLC_DECODE_GEMV_DEPTH_B16 2
+#endif
 
 __device__ __forceinline__ float llcDecodeBf16ToF32(llc_u16 h) { return __uint_as_float(static_cast<llc_u32>(h) << 16); }
 
@@ -80,11 +90,7 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
 // the columns 16 bytes at a time; each weight vector meets every sequence's activation vector while in registers.
 // MAXB is a compile-time bound so the accumulators stay in registers; `batch` <= MAXB picks how many are live.
 template <int MAXB, bool GATED>
-__device__ __forceinline__ void llcDecodeGemv(const LlcommDecodeGemvParams& p) {
-  const llc_u32 lane = threadIdx.x & 31u;
-  const llc_u32 warp = (blockIdx.x * LLCOMM_DECODE_THREADS + threadIdx.x) >> 5;
-  const llc_u32 outRow = GATED ? warp : 2u * warp;
-  if (outRow >= p.rows) return;
+__device__ __forceinline__ void llcDecodeGemvRows(const LlcommDecodeGemvParams& p, llc_u32 outRow, llc_u32 lane) {
   const llc_u32 vecs = p.cols / 8u;
   const LlcWords4* weight = reinterpret_cast<const LlcWords4*>(p.weight);
   const LlcWords4* row0 = weight + static_cast<llc_u64>(outRow) * vecs;
@@ -96,7 +102,7 @@ __device__ __forceinline__ void llcDecodeGemv(const LlcommDecodeGemvParams& p) {
   // DEPTH column steps of weight loads are issued before any of them is used: 2 * DEPTH 16-byte loads in flight per
   // lane is what keeps HBM busy when a warp has only its two rows to read (fewer at large batches, where the
   // accumulators take the registers).
-  constexpr int DEPTH = MAXB == 1 ? 8 : MAXB <= 4 ? 4 : 2;
+  constexpr int DEPTH = MAXB == 1 ? LLC_DECODE_GEMV_DEPTH_B1 : MAXB <= 4 ? LLC_DECODE_GEMV_DEPTH_B4 : LLC_DECODE_GEMV_DEPTH_B16;
   for (llc_u32 v0 = lane; v0 < vecs; v0 += 32u * DEPTH) {
     LlcWords4 w0[DEPTH], w1[DEPTH];
 #pragma unroll
@@ -139,6 +145,19 @@ __device__ __forceinline__ void llcDecodeGemv(const LlcommDecodeGemvParams& p) {
         }
       }
     }
+  }
+}
+
+// Warps take row pairs (or gated rows) in grid-stride order: the host may launch one warp per pair or fewer blocks
+// that each take several (llcomm decode's GEMV grid).
+template <int MAXB, bool GATED>
+__device__ __forceinline__ void llcDecodeGemv(const LlcommDecodeGemvParams& p) {
+  const llc_u32 lane = threadIdx.x & 31u;
+  const llc_u32 warps = gridDim.x * (LLCOMM_DECODE_THREADS / 32u);
+  for (llc_u32 warp = (blockIdx.x * LLCOMM_DECODE_THREADS + threadIdx.x) >> 5;; warp += warps) {
+    const llc_u32 outRow = GATED ? warp : 2u * warp;
+    if (outRow >= p.rows) return;
+    llcDecodeGemvRows<MAXB, GATED>(p, outRow, lane);
   }
 }
 

@@ -46,6 +46,8 @@ export interface DecodeDocument {
   layers: number
   modelLayers: number
   pdl: boolean
+  /** --gemv-blocks-per-sm (0: a warp per row pair). */
+  gemvBlocksPerSm?: number
   plan: {
     allReduceBytes: number
     allReducesPerStep: number

@@ -59,6 +59,11 @@ export interface DecodeStepRequest {
   /** Untimed replays per algorithm before the first round. */
   warmup: number
   pdl?: boolean
+  /**
+   * GEMV grid: at most this many 128-thread blocks per SM, each warp taking several row pairs in turn (0 or absent:
+   * one warp per row pair, every block launched).
+   */
+  gemvBlocksPerSm?: number
   /** Keep every rank's final residual (f32) and logits (bf16 bits) per algorithm: the decode test's reference. */
   keepOutputs?: boolean
   /** Called after each timed replay (progress bars). */
@@ -142,9 +147,18 @@ export async function runCudaDecodeStep(
     smCount,
   })
   if (req.algorithms.length === 0) throw new LlcommError('INVALID_ARGUMENT', 'no algorithm to run the step with')
-  for (const [k, v] of Object.entries({ replays: req.replays, rounds: req.rounds, warmup: req.warmup }))
-    if (!Number.isInteger(v) || v < (k === 'warmup' ? 0 : 1))
-      throw new LlcommError('INVALID_ARGUMENT', `${k} must be an integer ≥ ${k === 'warmup' ? 0 : 1}, got ${v}`)
+  const counts = {
+    replays: req.replays,
+    rounds: req.rounds,
+    warmup: req.warmup,
+    gemvBlocksPerSm: req.gemvBlocksPerSm ?? 0,
+  }
+  for (const [k, v] of Object.entries(counts))
+    if (!Number.isInteger(v) || v < (k === 'replays' || k === 'rounds' ? 1 : 0))
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `${k} must be a whole number ≥ ${k === 'replays' || k === 'rounds' ? 1 : 0}, got ${v}`,
+      )
   const streams = comm.streams
   const setCurrent = (i: number) => devices.use(devices.groups[i])
   const slabs: DevicePtr[] = []
@@ -238,8 +252,9 @@ export async function runCudaDecodeStep(
     }
     const B = plan.batch
     const gemv = (gated: boolean) => `llcomm_decode_gemv_${gated ? 'gated_' : ''}b${plan.gemvBatch}`
+    const gemvCap = req.gemvBlocksPerSm ? req.gemvBlocksPerSm * smCount : Number.POSITIVE_INFINITY
     const gemvGrid = (rows: number, gated: boolean) =>
-      Math.ceil((gated ? rows : rows / 2) / (LLCOMM_DECODE_THREADS / 32))
+      Math.min(gemvCap, Math.ceil((gated ? rows : rows / 2) / (LLCOMM_DECODE_THREADS / 32)))
     const issueGemv = (
       x: SlabBuffer,
       w: SlabBuffer,

@@ -41,6 +41,7 @@ export interface DecodeFlags {
   rounds: string
   warmup: string
   benchIters: string
+  gemvBlocksPerSm: string
   pdl?: string
   gpu: string
   json?: string | boolean
@@ -94,6 +95,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
   const rounds = parseWholeNumber(flags.rounds, '--rounds', 1)
   const warmup = parseWholeNumber(flags.warmup, '--warmup', 0)
   const benchIters = parseWholeNumber(flags.benchIters, '--bench-iters', 0)
+  const gemvBlocksPerSm = parseWholeNumber(flags.gemvBlocksPerSm, '--gemv-blocks-per-sm', 0)
   const timeoutMs = flags.timeoutMs !== undefined ? parseWholeNumber(flags.timeoutMs, '--timeout-ms', 1) : undefined
   if (flags.pdl !== undefined && flags.pdl !== 'on' && flags.pdl !== 'off')
     throw new LlcommError('INVALID_ARGUMENT', `--pdl must be on or off, got ${JSON.stringify(flags.pdl)}`)
@@ -141,6 +143,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
         rounds,
         warmup,
         pdl,
+        gemvBlocksPerSm,
         onReplay: () => progress.tick('decode step'),
       })
     } finally {
@@ -194,6 +197,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
       layers: plan.layers,
       modelLayers: plan.modelLayers,
       pdl,
+      gemvBlocksPerSm,
       plan: planSummary(plan),
       ...(noneRow ? { computeGBs: (plan.weightBytes + plan.kvCacheBytesRead) / (noneRow.stepMedianUs * 1e3) } : {}),
       rows,
@@ -236,6 +240,11 @@ export function register(program: Command): void {
     .option('--rounds <n>', 'rounds; the algorithms take turns within each', '5')
     .option('--warmup <n>', 'untimed steps per algorithm first', '5')
     .option('--bench-iters <n>', 'back-to-back AllReduce calls per algorithm at the step size (0: skip)', '2000')
+    .option(
+      '--gemv-blocks-per-sm <n>',
+      'GEMV grid: at most n blocks per SM, warps taking several rows in turn (0: a warp per row pair)',
+      '0',
+    )
     .option('--pdl <mode>', 'programmatic dependent launch for the AllReduce: on or off', 'off')
     .option('--gpu <name>', 'GPU of the decode cost model to compare with (data/models/gpus.json)', 'h200')
     .option('--json [file]', 'write the document to a file (or to stdout, the table then going to stderr)')
