@@ -27,6 +27,10 @@ if [ "${DECODE_TEST:-0}" = 1 ]; then
     echo "exit $?" | tee -a "$out/decode-test-$d.log"
     grep -E "^# (pass|fail)|not ok|Error|error" "$out/decode-test-$d.log" | head -20
   done
+  if grep -q '"passed":false' "$cases" || ! grep -q '"passed":true' "$cases"; then
+    echo "decode test failed: no decode runs"
+    DECODE_RUNS=
+  fi
 fi
 for run in ${DECODE_RUNS:-}; do
   IFS=: read -r model batch context pdl <<< "$run"

@@ -97,8 +97,10 @@ struct LlcommSpinParams {
 #define LLCOMM_DECODE_THREADS 128 /* every decode kernel but the norm */
 #define LLCOMM_DECODE_NORM_THREADS 256
 #define LLCOMM_DECODE_ATTENTION_WARPS (LLCOMM_DECODE_THREADS / 32)
-// Floats per (sequence, query head, split) in the attention partials: running max, sum of exponentials, 128 sums.
-#define LLCOMM_DECODE_PARTIAL_FLOATS (2 + LLCOMM_DECODE_HEAD_DIM)
+// Floats per (sequence, query head, split) in the attention partials: running max, sum of exponentials, 2 unused,
+// then the 128 weighted sums from offset LLCOMM_DECODE_PARTIAL_ACC (16-byte aligned: the combine reads them as float4).
+#define LLCOMM_DECODE_PARTIAL_ACC 4
+#define LLCOMM_DECODE_PARTIAL_FLOATS (LLCOMM_DECODE_PARTIAL_ACC + LLCOMM_DECODE_HEAD_DIM)
 
 // llcomm_decode_fill: data[i] = bf16(scale * u(i, seed)), u uniform in [-1, 1) from a hash of (i, seed) that the
 // host reproduces exactly (the decode test's reference).

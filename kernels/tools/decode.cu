@@ -47,17 +47,10 @@ __device__ __forceinline__ LlcWords4 llcDecodeLoadShared(const LlcWords4* p) {
   return v;
 }
 
-// Dot product of eight bf16 pairs, accumulated into acc in a fixed order.
-__device__ __forceinline__ float llcDecodeDot8(const LlcWords4& a, const LlcWords4& b, float acc) {
+// Eight bf16 values (16 bytes, lower address first) as floats.
+__device__ __forceinline__ void llcDecodeUnpack8(const LlcWords4& v, float (&f)[8]) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float a0, a1, b0, b1;
-    llcDecodeUnpack(a.w[i], a0, a1);
-    llcDecodeUnpack(b.w[i], b0, b1);
-    acc = __fmaf_rn(a0, b0, acc);
-    acc = __fmaf_rn(a1, b1, acc);
-  }
-  return acc;
+  for (int i = 0; i < 4; ++i) llcDecodeUnpack(v.w[i], f[2 * i], f[2 * i + 1]);
 }
 
 __device__ __forceinline__ float llcDecodeWarpSum(float v) {
@@ -117,12 +110,20 @@ __device__ __forceinline__ void llcDecodeGemvRows(const LlcommDecodeGemvParams& 
     for (int i = 0; i < DEPTH; ++i) {
       const llc_u32 v = v0 + 32u * i;
       if (v < vecs) {
+        // Each weight vector is unpacked once and each activation vector once per step, not once per product.
+        float wf0[8], wf1[8];
+        llcDecodeUnpack8(w0[i], wf0);
+        llcDecodeUnpack8(w1[i], wf1);
 #pragma unroll
         for (int b = 0; b < MAXB; ++b) {
           if (b < static_cast<int>(p.batch)) {
-            const LlcWords4 xv = llcDecodeLoadShared(x + static_cast<llc_u64>(b) * vecs + v);
-            acc0[b] = llcDecodeDot8(w0[i], xv, acc0[b]);
-            acc1[b] = llcDecodeDot8(w1[i], xv, acc1[b]);
+            float xf[8];
+            llcDecodeUnpack8(llcDecodeLoadShared(x + static_cast<llc_u64>(b) * vecs + v), xf);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+              acc0[b] = __fmaf_rn(wf0[k], xf[k], acc0[b]);
+              acc1[b] = __fmaf_rn(wf1[k], xf[k], acc1[b]);
+            }
           }
         }
       }
@@ -175,16 +176,18 @@ LLC_DECODE_GEMV_KERNELS(1)
 LLC_DECODE_GEMV_KERNELS(4)
 LLC_DECODE_GEMV_KERNELS(16)
 
-// One block per sequence. The sum of squares is reduced in a fixed order (per thread, then warp, then block).
+// One block per sequence. The sum of squares is reduced in a fixed order (per thread, then warp, then block). The
+// pointers are __restrict__ (the host passes disjoint buffers) so a thread's loads are not held behind its own stores.
 extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_NORM_THREADS)
     llcomm_decode_add_rmsnorm(const __grid_constant__ LlcommDecodeNormParams p) {
   __shared__ float warpSums[LLCOMM_DECODE_NORM_THREADS / 32];
   const llc_u32 b = blockIdx.x;
-  float* residual = reinterpret_cast<float*>(p.residual) + static_cast<llc_u64>(b) * p.hidden;
-  const llc_u16* delta = reinterpret_cast<const llc_u16*>(p.delta) + static_cast<llc_u64>(b) * p.hidden;
-  const llc_u16* weight = reinterpret_cast<const llc_u16*>(p.weight);
-  llc_u16* out = reinterpret_cast<llc_u16*>(p.out) + static_cast<llc_u64>(b) * p.hidden;
+  float* __restrict__ residual = reinterpret_cast<float*>(p.residual) + static_cast<llc_u64>(b) * p.hidden;
+  const llc_u16* __restrict__ delta = reinterpret_cast<const llc_u16*>(p.delta) + static_cast<llc_u64>(b) * p.hidden;
+  const llc_u16* __restrict__ weight = reinterpret_cast<const llc_u16*>(p.weight);
+  llc_u16* __restrict__ out = reinterpret_cast<llc_u16*>(p.out) + static_cast<llc_u64>(b) * p.hidden;
   float squares = 0.0f;
+#pragma unroll 4
   for (llc_u32 i = threadIdx.x; i < p.hidden; i += LLCOMM_DECODE_NORM_THREADS) {
     const float d = llcDecodeBf16ToF32(delta[i]);
     const float r = p.mode == 0 ? d : __fadd_rn(residual[i], d);
@@ -198,43 +201,40 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_NORM_THREADS)
 #pragma unroll
   for (int w = 0; w < LLCOMM_DECODE_NORM_THREADS / 32; ++w) total += warpSums[w];
   const float inv = rsqrtf(total / static_cast<float>(p.hidden) + __uint_as_float(p.epsBits));
+#pragma unroll 4
   for (llc_u32 i = threadIdx.x; i < p.hidden; i += LLCOMM_DECODE_NORM_THREADS)
     out[i] = llcBf16FromF32Rn(residual[i] * inv * llcDecodeBf16ToF32(weight[i]));
 }
 
 // RoPE (rotate-half pairs i, i + 64) on the new token's q and k at position context - 1, then K and V appended to
-// the caches. One block per sequence; a thread takes (head, i) pairs, each read and written by that thread only.
+// the caches. One block of HEAD_DIM / 2 threads per (head, sequence), head fastest; thread i owns pair (i, i + 64).
 extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
     llcomm_decode_rope_append(const __grid_constant__ LlcommDecodeAttentionParams p) {
   constexpr llc_u32 D = LLCOMM_DECODE_HEAD_DIM, HALF = D / 2;
-  const llc_u32 b = blockIdx.x;
   const llc_u32 heads = p.qHeads + 2u * p.kvHeads;
-  llc_u16* qkv = reinterpret_cast<llc_u16*>(p.qkv) + static_cast<llc_u64>(b) * heads * D;
+  const llc_u32 head = blockIdx.x % heads, b = blockIdx.x / heads, i = threadIdx.x;
+  llc_u16* h = reinterpret_cast<llc_u16*>(p.qkv) + (static_cast<llc_u64>(b) * heads + head) * D;
   const llc_u32 pos = p.context - 1u;
-  const float log2Theta = __log2f(__uint_as_float(p.ropeThetaBits));
-  for (llc_u32 item = threadIdx.x; item < heads * HALF; item += LLCOMM_DECODE_THREADS) {
-    const llc_u32 head = item / HALF, i = item % HALF;
-    llc_u16* h = qkv + head * D;
-    llc_u16 lo = h[i], hi = h[i + HALF];
-    if (head < p.qHeads + p.kvHeads) { // q and k are rotated; v is not
-      const float invFreq = exp2f(-(2.0f * static_cast<float>(i) / static_cast<float>(D)) * log2Theta);
-      float s, c;
-      __sincosf(static_cast<float>(pos) * invFreq, &s, &c);
-      const float x0 = llcDecodeBf16ToF32(lo), x1 = llcDecodeBf16ToF32(hi);
-      lo = llcBf16FromF32Rn(x0 * c - x1 * s);
-      hi = llcBf16FromF32Rn(x1 * c + x0 * s);
-    }
-    if (head < p.qHeads) {
-      h[i] = lo;
-      h[i + HALF] = hi;
-    } else {
-      const bool isK = head < p.qHeads + p.kvHeads;
-      const llc_u32 kvHead = isK ? head - p.qHeads : head - p.qHeads - p.kvHeads;
-      llc_u16* cache = reinterpret_cast<llc_u16*>(isK ? p.kCache : p.vCache) +
-                       ((static_cast<llc_u64>(b) * p.kvHeads + kvHead) * p.maxContext + pos) * D;
-      cache[i] = lo;
-      cache[i + HALF] = hi;
-    }
+  llc_u16 lo = h[i], hi = h[i + HALF];
+  if (head < p.qHeads + p.kvHeads) { // q and k are rotated; v is not
+    const float log2Theta = __log2f(__uint_as_float(p.ropeThetaBits));
+    const float invFreq = exp2f(-(2.0f * static_cast<float>(i) / static_cast<float>(D)) * log2Theta);
+    float s, c;
+    __sincosf(static_cast<float>(pos) * invFreq, &s, &c);
+    const float x0 = llcDecodeBf16ToF32(lo), x1 = llcDecodeBf16ToF32(hi);
+    lo = llcBf16FromF32Rn(x0 * c - x1 * s);
+    hi = llcBf16FromF32Rn(x1 * c + x0 * s);
+  }
+  if (head < p.qHeads) {
+    h[i] = lo;
+    h[i + HALF] = hi;
+  } else {
+    const bool isK = head < p.qHeads + p.kvHeads;
+    const llc_u32 kvHead = isK ? head - p.qHeads : head - p.qHeads - p.kvHeads;
+    llc_u16* cache = reinterpret_cast<llc_u16*>(isK ? p.kCache : p.vCache) +
+                     ((static_cast<llc_u64>(b) * p.kvHeads + kvHead) * p.maxContext + pos) * D;
+    cache[i] = lo;
+    cache[i + HALF] = hi;
   }
 }
 
@@ -285,28 +285,49 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
         vw[u] = *reinterpret_cast<const uint2*>(vCache + at);
       }
     }
+    // The chunk's scores first (independent shuffle chains), then one online-softmax update per query head for the
+    // whole chunk: a token past the split's end gets score -inf and weight 0.
+    float k[TOKENS][4], v[TOKENS][4];
 #pragma unroll
     for (llc_u32 u = 0; u < TOKENS; ++u) {
-      if (tBase + u * WARPS >= t1) break;
-      float k[4], v[4];
-      llcDecodeUnpack(kw[u].x, k[0], k[1]);
-      llcDecodeUnpack(kw[u].y, k[2], k[3]);
-      llcDecodeUnpack(vw[u].x, v[0], v[1]);
-      llcDecodeUnpack(vw[u].y, v[2], v[3]);
+      llcDecodeUnpack(kw[u].x, k[u][0], k[u][1]);
+      llcDecodeUnpack(kw[u].y, k[u][2], k[u][3]);
+      llcDecodeUnpack(vw[u].x, v[u][0], v[u][1]);
+      llcDecodeUnpack(vw[u].y, v[u][2], v[u][3]);
+    }
 #pragma unroll
-      for (llc_u32 g = 0; g < G_MAX; ++g) {
-        if (g < group) {
-          float s = qv[g][0] * k[0];
-          s = __fmaf_rn(qv[g][1], k[1], s);
-          s = __fmaf_rn(qv[g][2], k[2], s);
-          s = __fmaf_rn(qv[g][3], k[3], s);
-          s = llcDecodeWarpSum(s);
-          const float mNew = fmaxf(m[g], s);
-          const float keep = __expf(m[g] - mNew), weight = __expf(s - mNew);
-          m[g] = mNew;
-          l[g] = __fmaf_rn(l[g], keep, weight);
+    for (llc_u32 g = 0; g < G_MAX; ++g) {
+      if (g < group) {
+        float sc[TOKENS];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) acc[g][j] = __fmaf_rn(acc[g][j], keep, weight * v[j]);
+        for (llc_u32 u = 0; u < TOKENS; ++u) {
+          float x = qv[g][0] * k[u][0];
+          x = __fmaf_rn(qv[g][1], k[u][1], x);
+          x = __fmaf_rn(qv[g][2], k[u][2], x);
+          sc[u] = __fmaf_rn(qv[g][3], k[u][3], x);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+          for (llc_u32 u = 0; u < TOKENS; ++u) sc[u] += __shfl_xor_sync(LLC_DECODE_FULL_MASK, sc[u], o);
+        }
+        float mNew = m[g];
+#pragma unroll
+        for (llc_u32 u = 0; u < TOKENS; ++u) {
+          if (tBase + u * WARPS >= t1) sc[u] = -__int_as_float(0x7F800000);
+          mNew = fmaxf(mNew, sc[u]);
+        }
+        const float keep = __expf(m[g] - mNew);
+        m[g] = mNew;
+        l[g] *= keep;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[g][j] *= keep;
+#pragma unroll
+        for (llc_u32 u = 0; u < TOKENS; ++u) {
+          const float weight = __expf(sc[u] - mNew);
+          l[g] += weight;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) acc[g][j] = __fmaf_rn(weight, v[u][j], acc[g][j]);
         }
       }
     }
@@ -319,7 +340,7 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
         warpState[warp][g][1] = l[g];
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) warpState[warp][g][2 + lane * 4u + j] = acc[g][j];
+      for (int j = 0; j < 4; ++j) warpState[warp][g][LLCOMM_DECODE_PARTIAL_ACC + lane * 4u + j] = acc[g][j];
     }
   }
   __syncthreads();
@@ -334,7 +355,7 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
     for (llc_u32 w = 0; w < WARPS; ++w) {
       const float f = __expf(warpState[w][g][0] - mMax);
       lSum = __fmaf_rn(warpState[w][g][1], f, lSum);
-      aSum = __fmaf_rn(warpState[w][g][2 + d], f, aSum);
+      aSum = __fmaf_rn(warpState[w][g][LLCOMM_DECODE_PARTIAL_ACC + d], f, aSum);
     }
     const llc_u32 qHead = kvHead * group + g;
     float* out = partial + ((static_cast<llc_u64>(b) * p.qHeads + qHead) * p.splits + split) * LLCOMM_DECODE_PARTIAL_FLOATS;
@@ -342,25 +363,54 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
       out[0] = mMax;
       out[1] = lSum;
     }
-    out[2 + d] = aSum;
+    out[LLCOMM_DECODE_PARTIAL_ACC + d] = aSum;
   }
 }
 
-// One block per (query head, sequence), query head fastest: merges the splits' partials; thread d writes dimension d.
+// One block per (query head, sequence), query head fastest: merges the splits' partials. The splits are spread over
+// the threads (the max) and over the warps (the sums; a lane holds 4 dimensions, one 16-byte load per split), so no
+// thread walks every split in a chain of dependent loads; the warps' sums are then added in a fixed order.
 extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
     llcomm_decode_attention_combine(const __grid_constant__ LlcommDecodeAttentionParams p) {
-  const llc_u32 qHead = blockIdx.x % p.qHeads, b = blockIdx.x / p.qHeads, d = threadIdx.x;
-  const float* partial = reinterpret_cast<const float*>(p.partial) +
-                         (static_cast<llc_u64>(b) * p.qHeads + qHead) * p.splits * LLCOMM_DECODE_PARTIAL_FLOATS;
-  float mMax = partial[0];
-  for (llc_u32 s = 1; s < p.splits; ++s) mMax = fmaxf(mMax, partial[s * LLCOMM_DECODE_PARTIAL_FLOATS]);
-  float lSum = 0.0f, aSum = 0.0f;
-  for (llc_u32 s = 0; s < p.splits; ++s) {
-    const float* ps = partial + s * LLCOMM_DECODE_PARTIAL_FLOATS;
+  constexpr llc_u32 WARPS = LLCOMM_DECODE_ATTENTION_WARPS, STRIDE = LLCOMM_DECODE_PARTIAL_FLOATS;
+  __shared__ float warpMax[WARPS];
+  __shared__ float warpAcc[WARPS][LLCOMM_DECODE_HEAD_DIM + 1]; // + 1: the sum of weights
+  const llc_u32 qHead = blockIdx.x % p.qHeads, b = blockIdx.x / p.qHeads;
+  const llc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const float* partial =
+      reinterpret_cast<const float*>(p.partial) + (static_cast<llc_u64>(b) * p.qHeads + qHead) * p.splits * STRIDE;
+  float mMax = -__int_as_float(0x7F800000);
+  for (llc_u32 s = threadIdx.x; s < p.splits; s += LLCOMM_DECODE_THREADS) mMax = fmaxf(mMax, partial[s * STRIDE]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mMax = fmaxf(mMax, __shfl_xor_sync(LLC_DECODE_FULL_MASK, mMax, o));
+  if (lane == 0) warpMax[warp] = mMax;
+  __syncthreads();
+  mMax = warpMax[0];
+#pragma unroll
+  for (llc_u32 w = 1; w < WARPS; ++w) mMax = fmaxf(mMax, warpMax[w]);
+  float lSum = 0.0f, a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+  for (llc_u32 s = warp; s < p.splits; s += WARPS) {
+    const float* ps = partial + s * STRIDE;
     const float f = __expf(ps[0] - mMax);
     lSum = __fmaf_rn(ps[1], f, lSum);
-    aSum = __fmaf_rn(ps[2 + d], f, aSum);
+    const float4 v = *reinterpret_cast<const float4*>(ps + LLCOMM_DECODE_PARTIAL_ACC + lane * 4u);
+    a[0] = __fmaf_rn(v.x, f, a[0]);
+    a[1] = __fmaf_rn(v.y, f, a[1]);
+    a[2] = __fmaf_rn(v.z, f, a[2]);
+    a[3] = __fmaf_rn(v.w, f, a[3]);
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) warpAcc[warp][lane * 4u + j] = a[j];
+  if (lane == 0) warpAcc[warp][LLCOMM_DECODE_HEAD_DIM] = lSum;
+  __syncthreads();
+  const llc_u32 d = threadIdx.x;
+  float aSum = 0.0f, l = 0.0f;
+#pragma unroll
+  for (llc_u32 w = 0; w < WARPS; ++w) {
+    aSum += warpAcc[w][d];
+    l += warpAcc[w][LLCOMM_DECODE_HEAD_DIM];
   }
   llc_u16* out = reinterpret_cast<llc_u16*>(p.out);
-  out[(static_cast<llc_u64>(b) * p.qHeads + qHead) * LLCOMM_DECODE_HEAD_DIM + d] = llcBf16FromF32Rn(aSum / lSum);
+  out[(static_cast<llc_u64>(b) * p.qHeads + qHead) * LLCOMM_DECODE_HEAD_DIM + d] = llcBf16FromF32Rn(aSum / l);
 }

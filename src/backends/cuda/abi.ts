@@ -31,7 +31,8 @@ export const LLCOMM_DECODE_MAX_BATCH = 16
 export const LLCOMM_DECODE_MAX_GROUP = 8
 export const LLCOMM_DECODE_THREADS = 128
 export const LLCOMM_DECODE_NORM_THREADS = 256
-export const LLCOMM_DECODE_PARTIAL_FLOATS = 2 + LLCOMM_DECODE_HEAD_DIM
+export const LLCOMM_DECODE_PARTIAL_ACC = 4
+export const LLCOMM_DECODE_PARTIAL_FLOATS = LLCOMM_DECODE_PARTIAL_ACC + LLCOMM_DECODE_HEAD_DIM
 export const LLCOMM_ERR_TIMEOUT = 1
 /** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
 export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
@@ -257,6 +258,7 @@ export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_DECODE_MAX_GROUP,
   LLCOMM_DECODE_THREADS,
   LLCOMM_DECODE_NORM_THREADS,
+  LLCOMM_DECODE_PARTIAL_ACC,
   LLCOMM_DECODE_PARTIAL_FLOATS,
 }
 

@@ -317,7 +317,13 @@ export async function runCudaDecodeStep(
         issueNorm(layer === 0 ? (r) => at(r, plan.embedding) : reduced, lb.attentionNorm, layer === 0 ? 0 : 1)
         issueGemv(plan.normed, lb.qkv, (r) => at(r, plan.qkvOut), plan.qkvRows, plan.hidden, false)
         eachRank((r, l, s) =>
-          l.launch('llcomm_decode_rope_append', B, LLCOMM_DECODE_THREADS, attentionParams(r, layer), s),
+          l.launch(
+            'llcomm_decode_rope_append',
+            B * (plan.qHeads + 2 * plan.kvHeads),
+            plan.headDim / 2,
+            attentionParams(r, layer),
+            s,
+          ),
         )
         eachRank((r, l, s) =>
           l.launch(
