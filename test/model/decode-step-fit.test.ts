@@ -13,17 +13,17 @@ import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../src/mo
 const RESULTS = fileURLToPath(new URL('../../../bench/results/', import.meta.url))
 
 test('gpus.json h200 allReduceInDecodeStepUs = the fit of the committed llcomm decode runs', () => {
-  const files = readdirSync(RESULTS).filter((f) => /^cuda-h200x2-decode-.*-2026-11-29\.json$/.test(f))
+  const files = readdirSync(RESULTS).filter((f) => /^cuda-h200x2-decode-.*-2026-11-29b?\.json$/.test(f))
   const docs: { file: string; doc: DecodeDocument }[] = []
   for (const file of files) {
     const raw = JSON.parse(readFileSync(join(RESULTS, file), 'utf8'))
     if (raw.kind === 'llcomm-decode') docs.push({ file, doc: validateDecodeDocument(raw, file) })
   }
-  assert.equal(docs.filter((d) => !d.doc.pdl).length, 7)
+  assert.equal(docs.filter((d) => !d.doc.pdl).length, 14)
   const fit = fitDecodeStepTerms(docs, loadAlgorithmTable(), getPlatform(loadPlatformTable(), 'h200'))
   const table = findGpu(loadGpuTable(), 'h200').decodeStep?.allReduceInDecodeStepUs?.values
   assert.deepEqual(table, fit.values)
-  for (const list of Object.values(fit.rows)) assert.equal(list.length, 7)
+  for (const list of Object.values(fit.rows)) assert.equal(list.length, 14)
   // What the runs show: NCCL pays far more in the step than llcomm's algorithms do.
   assert.ok(fit.values.nccl - fit.values['oneshot-ll'] > 3)
 })
