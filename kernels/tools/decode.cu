@@ -269,8 +269,9 @@ extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS)
   const llc_u32 t0 = split * p.tokensPerSplit;
   const llc_u32 t1 = min(p.context, t0 + p.tokensPerSplit);
   // A warp's K and V rows for TOKENS tokens are loaded before any is used, so a warp waits on memory once per
-  // TOKENS tokens instead of once per token (the softmax update is a dependent chain).
-  constexpr llc_u32 TOKENS = 4;
+  // TOKENS tokens instead of once per token (the softmax update is a dependent chain). 4 tokens took 137 registers,
+  // over the 128 every llcomm kernel keeps to (test/kernels/compile.test.ts); 2 take 123.
+  constexpr llc_u32 TOKENS = 2;
   const llc_u16* kCache = reinterpret_cast<const llc_u16*>(p.kCache);
   const llc_u16* vCache = reinterpret_cast<const llc_u16*>(p.vCache);
   for (llc_u32 tBase = t0 + warp; tBase < t1; tBase += WARPS * TOKENS) {

@@ -114,17 +114,22 @@ export function benchPlotSpec(doc: BenchDocument): Record<string, unknown> {
   }
 }
 
-/** Renders the spec to an SVG string, headless. */
-export async function renderBenchSvg(doc: BenchDocument): Promise<string> {
+/** Renders a vega-lite specification to an SVG string, headless (also used by `llcomm decode --plot`). */
+export async function renderVegaLiteSvg(spec: Record<string, unknown>): Promise<string> {
   const vegaLite = await import('vega-lite')
   const vega = await import('vega')
-  const compiled = vegaLite.compile(benchPlotSpec(doc) as unknown as Parameters<typeof vegaLite.compile>[0])
+  const compiled = vegaLite.compile(spec as unknown as Parameters<typeof vegaLite.compile>[0])
   const view = new vega.View(vega.parse(compiled.spec), { renderer: 'none' })
   try {
     return await view.toSVG()
   } finally {
     view.finalize()
   }
+}
+
+/** Renders the bench spec to an SVG string, headless. */
+export async function renderBenchSvg(doc: BenchDocument): Promise<string> {
+  return renderVegaLiteSvg(benchPlotSpec(doc))
 }
 
 export async function writeBenchPlot(doc: BenchDocument, path: string): Promise<void> {

@@ -45,6 +45,7 @@ export interface DecodeFlags {
   pdl?: string
   gpu: string
   json?: string | boolean
+  plot?: string
   from?: string
   progress?: boolean
   timeoutMs?: string
@@ -63,8 +64,13 @@ export function parseDecodeAlgorithms(text: string | undefined): {
   return { none, requested: rest.length > 0 ? parseAlgorithms(rest.join(',')) : [] }
 }
 
-function emit(doc: DecodeDocument, flags: DecodeFlags): void {
+async function emit(doc: DecodeDocument, flags: DecodeFlags): Promise<void> {
   emitReport(doc, formatDecodeReport(doc), flags.json)
+  if (flags.plot) {
+    const { writeDecodePlot } = await import('../../decode/plot.js')
+    await writeDecodePlot(doc, flags.plot)
+    process.stderr.write(`llcomm: plot written to ${flags.plot}\n`)
+  }
 }
 
 export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
@@ -81,7 +87,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
         },
       )
     }
-    emit(validateDecodeDocument(saved, flags.from), flags)
+    await emit(validateDecodeDocument(saved, flags.from), flags)
     return
   }
   const architecture = findModel(loadModelTable(), flags.model)
@@ -203,7 +209,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
       rows,
       samplesUs: Object.fromEntries(result.rows.map((r) => [r.algorithm, r.stepUs])),
     }
-    emit(doc, flags)
+    await emit(doc, flags)
     // Without AllReduce each rank adds only its own partial sum: the ranks are expected to differ there.
     const bad = rows.filter((r) => !r.finite || (r.algorithm !== NO_ALLREDUCE_NAME && !r.ranksAgree))
     if (bad.length > 0)
@@ -248,7 +254,8 @@ export function register(program: Command): void {
     .option('--pdl <mode>', 'programmatic dependent launch for the AllReduce: on or off', 'off')
     .option('--gpu <name>', 'GPU of the decode cost model to compare with (data/models/gpus.json)', 'h200')
     .option('--json [file]', 'write the document to a file (or to stdout, the table then going to stderr)')
-    .option('--from <results.json>', 'do not measure: print a saved --json document')
+    .option('--plot <file.svg>', 'draw the step time per algorithm and each call in the step against back to back')
+    .option('--from <results.json>', 'do not measure: print (or --plot) a saved --json document')
     .option('--progress', 'show a progress bar on stderr (default: when stderr is a terminal)')
     .option('--no-progress', 'never show a progress bar')
     .option('--timeout-ms <ms>', 'per-wait deadline inside the ranks')
