@@ -174,12 +174,14 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
       }
     }
     // The decode cost model's price of one AllReduce in a step (latency model + in-step term) for each algorithm.
+    const algorithmTable = loadAlgorithmTable()
+    const platform = getPlatform(loadPlatformTable(), gpuSpec.latencyPlatform)
     const modelPerAllReduceUs = (a: string): number | undefined => {
       try {
         const est = estimateDecode(
           { model: architecture, gpu: gpuSpec, tp: comm.size, batch, contextTokens: context, algorithms: [a] },
-          loadAlgorithmTable(),
-          getPlatform(loadPlatformTable(), gpuSpec.latencyPlatform),
+          algorithmTable,
+          platform,
         )
         return est.perAlgorithm[0].commUs / (2 * architecture.layers)
       } catch {
