@@ -25,14 +25,6 @@ export const LLCOMM_SCRATCH_BYTES = LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHAN
 export const LLCOMM_SENTINEL_WORD = 0xffffffff
 /** sizeof(LlcommErrorWord): eight u32 {code, rank, peer, epoch, what, slot, channel, reserved}. */
 export const LLCOMM_ERROR_WORD_BYTES = 32
-/** The decode step's kernels (kernels/tools/decode.cu). */
-export const LLCOMM_DECODE_HEAD_DIM = 128
-export const LLCOMM_DECODE_MAX_BATCH = 16
-export const LLCOMM_DECODE_MAX_GROUP = 8
-export const LLCOMM_DECODE_THREADS = 128
-export const LLCOMM_DECODE_NORM_THREADS = 256
-export const LLCOMM_DECODE_PARTIAL_ACC = 4
-export const LLCOMM_DECODE_PARTIAL_FLOATS = LLCOMM_DECODE_PARTIAL_ACC + LLCOMM_DECODE_HEAD_DIM
 export const LLCOMM_ERR_TIMEOUT = 1
 /** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
 export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
@@ -43,6 +35,16 @@ export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
   5: 'ring step flag',
   6: 'ping-pong flag',
 }
+
+/** The decode step's kernels (kernels/tools/decode.cu). */
+export const LLCOMM_DECODE_HEAD_DIM = 128
+export const LLCOMM_DECODE_MAX_BATCH = 16
+export const LLCOMM_DECODE_MAX_GROUP = 8
+export const LLCOMM_DECODE_THREADS = 128
+export const LLCOMM_DECODE_NORM_THREADS = 256
+export const LLCOMM_DECODE_PARTIAL_ACC = 4
+export const LLCOMM_DECODE_PARTIAL_FLOATS = LLCOMM_DECODE_PARTIAL_ACC + LLCOMM_DECODE_HEAD_DIM
+
 /** Bytes of one LL128 atomic line (word 0 counter, words 1..31 data). */
 export const LLCOMM_LINE_BYTES = 128
 export const LLCOMM_LINE_DATA_WORDS = 31
