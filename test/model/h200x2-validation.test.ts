@@ -22,6 +22,8 @@ const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.
 const OLD_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29.json'
 const BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29b.json'
 const C_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29c.json'
+// measured at d09257e (the kernels of e07e72a), after the committed h200 entry was fitted: out of sample
+const K_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29k.json'
 const SOL = 'bench/results/cuda-h200x2-sol-2gpu-2026-11-29.json'
 // the h200 entry as fitted to BENCH, frozen before the refit to C_BENCH
 const B_FIT = 'platforms-h200x2-11-29b.json'
@@ -75,6 +77,7 @@ function h200Rows(path: string) {
 const old = h200Rows(OLD_BENCH)
 const { groups, rowsOf } = h200Rows(BENCH)
 const cFile = h200Rows(C_BENCH)
+const kFile = h200Rows(K_BENCH)
 
 /** Rows within ±15% and the rms relative error of a platform entry's predictions (nothing fitted). */
 function predicted(
@@ -247,5 +250,17 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
     assert.equal(predicted(committed, LLCOMM, cFile.rowsOf).within, 252)
     // nccl-symmetric, seed form, its libraryOverheadUs fitted to the c file
     assert.equal(predicted(committed, ['nccl-symmetric'], cFile.rowsOf).within, 26)
+  })
+
+  it('the k file (d09257e, measured after every fit) out of sample: 252 of 264 llcomm rows, nccl 42 of 44', () => {
+    // bench/results/model-validation-h200x2-2026-11-29k.txt; docs/model.md §5 "Out of sample at d09257e"
+    const committed = loadPlatformTable().platforms.h200
+    const llcomm = predicted(committed, LLCOMM, kFile.rowsOf)
+    assert.equal(llcomm.rows, 264)
+    assert.equal(llcomm.within, 252)
+    assert.ok(llcomm.rms < 0.075, `rms ${llcomm.rms}`)
+    const nccl = predicted(committed, ['nccl'], kFile.rowsOf)
+    assert.equal(nccl.rows, 44)
+    assert.equal(nccl.within, 42)
   })
 })
