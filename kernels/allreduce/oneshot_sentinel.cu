@@ -6,7 +6,8 @@
 
 template <int DT>
 __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReduceParams& p) {
-  using Fmt = LlcSentinel<DT>;
+  // 16-bit arrival test: the OR of exact per-half sentinel bits (dtype.cuh; faster here, slower in twoshot-sentinel)
+  using Fmt = LlcSentinel<DT, true>;
   const LlcCall call = llcBeginCall<DT>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));

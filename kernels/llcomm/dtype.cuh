@@ -50,21 +50,26 @@ struct LlcHalfDtype {
     acc[1] = toF32(static_cast<llc_u16>(w >> 16));
   }
   LLC_DEVICE static llc_u32 packWord(const float* acc) {
-    return static_cast<llc_u32>(fromF32(acc[0])) | (static_cast<llc_u32>(fromF32(acc[1])) << 16);
+    return DT == LLCOMM_DTYPE_F16 ? llcF16x2FromF32Rn(acc[0], acc[1]) : llcBf16x2FromF32Rn(acc[0], acc[1]);
   }
   static constexpr llc_u32 kQuietNaNHalf = DT == LLCOMM_DTYPE_F16 ? 0x7E00u : 0x7FC0u;
+  // Bit 15 (31) set exactly when the low (high) half is the sentinel 0xFFFF, else clear. Per half h:
+  // (h & 0x7FFF) + 1 carries into bit 15 only when h's low 15 bits are all ones, and is at most 0x8000, so it never
+  // carries into the other half; ANDing h's own bit 15 leaves h == 0xFFFF. Exact, unlike the borrowing form
+  // (~w - 0x00010001) & w & 0x80008000, whose low-half borrow can flag a high half that is not the sentinel.
+  LLC_DEVICE static llc_u32 sentinelBits(llc_u32 w) { return ((w & 0x7FFF7FFFu) + 0x00010001u) & w & 0x80008000u; }
+  // Each sentinel half becomes the quiet NaN: (bits >> 15) has a 1 at bit 0 and/or 16, and times (0xFFFF ^ qNaN)
+  // (< 0x10000) it is the XOR that turns 0xFFFF into qNaN in exactly those halves. No compare, no select.
   LLC_DEVICE static llc_u32 canonicalizeWord(llc_u32 w) {
-    llc_u32 lo = w & 0xFFFFu, hi = w >> 16;
-    lo = lo == 0xFFFFu ? kQuietNaNHalf : lo;
-    hi = hi == 0xFFFFu ? kQuietNaNHalf : hi;
-    return lo | (hi << 16);
+    return w ^ ((sentinelBits(w) >> 15) * (0xFFFFu ^ kQuietNaNHalf));
   }
   // True when neither 16-bit half of the word is the sentinel 0xFFFF (both elements have arrived).
   LLC_DEVICE static bool wordArrived(llc_u32 w) { return (w & 0xFFFFu) != 0xFFFFu && (w >> 16) != 0xFFFFu; }
-  // Tested half by half in LlcSentinel::accept. The SWAR form of the test, (~w - 0x00010001) & w & 0x80008000
-  // ORed over the slot as for f32, made bf16 twoshot-sentinel on two GPUs 14-16% slower at 512 KB-2 MB (7.66 ->
-  // 8.90 us at 512 KB), though faster at small sizes and at 32 virtual ranks
-  // (bench/results/cuda-h200x2-ab-sentinel-swar-2026-11-29.txt): not used.
+  // The arrival test: half by half (wordArrived) unless the kernel asks for the OR of sentinelBits over the slot
+  // (LlcSentinel's second parameter). On one H200 at 8 virtual ranks the OR made bf16 twoshot-sentinel 7-12%
+  // slower at 256 KB-1 MB and oneshot-sentinel 5-8% faster at 64 KB-1 MB
+  // (bench/results/cuda-h200-ab-16bit-word-2026-11-29.txt); the borrowing form had made bf16 twoshot-sentinel on two
+  // GPUs 14-16% slower at 512 KB-2 MB (bench/results/cuda-h200x2-ab-sentinel-swar-2026-11-29.txt).
   static constexpr bool kSwarArrival = false;
 };
 template <>

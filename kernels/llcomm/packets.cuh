@@ -62,7 +62,9 @@ struct LlcLL8 {
   LLC_DEVICE static llc_u32 canonicalize(llc_u32 w) { return w; }
 };
 
-template <int DT>
+// kSwarHalves: a 16-bit type's arrival test as the OR of the exact per-half sentinel bits over the slot (dtype.cuh)
+// instead of half by half; f32 always tests by the OR.
+template <int DT, bool kSwarHalves = false>
 struct LlcSentinel {
   static constexpr int kWords = 4;
   static constexpr int kSlotBytes = 16;
@@ -81,9 +83,9 @@ struct LlcSentinel {
   LLC_DEVICE static Raw load(const void* slot) { return llcLoadRelaxedSysV4(slot); }
   LLC_DEVICE static bool tryRead(const void* slot, llc_u32 epoch, llc_u32* v) { return accept(load(slot), epoch, v); }
   LLC_DEVICE static bool accept(const Raw& x, llc_u32, llc_u32* v) {
-    // bitwise tests, never a float compare. f32: one OR of the words' sentinel bits, one compare for the slot;
-    // 16-bit types: half by half (dtype.cuh says why)
-    if constexpr (LlcDtype<DT>::kSwarArrival) {
+    // bitwise tests, never a float compare. f32, and 16-bit types when kSwarHalves: one OR of the words' sentinel
+    // bits, one compare for the slot; otherwise half by half (dtype.cuh says which kernels use which, and why)
+    if constexpr (LlcDtype<DT>::kSwarArrival || kSwarHalves) {
       llc_u32 missing = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {

@@ -140,6 +140,17 @@ LLC_DEVICE llc_u16 llcBf16FromF32Rn(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
+// Two f32 to one word of two 16-bit values, lo in the lower half: one conversion for the pair, not two and a pack.
+LLC_DEVICE llc_u32 llcBf16x2FromF32Rn(float lo, float hi) {
+  llc_u32 w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+}
+LLC_DEVICE llc_u32 llcF16x2FromF32Rn(float lo, float hi) {
+  llc_u32 w;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+}
 
 // ---- reductions into (peer) memory: NVLink atomics, relaxed at system scope ----
 LLC_DEVICE void llcRedAddRelaxedSysF32(llc_u32* p, llc_u32 bitsF32) {
