@@ -66,10 +66,12 @@ struct LlcHalfDtype {
   // True when neither 16-bit half of the word is the sentinel 0xFFFF (both elements have arrived).
   LLC_DEVICE static bool wordArrived(llc_u32 w) { return (w & 0xFFFFu) != 0xFFFFu && (w >> 16) != 0xFFFFu; }
   // The arrival test: half by half (wordArrived) unless the kernel asks for the OR of sentinelBits over the slot
-  // (LlcSentinel's second parameter). On one H200 at 8 virtual ranks the OR made bf16 twoshot-sentinel 7-12%
-  // slower at 256 KB-1 MB and oneshot-sentinel 5-8% faster at 64 KB-1 MB
-  // (bench/results/cuda-h200-ab-16bit-word-2026-11-29.txt); the borrowing form had made bf16 twoshot-sentinel on two
-  // GPUs 14-16% slower at 512 KB-2 MB (bench/results/cuda-h200x2-ab-sentinel-swar-2026-11-29.txt).
+  // (LlcSentinel's second parameter). bf16, against the half-by-half test: on two H200s the OR made
+  // oneshot-sentinel 1-4% faster at every size, twoshot-sentinel 3-7% faster up to 256 KB and 6-10% slower at
+  // 512 KB-2 MB; at 8 virtual ranks twoshot-sentinel 7-12% slower at 256 KB-1 MB
+  // (bench/results/cuda-h200x2-ab-16bit-word-2026-11-29.txt, cuda-h200-ab-16bit-word-2026-11-29.txt). So
+  // oneshot-sentinel uses the OR and twoshot-sentinel does not. The borrowing form had made bf16 twoshot-sentinel on
+  // two GPUs 14-16% slower at 512 KB-2 MB (bench/results/cuda-h200x2-ab-sentinel-swar-2026-11-29.txt).
   static constexpr bool kSwarArrival = false;
 };
 template <>
