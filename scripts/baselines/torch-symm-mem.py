@@ -213,6 +213,8 @@ def worker(rank: int, world: int, args: argparse.Namespace) -> None:
             'command': 'python3 scripts/baselines/torch-symm-mem.py ' + ' '.join(sys.argv[1:]),
             'method': f'CUDA graph of {CALLS_PER_GRAPH} back-to-back calls over {INPUT_SETS} input sets, replayed; '
             'per call = replay time / calls; median over replays of rank 0; ranks meet at a barrier before each replay',
+            # the same library as llcomm bench's nccl row: their ratio checks that the two harnesses time alike
+            'sameAs': {'torch-nccl': 'nccl'},
             'rows': rows,
             'skipped': skipped,
         }

@@ -127,7 +127,7 @@ function checkNumber(o: Record<string, unknown>, key: string, where: string, { i
   }
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 

@@ -6,6 +6,7 @@
  */
 import type { Command } from 'commander'
 import type { Backend } from '../../api/types.js'
+import { formatSideBySide, readBaselineDocument, sideBySide } from '../../bench/baseline.js'
 import { measureBench } from '../../bench/bench-run.js'
 import { type BenchDocument, readBenchDocument } from '../../bench/document.js'
 import { openCommunicator } from '../../bench/open-communicator.js'
@@ -44,6 +45,7 @@ export interface BenchFlags {
   json?: string | boolean
   plot?: string
   from?: string
+  baseline?: string
   progress?: boolean
   timeoutMs?: string
 }
@@ -68,7 +70,12 @@ export function parseBackend(text: string | undefined): Backend | undefined {
 
 /** Writes the report: the JSON to its file (or to stdout, the table then going to stderr), the plot, the table. */
 async function emit(doc: BenchDocument, flags: BenchFlags): Promise<void> {
-  emitReport(doc, formatBenchReport(doc), flags.json)
+  let report = formatBenchReport(doc)
+  if (flags.baseline !== undefined) {
+    const base = readBaselineDocument(flags.baseline)
+    report += `\n${formatSideBySide(sideBySide(doc, base), doc, base)}`
+  }
+  emitReport(doc, report, flags.json)
   if (flags.plot) {
     const { writeBenchPlot } = await import('../../bench/plot.js')
     await writeBenchPlot(doc, flags.plot)
@@ -77,6 +84,8 @@ async function emit(doc: BenchDocument, flags: BenchFlags): Promise<void> {
 }
 
 export async function runBenchCommand(flags: BenchFlags): Promise<void> {
+  // a bad baseline file is found before anything is measured
+  if (flags.baseline !== undefined && !flags.from) readBaselineDocument(flags.baseline)
   if (flags.from) {
     if (flags.json === true)
       throw new LlcommError('INVALID_ARGUMENT', '--from reads a saved run; give --json a file name to copy it')
@@ -160,6 +169,10 @@ export function register(program: Command): void {
     .option('--json [file]', 'write the SPEC §6 JSON document to a file (or to stdout, the table then going to stderr)')
     .option('--plot <file.svg>', 'draw latency and speedup vs size as an SVG')
     .option('--from <results.json>', 'do not measure: read a saved --json document (to print or --plot it)')
+    .option(
+      '--baseline <file.json>',
+      "another library's rows measured on the same machine (scripts/baselines/torch-symm-mem.py): printed side by side",
+    )
     .option('--progress', 'show a progress bar on stderr (default: when stderr is a terminal)')
     .option('--no-progress', 'never show a progress bar')
     .action(async (flags: BenchFlags) => runBenchCommand(flags))

@@ -122,6 +122,14 @@ inline llc_u16 llcBf16FromF32Rn(float f) {
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFF; // NaN: the canonical bf16 NaN, as cvt.rn.bf16.f32 gives
   return static_cast<llc_u16>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
+// The paired conversions (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32): each half as the single conversion, lo in the low
+// half.
+inline llc_u32 llcBf16x2FromF32Rn(float lo, float hi) {
+  return static_cast<llc_u32>(llcBf16FromF32Rn(lo)) | (static_cast<llc_u32>(llcBf16FromF32Rn(hi)) << 16);
+}
+inline llc_u32 llcF16x2FromF32Rn(float lo, float hi) {
+  return static_cast<llc_u32>(llcF16FromF32Rn(lo)) | (static_cast<llc_u32>(llcF16FromF32Rn(hi)) << 16);
+}
 inline void emuRedAdd(llc_u32* p, llc_u32 (*combine)(llc_u32, llc_u32), llc_u32 v) {
   auto r = emuRef<llc_u32>(p);
   llc_u32 old = r.load(kRelaxed);
