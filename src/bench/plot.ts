@@ -46,6 +46,25 @@ function referenceName(rows: readonly BenchRow[]): string {
   return names.size > 0 ? [...names].join(' / ') : 'reference'
 }
 
+/** The x encoding of every size plot: bytes per rank on a log2 scale, labelled 8, 1K, 1M. */
+export const SIZE_AXIS = {
+  field: 'bytes',
+  type: 'quantitative',
+  scale: { type: 'log', base: 2 },
+  axis: {
+    title: 'message size per rank (bytes)',
+    labelExpr:
+      "datum.value >= 1048576 ? datum.value / 1048576 + 'M' : datum.value >= 1024 ? datum.value / 1024 + 'K' : datum.value",
+  },
+}
+
+/** A dashed rule at y = 1, layered on a ratio panel. */
+export const RULE_AT_ONE = {
+  data: { values: [{ one: 1 }] },
+  mark: { type: 'rule', strokeDash: [4, 4], color: 'gray' },
+  encoding: { y: { field: 'one', type: 'quantitative' } },
+}
+
 /** The vega-lite specification (plain data; exported so tests can check it without rendering). */
 export function benchPlotSpec(doc: BenchDocument): Record<string, unknown> {
   const points = plotPoints(doc.rows)
@@ -53,16 +72,7 @@ export function benchPlotSpec(doc: BenchDocument): Record<string, unknown> {
   const title = first
     ? `llcomm AllReduce, ${first.backend}, ${[...new Set(doc.rows.map((r) => r.ranks))].join('/')} ranks — ${doc.machine.gpu ?? `${doc.machine.cpuModel}, ${doc.machine.cores} cores`}`
     : 'llcomm AllReduce'
-  const xAxis = {
-    field: 'bytes',
-    type: 'quantitative',
-    scale: { type: 'log', base: 2 },
-    axis: {
-      title: 'message size per rank (bytes)',
-      labelExpr:
-        "datum.value >= 1048576 ? datum.value / 1048576 + 'M' : datum.value >= 1024 ? datum.value / 1024 + 'K' : datum.value",
-    },
-  }
+  const xAxis = SIZE_AXIS
   const color = { field: 'series', type: 'nominal', title: 'algorithm' }
   const tooltip = [
     { field: 'series' },
@@ -98,11 +108,7 @@ export function benchPlotSpec(doc: BenchDocument): Record<string, unknown> {
           tooltip,
         },
       },
-      {
-        data: { values: [{ one: 1 }] },
-        mark: { type: 'rule', strokeDash: [4, 4], color: 'gray' },
-        encoding: { y: { field: 'one', type: 'quantitative' } },
-      },
+      RULE_AT_ONE,
     ],
   }
   return {

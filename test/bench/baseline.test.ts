@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -10,6 +10,7 @@ import {
   sideBySide,
   validateBaselineDocument,
 } from '../../src/bench/baseline.js'
+import { sideBySidePlotSpec, sideBySidePoints } from '../../src/bench/baseline-plot.js'
 import type { BenchDocument } from '../../src/bench/document.js'
 import { LlcommError } from '../../src/errors.js'
 import { runCli } from '../cli/cli-helpers.js'
@@ -139,6 +140,36 @@ describe('baseline documents', () => {
   })
 })
 
+describe('the side-by-side plot', () => {
+  it('draws llcomm best, its nccl row and every right baseline, a column per dtype, ratios on baselines only', () => {
+    const bench = benchDoc([
+      benchRow('oneshot-ll', 8, 2.5),
+      benchRow('nccl', 8, 5),
+      benchRow('oneshot-ll', 8, 2.4, { dtype: 'f32' }),
+    ])
+    const base = baselineDoc([
+      theirs('torch-symm-oneshot', 8, 5),
+      theirs('torch-symm-twoshot', 8, 4, { wrong: 2 }),
+      theirs('torch-symm-oneshot', 8, 4.8, { dtype: 'f32' }),
+    ])
+    const points = sideBySidePoints(sideBySide(bench, base))
+    assert.deepEqual(
+      points.map((p) => [p.panel, p.series, p.medianUs, p.ratio]),
+      [
+        ['bf16', 'llcomm best', 2.5, undefined],
+        ['bf16', 'nccl (llcomm bench)', 5, undefined],
+        ['bf16', 'torch-symm-oneshot', 5, 0.5],
+        ['f32', 'llcomm best', 2.4, undefined],
+        ['f32', 'torch-symm-oneshot', 4.8, 0.5],
+      ],
+    )
+    const spec = sideBySidePlotSpec(sideBySide(bench, base), bench, base) as { vconcat: { facet: unknown }[] }
+    assert.equal(spec.vconcat.length, 2)
+    for (const panel of spec.vconcat)
+      assert.deepEqual(panel.facet, { column: { field: 'panel', type: 'nominal', title: null } })
+  })
+})
+
 describe('llcomm bench --baseline', () => {
   const dir = mkdtempSync(join(tmpdir(), 'llcomm-baseline-cli-'))
   it('prints the side-by-side table after the report of a saved run', async () => {
@@ -152,6 +183,19 @@ describe('llcomm bench --baseline', () => {
     assert.match(r.stdout, /median us per size/)
     assert.match(r.stdout, /side by side/)
     assert.match(r.stdout, /0\.50x \(torch-nccl\)\s+1\.04x/)
+    const svg = join(dir, 'sbs.svg')
+    const p = await runCli([
+      'bench',
+      '--from',
+      join(dir, 'ours.json'),
+      '--baseline',
+      join(dir, 'theirs.json'),
+      '--plot',
+      svg,
+    ])
+    assert.equal(p.code, 0, p.stderr)
+    assert.match(p.stderr, /side-by-side plot written/)
+    assert.match(readFileSync(svg, 'utf8'), /^<svg[\s\S]*torch-nccl/)
   })
 
   it('refuses a bad baseline before measuring anything', async () => {

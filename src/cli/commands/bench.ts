@@ -73,7 +73,15 @@ async function emit(doc: BenchDocument, flags: BenchFlags): Promise<void> {
   let report = formatBenchReport(doc)
   if (flags.baseline !== undefined) {
     const base = readBaselineDocument(flags.baseline)
-    report += `\n${formatSideBySide(sideBySide(doc, base), doc, base)}`
+    const s = sideBySide(doc, base)
+    report += `\n${formatSideBySide(s, doc, base)}`
+    emitReport(doc, report, flags.json)
+    if (flags.plot) {
+      const { writeSideBySidePlot } = await import('../../bench/baseline-plot.js')
+      await writeSideBySidePlot(s, doc, base, flags.plot)
+      process.stderr.write(`llcomm: side-by-side plot written to ${flags.plot}\n`)
+    }
+    return
   }
   emitReport(doc, report, flags.json)
   if (flags.plot) {
@@ -171,7 +179,7 @@ export function register(program: Command): void {
     .option('--from <results.json>', 'do not measure: read a saved --json document (to print or --plot it)')
     .option(
       '--baseline <file.json>',
-      "another library's rows measured on the same machine (scripts/baselines/torch-symm-mem.py): printed side by side",
+      "another library's rows measured on the same machine (scripts/baselines/torch-symm-mem.py): printed side by side; --plot then draws them",
     )
     .option('--progress', 'show a progress bar on stderr (default: when stderr is a terminal)')
     .option('--no-progress', 'never show a progress bar')
