@@ -66,6 +66,9 @@ export interface BenchDocument {
   rows: BenchRow[]
   /** Cases that could not run, with the reason (e.g. an algorithm that is not usable at this rank count). */
   skipped?: { algorithm: AlgorithmChoice; dtype: Dtype; bytes: number; pdl?: boolean; reason: string }[]
+  /** The communicator's bufferBytes when --buffer-bytes set it (absent: the backend's default). It sets how many
+   * launches a large message takes, so the latency model leaves such runs out of its fits. */
+  bufferBytes?: number
 }
 
 export function describeMachine(gpu?: string): MachineInfo {
@@ -143,6 +146,7 @@ export function validateBenchDocument(value: unknown, where = 'document'): Bench
   }
   if (Number.isNaN(Date.parse(value.date as string)))
     fail(where, `date ${JSON.stringify(value.date)} is not an ISO date`)
+  if (value.bufferBytes !== undefined) checkNumber(value, 'bufferBytes', where, { integer: true, min: 1 })
   if (!Array.isArray(value.rows)) fail(where, 'rows must be an array')
   value.rows.forEach((row: unknown, i: number) => {
     const at = `${where}.rows[${i}]`

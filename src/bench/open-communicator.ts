@@ -13,6 +13,8 @@ export interface OpenRequest {
   devices?: number[]
   timeoutMs?: number
   tuningTable?: string
+  /** Each rank's receive-buffer payload bytes (createCommunicator's bufferBytes); the backend's default when absent. */
+  bufferBytes?: number
   /** Where to say which backend was picked (stderr). */
   note: (line: string) => void
 }
@@ -41,6 +43,7 @@ export async function openCommunicator(r: OpenRequest): Promise<OpenedCommunicat
   const common = {
     ...(r.timeoutMs !== undefined ? { timeoutMs: r.timeoutMs } : {}),
     ...(r.tuningTable ? { tuningTable: r.tuningTable } : {}),
+    ...(r.bufferBytes !== undefined ? { bufferBytes: r.bufferBytes } : {}),
   }
   if (r.backend === 'cpu' && r.devices)
     throw new LlcommError('INVALID_ARGUMENT', '--devices is for the cuda backend; use --ranks N with --backend cpu')

@@ -3,6 +3,7 @@
  * works out which latency-model platform each row belongs to. Tolerant: it needs only the fields it uses.
  */
 import { readFileSync } from 'node:fs'
+import { DEFAULT_BUFFER_BYTES } from '../backends/cuda/kernel-table.js'
 import { LlcommError } from '../errors.js'
 import type { PlatformTopology } from './latency-tables.js'
 
@@ -19,6 +20,8 @@ export interface MeasuredRow {
   computeUs?: number
   /** Programmatic dependent launch (cuda), when the bench set it explicitly. */
   pdl?: boolean
+  /** The document's bufferBytes (--buffer-bytes), copied onto each row; absent: the default buffer. */
+  bufferBytes?: number
 }
 
 export interface BenchFile {
@@ -51,6 +54,8 @@ export function readBenchFile(path: string): BenchFile {
       Number.isFinite(r.medianUs) &&
       r.medianUs > 0,
   )
+  const bufferBytes = (doc as { bufferBytes?: unknown }).bufferBytes
+  if (typeof bufferBytes === 'number') for (const r of rows) r.bufferBytes = bufferBytes
   return {
     path,
     machine: (d.machine ?? {}) as BenchFile['machine'],
@@ -108,10 +113,15 @@ export function rowPlatform(file: BenchFile, row: MeasuredRow): string {
   return topology === 'virtual' ? `${family}-virtual` : family
 }
 
-/** Rows fit for calibration: correct results, no injected arrival skew, no compute between calls. */
+/**
+ * Rows fit for calibration: correct results, no injected arrival skew, no compute between calls, and the default
+ * buffer (the model counts launches with launchShape at DEFAULT_BUFFER_BYTES; another buffer splits large messages
+ * into other launches).
+ */
 export function usableForCalibration(row: MeasuredRow): boolean {
   return (
     row.wrong === 0 &&
+    (row.bufferBytes === undefined || row.bufferBytes === DEFAULT_BUFFER_BYTES) &&
     !(row.skewUs !== undefined && row.skewUs > 0) &&
     !(row.computeUs !== undefined && row.computeUs > 0)
   )

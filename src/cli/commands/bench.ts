@@ -22,7 +22,7 @@ import {
   resolveSizes,
 } from '../../bench/options.js'
 import { shouldShowProgress } from '../../bench/progress.js'
-import { elementCount } from '../../bench/sizes.js'
+import { elementCount, parseSizeBytes } from '../../bench/sizes.js'
 import { formatBenchReport } from '../../bench/table.js'
 import { LlcommError } from '../../errors.js'
 import { emitReport } from '../emit.js'
@@ -46,6 +46,7 @@ export interface BenchFlags {
   plot?: string
   from?: string
   baseline?: string
+  bufferBytes?: string
   progress?: boolean
   timeoutMs?: string
 }
@@ -113,6 +114,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
   const repeats = flags.repeat !== undefined ? parseWholeNumber(flags.repeat, '--repeat', 1) : 1
   const pdlSettings = parsePdl(flags.pdl)
   const timeoutMs = flags.timeoutMs !== undefined ? parseWholeNumber(flags.timeoutMs, '--timeout-ms', 1) : undefined
+  const bufferBytes = flags.bufferBytes !== undefined ? parseSizeBytes(flags.bufferBytes) : undefined
   if (backend === 'cpu' && flags.pdl !== undefined && flags.pdl !== 'off')
     throw new LlcommError('INVALID_ARGUMENT', '--pdl is a cuda option (programmatic dependent launch)')
   // Sizes are parsed before the communicator exists too; the default range depends on the backend.
@@ -125,6 +127,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
     ranks,
     devices,
     timeoutMs,
+    bufferBytes,
     note: (line) => process.stderr.write(`${line}\n`),
   })
   try {
@@ -145,6 +148,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
       },
       { showProgress: shouldShowProgress(flags.progress), devices: usedDevices },
     )
+    if (bufferBytes !== undefined) doc.bufferBytes = bufferBytes
     await emit(doc, flags)
   } finally {
     await comm.close()
@@ -174,6 +178,10 @@ export function register(program: Command): void {
     )
     .option('--pdl <mode>', 'programmatic dependent launch (cuda): on, off or both')
     .option('--timeout-ms <ms>', 'per-wait deadline inside the ranks')
+    .option(
+      '--buffer-bytes <size>',
+      "each rank's receive-buffer payload, e.g. 4M (default 1M on cuda): larger takes a large message in fewer launches",
+    )
     .option('--json [file]', 'write the SPEC §6 JSON document to a file (or to stdout, the table then going to stderr)')
     .option('--plot <file.svg>', 'draw latency and speedup vs size as an SVG')
     .option('--from <results.json>', 'do not measure: read a saved --json document (to print or --plot it)')
