@@ -10,11 +10,13 @@ mkdir -p "$out"
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 gpus=$(nvidia-smi -L | wc -l)
 devices=$(seq -s, 0 $((gpus - 1)))
-[ "$gpus" -lt 2 ] && devices=0,0   # one GPU: two virtual ranks (the torch baselines need two GPUs and are skipped)
+algorithms=oneshot-ll,oneshot-sentinel,twoshot-sentinel,twoshot-atomic,ring,nccl
+# one GPU: two virtual ranks, without nccl (it needs a GPU a rank) and the torch baselines (two GPUs)
+[ "$gpus" -lt 2 ] && devices=0,0 && algorithms=${algorithms%,nccl}
 sizes=${BB_SIZES:-128K,256K,512K,1M,2M,4M}
 for bb in ${BB_BUFFERS:-1M 4M 16M}; do
   timeout 120 node bin/llcomm.js bench --devices "$devices" --sizes "$sizes" --dtype bf16 --buffer-bytes "$bb" \
-    --algorithms oneshot-ll,oneshot-sentinel,twoshot-sentinel,twoshot-atomic,ring,nccl --no-progress --iters 500 \
+    --algorithms "$algorithms" --no-progress --iters 500 \
     --warmup 100 --json "$out/bb-$bb.json" > "$out/bb-$bb.txt" 2>&1 || echo "bench --buffer-bytes $bb: exit $?"
 done
 [ "$gpus" -ge 2 ] && timeout 200 python3 scripts/baselines/torch-symm-mem.py --sizes "$sizes" --dtype bf16 --iters 500 --warmup 100 \
