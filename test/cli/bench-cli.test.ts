@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { validateBenchDocument } from '../../src/bench/document.js'
+import { readBenchFile, usableForCalibration } from '../../src/model/bench-results.js'
 import { runCli } from './cli-helpers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'llcomm-bench-cli-'))
@@ -23,6 +24,7 @@ test('bad input exits 1 with a clear message, before any communicator opens', as
     [['bench', '--backend', 'cpu', '--sizes', '6', '--dtype', 'f32'], /not a whole number of f32 elements/],
     [['bench', '--backend', 'cpu', '--iters', '0'], /--iters must be a whole number ≥ 1/],
     [['bench', '--from', join(dir, 'missing.json')], /cannot read/],
+    [['bench', '--backend', 'cpu', '--buffer-bytes', '4Q'], /bad size "4Q"/],
     [['tune', '--backend', 'cpu', '--ranks', '2,1'], /--ranks must be a whole number ≥ 2/],
     [['sol', '--constants', 'nope'], /unknown --constants "nope"/],
   ]
@@ -143,4 +145,36 @@ test('bench --backend cpu --ranks 2 end to end: table, JSON document, exit 0', a
   assert.deepEqual([...new Set(doc.rows.map((x) => x.bytes))], [64, 4096])
   assert.match(r.stdout, /oneshot-barrier/)
   assert.match(r.stdout, /median us per size/)
+})
+
+test('bench --buffer-bytes: the run uses that buffer and the document records it; the model leaves it out', async () => {
+  const json = join(dir, 'cpu-buffer.json')
+  const r = await runCli(
+    [
+      'bench',
+      '--backend',
+      'cpu',
+      '--ranks',
+      '2',
+      '--sizes',
+      '64',
+      '--iters',
+      '5',
+      '--warmup',
+      '1',
+      '--algorithms',
+    ].concat(['oneshot-ll', '--buffer-bytes', '64K', '--json', json, '--no-progress']),
+    120_000,
+  )
+  assert.equal(r.code, 0, r.stderr)
+  const doc = validateBenchDocument(JSON.parse(readFileSync(json, 'utf8')))
+  assert.equal(doc.bufferBytes, 65536)
+  const file = readBenchFile(json)
+  assert.ok(file.rows.length > 0)
+  for (const row of file.rows) {
+    assert.equal(row.bufferBytes, 65536)
+    assert.equal(usableForCalibration(row), false)
+    assert.equal(usableForCalibration({ ...row, bufferBytes: undefined }), true)
+  }
+  assert.throws(() => validateBenchDocument({ ...doc, bufferBytes: 0 }), /bufferBytes must be a whole number ≥ 1/)
 })
