@@ -11,31 +11,22 @@ import {
   validateBaselineDocument,
 } from '../../src/bench/baseline.js'
 import { sideBySidePlotSpec, sideBySidePoints } from '../../src/bench/baseline-plot.js'
-import type { BenchDocument } from '../../src/bench/document.js'
+import type { BenchDocument, BenchRow } from '../../src/bench/document.js'
 import { LlcommError } from '../../src/errors.js'
 import { runCli } from '../cli/cli-helpers.js'
+import { benchRow as sharedBenchRow } from '../support/bench-rows.js'
 
-function benchRow(algorithm: string, bytes: number, medianUs: number, extra: Record<string, unknown> = {}) {
-  return {
+/** A row of a two-GPU cuda bench in bf16 (the shared helper's defaults are cpu, 4 ranks, f32). */
+function benchRow(algorithm: string, bytes: number, medianUs: number, extra: Partial<BenchRow> = {}): BenchRow {
+  return sharedBenchRow(algorithm as BenchRow['algorithm'], bytes, medianUs, {
     backend: 'cuda',
     ranks: 2,
-    algorithm,
-    requestedAlgorithm: algorithm,
-    fallback: false,
     dtype: 'bf16',
-    bytes,
-    medianUs,
-    p99Us: medianUs * 1.1,
-    algbwGBs: 1,
-    busbwGBs: 1,
-    wrong: 0,
-    iters: 500,
-    warmup: 100,
     ...extra,
-  }
+  })
 }
 
-function benchDoc(rows: ReturnType<typeof benchRow>[], date = '2026-11-29T20:00:00.000Z'): BenchDocument {
+function benchDoc(rows: BenchRow[], date = '2026-11-29T20:00:00.000Z'): BenchDocument {
   return {
     machine: { hostname: 'gpu', cpuModel: 'x', cores: 32, gpu: '2x NVIDIA H200' },
     commit: 'abc',
