@@ -96,6 +96,7 @@ struct LlcommSpinParams {
 #define LLCOMM_DECODE_MAX_GROUP 8 /* query heads per KV head */
 #define LLCOMM_DECODE_THREADS 128 /* every decode kernel but the norm */
 #define LLCOMM_DECODE_NORM_THREADS 256
+#define LLCOMM_DECODE_MMA_ROWS 16 /* output rows of a tensor-core GEMV block (batches above 1); rows come in multiples */
 #define LLCOMM_DECODE_ATTENTION_WARPS (LLCOMM_DECODE_THREADS / 32)
 // Floats per (sequence, query head, split) in the attention partials: running max, sum of exponentials, 2 unused,
 // then the 128 weighted sums from offset LLCOMM_DECODE_PARTIAL_ACC (16-byte aligned: the combine reads them as float4).

@@ -162,19 +162,154 @@ __device__ __forceinline__ void llcDecodeGemv(const LlcommDecodeGemvParams& p) {
   }
 }
 
-// (min blocks 1: ptxas otherwise picks a 64-register target for gated_b4 and spills)
-#define LLC_DECODE_GEMV_KERNELS(N)                                                                                  \
+// ---- batches above 1: tensor cores (mma.sync m16n8k16, bf16 in, f32 accumulate) ----
+// A block owns a tile of 16 output rows (plain) or 16 gate rows and their 16 up rows (gated); its 4 warps split the
+// columns, each taking every 4th block of 32·KB columns, and their partial tiles are summed through shared memory
+// in warp order (a fixed order: the result depends only on the inputs). The weights are the mma's A (16 rows × 16
+// k), the activations its B (16 k × 8 sequences; NT tiles of 8 for up to 8·NT sequences).
+//
+// Coalescing by a permutation of k: a dot product does not care in which order its k terms come, so long as A and B
+// use the same one. In a column block, lane (g = lane / 4, t = lane % 4) loads KB 16-byte vectors of row g (and of
+// row g + 8, and of sequence g) at columns [t·8·KB, (t+1)·8·KB): 4 lanes read a row's block contiguously. Its load
+// i's four words feed mma 2i (words 0 and 1) and mma 2i + 1 (words 2 and 3) as the fragment words the PTX layout
+// gives lane (g, t): A {row g k 2t..2t+1, row g+8 k 2t..2t+1, row g k 2t+8..2t+9, row g+8 k 2t+8..2t+9}, B {k 2t..2t+1,
+// k 2t+8..2t+9} of sequence g. Over the 4 lanes of a row each mma meets 16 distinct columns, every column of the
+// block exactly once, and B's columns are the same ones. Columns past the end load as zeros in both.
+__device__ __forceinline__ void llcDecodeMma(float (&c)[4], llc_u32 a0, llc_u32 a1, llc_u32 a2, llc_u32 a3, llc_u32 b0,
+                                             llc_u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// KB 16-byte vectors of one row from vector index v (zeros past `vecs`).
+template <int KB, bool STREAM>
+__device__ __forceinline__ void llcDecodeLoadRun(const LlcWords4* row, llc_u32 v, llc_u32 vecs, bool live,
+                                                 LlcWords4 (&out)[KB]) {
+#pragma unroll
+  for (int i = 0; i < KB; ++i) {
+    out[i] = LlcWords4{};
+    if (live && v + i < vecs) out[i] = STREAM ? llcDecodeLoadStream(row + v + i) : llcDecodeLoadShared(row + v + i);
+  }
+}
+
+// One warp's share of a tile: acc[tile][n] += W[tile rows] · X[sequences of n-tile n] over its column blocks.
+template <int NT, int KB, int TILES>
+__device__ __forceinline__ void llcDecodeMmaTiles(const LlcommDecodeGemvParams& p, const llc_u32 (&rowBase)[TILES],
+                                                  llc_u32 warp, llc_u32 lane, float (&acc)[TILES][NT][4]) {
+  const llc_u32 vecs = p.cols / 8u, g = lane >> 2, t = lane & 3u;
+  const LlcWords4* weight = reinterpret_cast<const LlcWords4*>(p.weight);
+  const LlcWords4* x = reinterpret_cast<const LlcWords4*>(p.x);
+  constexpr llc_u32 kBlockVecs = 4u * KB;
+  constexpr llc_u32 kWarps = LLCOMM_DECODE_THREADS / 32u;
+  for (llc_u32 v0 = warp * kBlockVecs; v0 < vecs; v0 += kWarps * kBlockVecs) {
+    const llc_u32 v = v0 + t * KB;
+    LlcWords4 wLo[TILES][KB], wHi[TILES][KB], xs[NT][KB];
+#pragma unroll
+    for (int m = 0; m < TILES; ++m) {
+      const llc_u32 r = rowBase[m] + g;
+      llcDecodeLoadRun<KB, true>(weight + static_cast<llc_u64>(r) * vecs, v, vecs, true, wLo[m]);
+      llcDecodeLoadRun<KB, true>(weight + static_cast<llc_u64>(r + 8u) * vecs, v, vecs, true, wHi[m]);
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      const llc_u32 seq = 8u * n + g;
+      llcDecodeLoadRun<KB, false>(x + static_cast<llc_u64>(seq) * vecs, v, vecs, seq < p.batch, xs[n]);
+    }
+#pragma unroll
+    for (int i = 0; i < KB; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int m = 0; m < TILES; ++m)
+#pragma unroll
+          for (int n = 0; n < NT; ++n)
+            llcDecodeMma(acc[m][n], wLo[m][i].w[2 * h], wHi[m][i].w[2 * h], wLo[m][i].w[2 * h + 1],
+                         wHi[m][i].w[2 * h + 1], xs[n][i].w[2 * h], xs[n][i].w[2 * h + 1]);
+  }
+}
+
+// Rows of a tile must exist: the host gives row counts that are multiples of LLCOMM_DECODE_MMA_ROWS (checked by
+// planDecodeStep).
+template <int NT, int KB, bool GATED>
+__device__ __forceinline__ void llcDecodeGemvMma(const LlcommDecodeGemvParams& p) {
+  constexpr int TILES = GATED ? 2 : 1;
+  constexpr llc_u32 kWarps = LLCOMM_DECODE_THREADS / 32u;
+  // partial tiles of warps 1..3 (warp 0 keeps its own in registers): [warp - 1][tile][n][fragment word][lane]
+  __shared__ float partial[kWarps - 1][TILES][NT][4][32];
+  const llc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3u;
+  const llc_u32 tiles = p.rows / LLCOMM_DECODE_MMA_ROWS;
+  for (llc_u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    llc_u32 rowBase[TILES];
+    rowBase[0] = tile * LLCOMM_DECODE_MMA_ROWS;
+    if (GATED) rowBase[TILES - 1] = p.rows + tile * LLCOMM_DECODE_MMA_ROWS; // the up rows follow the gate rows
+    float acc[TILES][NT][4];
+#pragma unroll
+    for (int m = 0; m < TILES; ++m)
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[m][n][j] = 0.0f;
+    llcDecodeMmaTiles<NT, KB, TILES>(p, rowBase, warp, lane, acc);
+    if (warp > 0) {
+#pragma unroll
+      for (int m = 0; m < TILES; ++m)
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) partial[warp - 1][m][n][j][lane] = acc[m][n][j];
+    }
+    __syncthreads(); // the partials are written before warp 0 reads them
+    if (warp == 0) {
+#pragma unroll
+      for (int w = 0; w < static_cast<int>(kWarps) - 1; ++w)
+#pragma unroll
+        for (int m = 0; m < TILES; ++m)
+#pragma unroll
+          for (int n = 0; n < NT; ++n)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[m][n][j] += partial[w][m][n][j][lane];
+      llc_u16* y = reinterpret_cast<llc_u16*>(p.y);
+      // fragment word j: row g + 8·(j / 2), sequence 8n + 2t + (j % 2)
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const llc_u32 seq = 8u * n + 2u * t + (j & 1), row = rowBase[0] + g + 8u * (j >> 1);
+          if (seq < p.batch) {
+            float out = acc[0][n][j];
+            if (GATED) out = out / (1.0f + __expf(-out)) * acc[TILES - 1][n][j];
+            y[static_cast<llc_u64>(seq) * p.rows + row] = llcBf16FromF32Rn(out);
+          }
+        }
+    }
+    __syncthreads(); // warp 0 has read the partials before the next tile overwrites them
+  }
+}
+
+// Batch 1 keeps the CUDA-core GEMV above (a tensor-core tile would waste 7 of its 8 sequences); 4 and 16 use the
+// tensor cores. KB: plain 4 vectors a row (128 columns a block), gated 2 (two weight tiles in registers).
+// (min blocks 1: ptxas otherwise picks a 64-register target and spills)
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS, 1)
+    llcomm_decode_gemv_b1(const __grid_constant__ LlcommDecodeGemvParams p) {
+  llcDecodeGemv<1, false>(p);
+}
+extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS, 1)
+    llcomm_decode_gemv_gated_b1(const __grid_constant__ LlcommDecodeGemvParams p) {
+  llcDecodeGemv<1, true>(p);
+}
+#define LLC_DECODE_GEMV_MMA_KERNELS(N, NT)                                                                          \
   extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS, 1)                                           \
       llcomm_decode_gemv_b##N(const __grid_constant__ LlcommDecodeGemvParams p) {                                  \
-    llcDecodeGemv<N, false>(p);                                                                                     \
+    llcDecodeGemvMma<NT, 4, false>(p);                                                                              \
   }                                                                                                                 \
   extern "C" __global__ void __launch_bounds__(LLCOMM_DECODE_THREADS, 1)                                           \
       llcomm_decode_gemv_gated_b##N(const __grid_constant__ LlcommDecodeGemvParams p) {                            \
-    llcDecodeGemv<N, true>(p);                                                                                      \
+    llcDecodeGemvMma<NT, 2, true>(p);                                                                               \
   }
-LLC_DECODE_GEMV_KERNELS(1)
-LLC_DECODE_GEMV_KERNELS(4)
-LLC_DECODE_GEMV_KERNELS(16)
+LLC_DECODE_GEMV_MMA_KERNELS(4, 1)
+LLC_DECODE_GEMV_MMA_KERNELS(16, 2)
 
 // One block per sequence. The sum of squares is reduced in a fixed order (per thread, then warp, then block). The
 // pointers are __restrict__ (the host passes disjoint buffers) so a thread's loads are not held behind its own stores.

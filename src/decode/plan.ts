@@ -9,6 +9,7 @@ import {
   LLCOMM_DECODE_HEAD_DIM,
   LLCOMM_DECODE_MAX_BATCH,
   LLCOMM_DECODE_MAX_GROUP,
+  LLCOMM_DECODE_MMA_ROWS,
   LLCOMM_DECODE_PARTIAL_FLOATS,
 } from '../backends/cuda/abi.js'
 import { DECODE_GEMV_BATCHES } from '../backends/cuda/kernel-table.js'
@@ -144,6 +145,18 @@ export function planDecodeStep(arch: ModelArchitecture, o: DecodeStepOptions): D
   if (vocabRows % 2 !== 0 || hidden % 2 !== 0) throw invalid('GEMV output rows must be even')
 
   const gemvBatch = DECODE_GEMV_BATCHES.find((n) => n >= batch) as number
+  // Above batch 1 the GEMVs run on tensor cores, a block per LLCOMM_DECODE_MMA_ROWS output rows.
+  if (gemvBatch > 1)
+    for (const [what, v] of [
+      ['QKV rows', qkvRows],
+      ['hidden size', hidden],
+      ['MLP shard', intermediate],
+      ['vocabulary shard', vocabRows],
+    ] as const)
+      if (v % LLCOMM_DECODE_MMA_ROWS !== 0)
+        throw invalid(
+          `${what} ${v} is not a multiple of ${LLCOMM_DECODE_MMA_ROWS} (the batch-${gemvBatch} GEMV's row tile)`,
+        )
   const kvBlocks = batch * kvHeads
   const maxSplits = Math.max(1, Math.ceil(context / MIN_TOKENS_PER_SPLIT))
   const wanted = Math.max(1, Math.ceil((ATTENTION_BLOCKS_PER_SM * o.smCount) / kvBlocks))

@@ -42,6 +42,8 @@ export const LLCOMM_DECODE_MAX_BATCH = 16
 export const LLCOMM_DECODE_MAX_GROUP = 8
 export const LLCOMM_DECODE_THREADS = 128
 export const LLCOMM_DECODE_NORM_THREADS = 256
+/** Output rows of a tensor-core GEMV block (batches above 1); a GEMV's rows must be a multiple of it. */
+export const LLCOMM_DECODE_MMA_ROWS = 16
 export const LLCOMM_DECODE_PARTIAL_ACC = 4
 export const LLCOMM_DECODE_PARTIAL_FLOATS = LLCOMM_DECODE_PARTIAL_ACC + LLCOMM_DECODE_HEAD_DIM
 
@@ -261,6 +263,7 @@ export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_DECODE_THREADS,
   LLCOMM_DECODE_NORM_THREADS,
   LLCOMM_DECODE_PARTIAL_ACC,
+  LLCOMM_DECODE_MMA_ROWS,
   LLCOMM_DECODE_PARTIAL_FLOATS,
 }
 

@@ -28,6 +28,7 @@ import {
 import type { ModelArchitecture } from '../../model/decode-tables.js'
 import {
   f32Bits,
+  LLCOMM_DECODE_MMA_ROWS,
   LLCOMM_DECODE_NORM_THREADS,
   LLCOMM_DECODE_THREADS,
   packDecodeAttentionParams,
@@ -253,8 +254,14 @@ export async function runCudaDecodeStep(
     const B = plan.batch
     const gemv = (gated: boolean) => `llcomm_decode_gemv_${gated ? 'gated_' : ''}b${plan.gemvBatch}`
     const gemvCap = req.gemvBlocksPerSm ? req.gemvBlocksPerSm * smCount : Number.POSITIVE_INFINITY
+    // batch 1: a warp per row pair (plain) or gated row; above: a block per LLCOMM_DECODE_MMA_ROWS rows (tensor cores)
     const gemvGrid = (rows: number, gated: boolean) =>
-      Math.min(gemvCap, Math.ceil((gated ? rows : rows / 2) / (LLCOMM_DECODE_THREADS / 32)))
+      Math.min(
+        gemvCap,
+        plan.gemvBatch === 1
+          ? Math.ceil((gated ? rows : rows / 2) / (LLCOMM_DECODE_THREADS / 32))
+          : rows / LLCOMM_DECODE_MMA_ROWS,
+      )
     const issueGemv = (
       x: SlabBuffer,
       w: SlabBuffer,
