@@ -12,15 +12,9 @@
 #include "llcomm/types.cuh"
 
 #define LLC_DECODE_FULL_MASK 0xFFFFFFFFu
-// Column steps of weight loads a GEMV lane issues before using them, per batch bound (see llcDecodeGemvRows).
+// Column steps of weight loads a lane of the batch-1 GEMV issues before using them (see llcDecodeGemvRows).
 #ifndef LLC_DECODE_GEMV_DEPTH_B1
 #define LLC_DECODE_GEMV_DEPTH_B1 8
-#endif
-#ifndef LLC_DECODE_GEMV_DEPTH_B4
-#define LLC_DECODE_GEMV_DEPTH_B4 4
-#endif
-#ifndef LLC_DECODE_GEMV_DEPTH_B16
-#define LLC_DECODE_GEMV_DEPTH_B16 2
 #endif
 
 __device__ __forceinline__ float llcDecodeBf16ToF32(llc_u16 h) { return __uint_as_float(static_cast<llc_u32>(h) << 16); }
@@ -95,7 +89,8 @@ __device__ __forceinline__ void llcDecodeGemvRows(const LlcommDecodeGemvParams& 
   // DEPTH column steps of weight loads are issued before any of them is used: 2 * DEPTH 16-byte loads in flight per
   // lane is what keeps HBM busy when a warp has only its two rows to read (fewer at large batches, where the
   // accumulators take the registers).
-  constexpr int DEPTH = MAXB == 1 ? LLC_DECODE_GEMV_DEPTH_B1 : MAXB <= 4 ? LLC_DECODE_GEMV_DEPTH_B4 : LLC_DECODE_GEMV_DEPTH_B16;
+  static_assert(MAXB == 1, "batches above 1 take the tensor-core GEMV below");
+  constexpr int DEPTH = LLC_DECODE_GEMV_DEPTH_B1;
   for (llc_u32 v0 = lane; v0 < vecs; v0 += 32u * DEPTH) {
     LlcWords4 w0[DEPTH], w1[DEPTH];
 #pragma unroll

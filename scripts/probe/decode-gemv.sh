@@ -3,19 +3,19 @@
 # (kernel trees made here from kernels/ with other LLC_DECODE_GEMV_DEPTH_* defaults, via LLCOMM_KERNELS_DIR) × grid caps
 # (--gemv-blocks-per-sm). On the GPU machine after device-bundle.sh:
 #   source .carry/activate && ln -sfn .devnm/node_modules node_modules && bash scripts/probe/decode-gemv.sh
-# Variants as name:depthB1:depthB4:depthB16; caps and batches as lists. Prints one line per case and a table last.
+# Variants as name:depthB1 (the batch-1 CUDA-core GEMV's load depth; batches above 1 run on tensor cores since
+# 3b87827 and have no depth; the runs of 2026-11-29 varied B4 and B16 too); caps and batches as lists. Prints one
+# line per case and a table last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/decode-gemv}
 mkdir -p "$out"
 devices=$([ "$(nvidia-smi -L | wc -l)" -ge 2 ] && echo 0,1 || echo 0,0)
 trees=$(mktemp -d)
-for v in ${GEMV_VARIANTS:-base:8:4:2 deep:16:8:4 shallow:4:2:1}; do
-  IFS=: read -r name d1 d4 d16 <<< "$v"
+for v in ${GEMV_VARIANTS:-base:8 deep:16 shallow:4}; do
+  IFS=: read -r name d1 <<< "$v"
   cp -r kernels "$trees/$name"
-  sed -i -e "s/^#define LLC_DECODE_GEMV_DEPTH_B1 .*/#define LLC_DECODE_GEMV_DEPTH_B1 $d1/" \
-    -e "s/^#define LLC_DECODE_GEMV_DEPTH_B4 .*/#define LLC_DECODE_GEMV_DEPTH_B4 $d4/" \
-    -e "s/^#define LLC_DECODE_GEMV_DEPTH_B16 .*/#define LLC_DECODE_GEMV_DEPTH_B16 $d16/" "$trees/$name/tools/decode.cu"
+  sed -i -e "s/^#define LLC_DECODE_GEMV_DEPTH_B1 .*/#define LLC_DECODE_GEMV_DEPTH_B1 $d1/" "$trees/$name/tools/decode.cu"
 done
 : > "$out/cases.tsv"
 for batch in ${GEMV_BATCHES:-1 4 16}; do

@@ -61,8 +61,8 @@ export interface DecodeStepRequest {
   warmup: number
   pdl?: boolean
   /**
-   * GEMV grid: at most this many 128-thread blocks per SM, each warp taking several row pairs in turn (0 or absent:
-   * one warp per row pair, every block launched).
+   * GEMV grid: at most this many 128-thread blocks per SM, taking several rows in turn (0 or absent: every block
+   * launched: a warp per row pair at batch 1, a block per LLCOMM_DECODE_MMA_ROWS rows above).
    */
   gemvBlocksPerSm?: number
   /** Keep every rank's final residual (f32) and logits (bf16 bits) per algorithm: the decode test's reference. */

@@ -250,7 +250,7 @@ export function register(program: Command): void {
     .option('--bench-iters <n>', 'back-to-back AllReduce calls per algorithm at the step size (0: skip)', '2000')
     .option(
       '--gemv-blocks-per-sm <n>',
-      'GEMV grid: at most n blocks per SM, warps taking several rows in turn (0: a warp per row pair)',
+      'GEMV grid: at most n blocks per SM, taking several rows in turn (0: a warp per row pair at batch 1, a block per 16 rows above)',
       '0',
     )
     .option('--pdl <mode>', 'programmatic dependent launch for the AllReduce: on or off', 'off')
