@@ -69,23 +69,21 @@ export function parseBackend(text: string | undefined): Backend | undefined {
   return text
 }
 
-/** Writes the report: the JSON to its file (or to stdout, the table then going to stderr), the plot, the table. */
+/**
+ * Writes the report: the JSON to its file (or to stdout, the table then going to stderr), the plot, the table. With
+ * --baseline the side-by-side table follows the report, and --plot draws the side-by-side chart instead.
+ */
 async function emit(doc: BenchDocument, flags: BenchFlags): Promise<void> {
-  let report = formatBenchReport(doc)
-  if (flags.baseline !== undefined) {
-    const base = readBaselineDocument(flags.baseline)
-    const s = sideBySide(doc, base)
-    report += `\n${formatSideBySide(s, doc, base)}`
-    emitReport(doc, report, flags.json)
-    if (flags.plot) {
-      const { writeSideBySidePlot } = await import('../../bench/baseline-plot.js')
-      await writeSideBySidePlot(s, doc, base, flags.plot)
-      process.stderr.write(`llcomm: side-by-side plot written to ${flags.plot}\n`)
-    }
-    return
-  }
-  emitReport(doc, report, flags.json)
-  if (flags.plot) {
+  const base = flags.baseline !== undefined ? readBaselineDocument(flags.baseline) : undefined
+  const side = base && sideBySide(doc, base)
+  const sideTable = base && side ? `\n${formatSideBySide(side, doc, base)}` : ''
+  emitReport(doc, formatBenchReport(doc) + sideTable, flags.json)
+  if (!flags.plot) return
+  if (base && side) {
+    const { writeSideBySidePlot } = await import('../../bench/baseline-plot.js')
+    await writeSideBySidePlot(side, doc, base, flags.plot)
+    process.stderr.write(`llcomm: side-by-side plot written to ${flags.plot}\n`)
+  } else {
     const { writeBenchPlot } = await import('../../bench/plot.js')
     await writeBenchPlot(doc, flags.plot)
     process.stderr.write(`llcomm: plot written to ${flags.plot}\n`)
