@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { planDecodeStep } from '../../src/decode/plan.js'
-import { buildDecodeRows, type DecodeDocument, type DecodeMeasurement, planSummary } from '../../src/decode/report.js'
+import { buildDecodeRows, type DecodeMeasurement } from '../../src/decode/report.js'
 import { findModel, loadModelTable } from '../../src/model/decode-tables.js'
+import { decodeDocumentFixture } from '../support/decode-document.js'
 import { runCli } from './cli-helpers.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'llcomm-decode-cli-'))
@@ -71,25 +72,11 @@ test('decode --from prints a saved document: every algorithm in the table', asyn
     { algorithm: 'oneshot-ll', stepUs: [450, 460, 440], ranksAgree: true, finite: true, maxRelDiffVsFirst: 0 },
   ]
   const rows = buildDecodeRows(plan, measured, { nccl: 12, 'oneshot-ll': 5 }, (a) => (a === 'nccl' ? 13 : 6))
-  const doc: DecodeDocument = {
-    kind: 'llcomm-decode',
-    machine: { hostname: 'gpu-box', cpuModel: 'x', cores: 16, gpu: 'NVIDIA H200' },
-    commit: 'abc1234',
-    date: '2026-11-29T09:00:00.000Z',
+  const doc = decodeDocumentFixture(plan, rows, measured, 400, {
     command: 'llcomm decode --model llama-3.1-70b --ranks 8 --layers 4 --context 2048',
-    devices: [0, 1, 2, 3, 4, 5, 6, 7],
-    model: plan.model,
-    tp: plan.tp,
-    batch: plan.batch,
-    context: plan.context,
-    layers: plan.layers,
-    modelLayers: plan.modelLayers,
     pdl: true,
-    plan: planSummary(plan),
-    computeGBs: (plan.weightBytes + plan.kvCacheBytesRead) / (400 * 1e3),
-    rows,
-    samplesUs: Object.fromEntries(measured.map((m) => [m.algorithm, [...m.stepUs]])),
-  }
+  })
+
   const file = join(dir, 'decode.json')
   writeFileSync(file, JSON.stringify(doc))
   const r = await runDecode(['--from', file])

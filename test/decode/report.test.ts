@@ -9,11 +9,11 @@ import {
   type DecodeRow,
   formatDecodeReport,
   NO_ALLREDUCE_NAME,
-  planSummary,
   validateDecodeDocument,
 } from '../../src/decode/report.js'
 import { isLlcommError } from '../../src/errors.js'
 import { findModel, loadModelTable } from '../../src/model/decode-tables.js'
+import { decodeDocumentFixture } from '../support/decode-document.js'
 
 const plan = planDecodeStep(findModel(loadModelTable(), 'llama-3.1-8b'), {
   tp: 2,
@@ -109,25 +109,7 @@ test('buildDecodeRows: without none there is no AllReduce term; without nccl no 
 })
 
 function decodeDocument(rows: DecodeRow[]): DecodeDocument {
-  return {
-    kind: 'llcomm-decode',
-    machine: { hostname: 'gpu-box', cpuModel: 'x', cores: 16, gpu: 'NVIDIA H200' },
-    commit: 'abc1234',
-    date: '2026-11-29T09:00:00.000Z',
-    command: 'llcomm decode --ranks 2 --layers 2 --batch 4',
-    devices: [0, 1],
-    model: plan.model,
-    tp: plan.tp,
-    batch: plan.batch,
-    context: plan.context,
-    layers: plan.layers,
-    modelLayers: plan.modelLayers,
-    pdl: false,
-    plan: planSummary(plan),
-    computeGBs: (plan.weightBytes + plan.kvCacheBytesRead) / (1000 * 1e3),
-    rows,
-    samplesUs: Object.fromEntries(measured.map((m) => [m.algorithm, [...m.stepUs]])),
-  }
+  return decodeDocumentFixture(plan, rows, measured, 1000, { command: 'llcomm decode --ranks 2 --layers 2 --batch 4' })
 }
 
 test('formatDecodeReport: a header with the shapes, a row per algorithm, n/a in ranks agree for none', () => {
