@@ -211,6 +211,14 @@ test('errors: MoE / MLA models, heads that do not split, batch, context and laye
   assertInvalid(() => plan({ ...llama8b, headDim: 64 }), /head size 128/)
 })
 
+test('errors: above batch 1 every GEMV row count must be a multiple of the tensor-core tile (16 rows)', () => {
+  // 14352 / 2 = 7176 MLP rows a rank: a multiple of 8 (16-byte vectors) but not of 16
+  const odd = { ...llama8b, intermediateSize: 14352 }
+  assert.equal(plan(odd, { tp: 2, batch: 1, layers: 1 }).intermediate, 7176) // batch 1: the CUDA-core GEMV
+  assertInvalid(() => plan(odd, { tp: 2, batch: 2, layers: 1 }), /MLP shard 7176 is not a multiple of 16.*batch-4 GEMV/)
+  assertInvalid(() => plan(odd, { tp: 2, batch: 16, layers: 1 }), /MLP shard 7176 is not a multiple of 16.*batch-16/)
+})
+
 const REPLICATED: (keyof LayerBuffers)[] = ['attentionNorm', 'mlpNorm']
 
 test('decodeFillSpecs: one spec per weight/cache/embedding buffer; replicated seeds agree, shard seeds differ', () => {
