@@ -1,6 +1,6 @@
 // 01: the driver view. One communicator, four CPU ranks (worker threads), an f32 and a bf16 all-reduce.
 // Run: node dist/examples/01-allreduce.js
-import { createCommunicator } from '../src/index.js'
+import { createCommunicator } from 'llcomm'
 
 const ranks = 4
 const comm = await createCommunicator({ backend: 'cpu', ranks })

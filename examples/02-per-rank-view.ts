@@ -2,7 +2,7 @@
 // rank and calls allReduce from inside the rank (it blocks that worker until the collective is done).
 // Run: node dist/examples/02-per-rank-view.js
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
-import { attachCpuRank, type CpuRankHandle, createCpuCommunicator } from '../src/index.js'
+import { attachCpuRank, type CpuRankHandle, createCpuCommunicator } from 'llcomm'
 
 if (isMainThread) {
   const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 3 })

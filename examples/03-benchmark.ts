@@ -1,7 +1,7 @@
 // 03: timing inside the ranks. 100 back-to-back calls per algorithm with a random arrival skew of up to 50 µs;
 // the collective's own time (from the last rank's arrival) is reported apart from the wait for the last rank.
 // Run: node dist/examples/03-benchmark.js
-import { BARRIER_FREE_ALGORITHMS, createCommunicator } from '../src/index.js'
+import { BARRIER_FREE_ALGORITHMS, createCommunicator } from 'llcomm'
 
 const median = (xs: number[]): number => xs.slice().sort((a, b) => a - b)[xs.length >> 1]
 const comm = await createCommunicator({ backend: 'cpu', ranks: 4 })

@@ -1,25 +1,30 @@
 #!/usr/bin/env node
-// Runs every compiled test under dist/test except the GPU tests (test/gpu/, run by hand on the GPU machine).
-// Node 20's test runner takes no glob patterns, hence this list. Extra arguments are passed through.
+// Runs every compiled test of both packages (packages/*/dist/test) except the GPU tests (test/gpu/, run by hand on
+// the GPU machine with LLCOMM_TEST_BACKEND=cuda, which runs only those). Node 20's test runner takes no glob
+// patterns, hence this list. Extra arguments are passed through.
 import { spawnSync } from 'node:child_process'
-import { readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
-const root = new URL('../dist/test/', import.meta.url).pathname
+const packagesDir = new URL('../packages/', import.meta.url).pathname
 const gpu = process.env.LLCOMM_TEST_BACKEND === 'cuda'
-function collect(dir, out) {
+function collect(dir, root, out) {
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name)
     if (statSync(path).isDirectory()) {
       if ((name === 'gpu') !== gpu && dir === root) continue
-      collect(path, out)
+      collect(path, root, out)
     } else if (name.endsWith('.test.js')) out.push(path)
   }
   return out
 }
-const files = collect(root, [])
+const files = []
+for (const pkg of readdirSync(packagesDir).sort()) {
+  const root = join(packagesDir, pkg, 'dist', 'test')
+  if (existsSync(root)) collect(root, root, files)
+}
 if (files.length === 0) {
-  console.error(`no test files under ${root}: run npm run build first`)
+  console.error(`no test files under ${packagesDir}*/dist/test: run npm run build first`)
   process.exit(1)
 }
 const args = ['--test', `--test-concurrency=${gpu ? 1 : 2}`, ...process.argv.slice(2), ...files]

@@ -1,0 +1,29 @@
+/**
+ * `llcomm/internal`: the one entry point through which llcomm's own tools (packages/tools: bench, sol, model,
+ * decode, diagnose) reach below the public API — the CUDA backend's driver, devices, allocations, module cache,
+ * kernel table and ABI packers, the tuning table, the dtype codecs. Not a public API: names here may change with
+ * any release. Programs that use llcomm import 'llcomm' only.
+ */
+
+export * from './algorithms/auto.js'
+export * from './backends/cuda/abi.js'
+export {
+  type CudaCommunicator,
+  type CudaCommunicatorInternals,
+  createCudaCommunicator,
+  cudaCommunicatorInternals,
+  type PreparedDeviceAllReduce,
+} from './backends/cuda/communicator.js'
+export * from './backends/cuda/devices.js'
+export * from './backends/cuda/error-word.js'
+export * from './backends/cuda/graph.js'
+/** Both the kernel table and the FFI name a LaunchShape; the tools mean the kernel table's. */
+export type { LaunchShape } from './backends/cuda/kernel-table.js'
+export * from './backends/cuda/kernel-table.js'
+export * from './backends/cuda/memory.js'
+export * from './backends/cuda/modules.js'
+export * from './backends/cuda/reference.js'
+export * from './backends/cuda/tool-kernels.js'
+export * from './dtype/index.js'
+export * from './ffi/index.js'
+export * from './index.js'

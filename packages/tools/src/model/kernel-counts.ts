@@ -1,0 +1,376 @@
+/**
+ * Structural counts of one llcomm AllReduce call, from the same launch-shape rules the CUDA backend uses
+ * (src/backends/cuda/kernel-table.ts: launchShape, selectKernel; no GPU needed), so the latency model follows the
+ * kernels when their shapes change. Each count multiplies one fitted constant of the latency model (a per-event
+ * cost in µs, or µs per byte).
+ *
+ * Per launch (the host chunks a call into launches of at most maxCountPerCall elements), on the critical path of
+ * the largest channel piece, with T = 512 threads per block and one slot per thread per round:
+ *   slots        = ceil(piece bytes / payload bytes per slot)      (LL8 4 B, LL16 8 B, sentinel and plain 16 B)
+ *   r            = ceil(slots / T) rounds;  B8 = ceil(N / RECV_BATCH) poll batches (recvReduce's loop)
+ *   one-shot, serial path (N < SPREAD_MIN_RANKS, or slots ≥ T):
+ *                pollRounds r·B8, storeRounds r·(N−1), rearms r·(N−1) (sentinel);
+ *                storeLaneRounds (slots / T)·(N−1): the block's store instructions in full-block rounds (on virtual)
+ *   one-shot, peer-parallel path (LlBuffer::recvReduceSpread; N ≥ 8, slots < T): g = min(T / slots, N) thread
+ *                groups, windows of ranks that fit the shared stage: pollRounds = windows·ceil(peers per poller / 8),
+ *                storeRounds = ceil((N−1)/g), storeLaneRounds (slots / T)·(N−1) (on virtual), rearms = peers per poller (sentinel), spreadWindows = windows,
+ *                stagedReduces = N × elements per slot (read back from shared memory by the slot's thread)
+ *   two-shot     part = piece / N per owner (16 B aligned; K = owners with data, K' = min(N−1, K)),
+ *                r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
+ *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel)
+ *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
+ *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
+ *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
+ *                one line (a receiving warp's 32 words then come from two owner lines, broadcast by two warps)
+ *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
+ *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
+ *   storeLaneRounds = storeRounds in the other kernels (left at one thread's count)
+ *   every kernel blockBytes: the bytes one block moves through L2 (slot stores, loads and re-arms, input, output);
+ *                blockAccesses: blockBytes / ACCESS_BYTES (8 B per LL8 packet, else 16 B), the block's memory requests;
+ *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check)
+ */
+import type { Dtype } from 'llcomm/internal'
+import {
+  DEFAULT_BUFFER_BYTES,
+  DTYPE_BYTES,
+  type KernelProtocol,
+  LLCOMM_LINE_DATA_WORDS,
+  LlcommError,
+  launchShape,
+  pieceElems,
+  selectKernel,
+} from 'llcomm/internal'
+
+/** The kernel family whose structure an algorithm follows (data/latency/algorithms.json `kernel`). */
+export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
+
+/** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
+export const RECV_BATCH = 8
+
+/** Payload bytes one thread moves per slot, by protocol (docs/kernels.md packet layouts). */
+export const SLOT_PAYLOAD_BYTES: Readonly<Record<KernelProtocol, number>> = {
+  ll8: 4,
+  ll16: 8,
+  sentinel: 16,
+  // twoshot-atomic: its all-gather runs LL8 packets, the longer of its two phases in slots
+  ll128: 4,
+  flags: 16,
+  barrier: 16,
+}
+
+export interface KernelCounts {
+  launches: number
+  pollRounds: number
+  storeRounds: number
+  /**
+   * storeRounds in full-block rounds of the block's store instructions (one-shot: slots × (N−1) sends over T
+   * threads, so a block with fewer slots than threads counts slots / T of a round per peer). Used on `virtual`, where every rank's blocks
+   * store into the one GPU's L2 and its store throughput, not one thread's chain of fire-and-forget stores, sets
+   * the cost (latency-model.ts kernelFeatures).
+   */
+  storeLaneRounds: number
+  /** Single-peer receives done one after another by one thread (two-shot all-gather). */
+  serialRecvs: number
+  /**
+   * twoshot-atomic's all-gather: receives that wait for a second owner line. A receiving warp takes 32 consecutive
+   * words of each owner's part, one owner after another; an owner line holds 31, so once the part has more than one
+   * line the warp's words come from two lines, which two different warps of the owner count, sum and broadcast.
+   * The warp moves on to the next owner only when all its lanes have their word: one more wait per owner. Used on
+   * `virtual` only (latency-model.ts kernelFeatures), priced as a serial receive.
+   */
+  secondLineRecvs: number
+  /** Sentinel re-arms: a local store of the sentinel after each slot read (sentinel protocol only). */
+  rearms: number
+  /** twoshot-atomic's reduce-scatter: per warp, rounds of LL128 lines × N red.add line sends (one per owner). */
+  atomicLineRounds: number
+  /** Peer-parallel one-shot path: windows of ranks staged in shared memory, each closed by a __syncthreads. */
+  spreadWindows: number
+  /** Peer-parallel one-shot path: elements one slot thread reads back from the shared stage and adds (N × per slot). */
+  stagedReduces: number
+  /** Remote slot loads one thread issues with RECV_BATCH in flight (one per peer per round of slots). */
+  peerLoads: number
+  /** Sentinel slots one thread checks or canonicalizes word by word in a 16-bit dtype (two halves per word). */
+  halfWordSentinelSlots: number
+  /**
+   * Memory accesses the block's threads issue in the launch: blockBytes over the protocol's access size
+   * (ACCESS_BYTES), the requests the block's SM issues one after another through its load/store unit.
+   */
+  blockAccesses: number
+  /** Bytes one block moves through L2 in the launch: slot stores, slot loads, re-arms, its input and output. */
+  blockBytes: number
+  /** Bytes this rank re-arms (sentinel slots it read), for the bandwidth side of the re-arm. */
+  rearmBytes: number
+  /** This rank's message bytes in the launch(es) counted (the wire and atomic bytes scale from it). */
+  messageBytes: number
+  ringSteps: number
+  barriers: number
+}
+
+const ZERO: KernelCounts = {
+  launches: 0,
+  pollRounds: 0,
+  storeRounds: 0,
+  storeLaneRounds: 0,
+  serialRecvs: 0,
+  secondLineRecvs: 0,
+  rearms: 0,
+  atomicLineRounds: 0,
+  spreadWindows: 0,
+  stagedReduces: 0,
+  peerLoads: 0,
+  halfWordSentinelSlots: 0,
+  blockAccesses: 0,
+  blockBytes: 0,
+  rearmBytes: 0,
+  messageBytes: 0,
+  ringSteps: 0,
+  barriers: 0,
+}
+
+const COUNT_KEYS = Object.keys(ZERO) as (keyof KernelCounts)[]
+
+function add(a: KernelCounts, b: KernelCounts, times: number): KernelCounts {
+  const out = { ...a }
+  for (const k of COUNT_KEYS) out[k] = a[k] + times * b[k]
+  return out
+}
+
+/** 32-bit words of the peer-parallel path's shared stage (ll_buffer.cuh LLCOMM_PEER_STAGE_WORDS). */
+export const PEER_STAGE_WORDS = 8192
+/** Fewest ranks at which the one-shot kernels take the peer-parallel path (ll_buffer.cuh LLCOMM_SPREAD_MIN_RANKS). */
+export const SPREAD_MIN_RANKS = 8
+/** Fewest thread groups per slot for the peer-parallel path (ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS). */
+export const SPREAD_MIN_GROUPS = 4
+/** Payload words per slot (LL8 1, LL16 2, sentinel 4): the stage holds slots × words per rank. */
+const SLOT_WORDS: Readonly<Record<KernelProtocol, number>> = {
+  ll8: 1,
+  ll16: 2,
+  sentinel: 4,
+  ll128: 1,
+  flags: 4,
+  barrier: 4,
+}
+
+/**
+ * Thread groups per slot of the one-shot peer-parallel path (LlBuffer::spreadGroups): 1 means the serial path
+ * (fewer than SPREAD_MIN_RANKS ranks, or at least one slot per thread, or a slot count the stage cannot hold, or
+ * fewer than SPREAD_MIN_GROUPS groups).
+ */
+export function spreadGroups(ranks: number, slots: number, threads: number, slotWords: number): number {
+  if (ranks < SPREAD_MIN_RANKS || slots === 0 || slots >= threads || slots * slotWords > PEER_STAGE_WORDS) return 1
+  const groups = Math.min(Math.floor(threads / slots), ranks)
+  return groups >= SPREAD_MIN_GROUPS ? groups : 1
+}
+
+/**
+ * Bytes of one thread's access to a slot, by protocol: an LL8 packet is 8 bytes (4 of payload, 4 of flag), an LL16
+ * packet, a sentinel slot and a plain slot 16. twoshot-atomic (ll128) is counted at its LL8 phases' 8 bytes. A
+ * block's accesses = blockBytes / this size: the same bytes cost twice the requests in LL8 packets.
+ */
+export const ACCESS_BYTES: Readonly<Record<KernelProtocol, number>> = {
+  ll8: 8,
+  ll16: 16,
+  sentinel: 16,
+  ll128: 8,
+  flags: 16,
+  barrier: 16,
+}
+
+/** A launch's counts before launchCounts derives its own (storeLaneRounds: storeRounds where not set). */
+type StructureCounts = Omit<KernelCounts, 'storeLaneRounds'> & { storeLaneRounds?: number }
+
+/** Counts of one launch of `count` elements per rank. */
+function launchCounts(
+  shape: KernelShape,
+  variant: ReturnType<typeof selectKernel>,
+  ranks: number,
+  count: number,
+  bufferBytes: number,
+): KernelCounts {
+  const counted = structureCounts(shape, variant, ranks, count, bufferBytes)
+  // the kernels other than the one-shot leave storeLaneRounds at storeRounds
+  const k = { ...counted, storeLaneRounds: counted.storeLaneRounds ?? counted.storeRounds }
+  // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
+  const halfWords = variant.protocol === 'sentinel' && DTYPE_BYTES[variant.dtype] === 2
+  return {
+    ...k,
+    halfWordSentinelSlots: halfWords ? k.storeRounds + k.peerLoads : 0,
+    blockAccesses: k.blockBytes / ACCESS_BYTES[variant.protocol],
+  }
+}
+
+function structureCounts(
+  shape: KernelShape,
+  variant: ReturnType<typeof selectKernel>,
+  ranks: number,
+  count: number,
+  bufferBytes: number,
+): StructureCounts {
+  const eb = DTYPE_BYTES[variant.dtype]
+  const ls = launchShape(variant, ranks, count, bufferBytes)
+  const threads = ls.threadsPerBlock
+  const pieceBytes = pieceElems(count, ls.blocksPerRank, 16 / eb) * eb
+  const payload = SLOT_PAYLOAD_BYTES[variant.protocol]
+  const slots = Math.ceil(pieceBytes / payload)
+  const peers = ranks - 1
+  // recvReduce walks the ranks RECV_BATCH at a time (its own rank's batch included): ceil(N / B) poll batches
+  const batches = Math.ceil(ranks / RECV_BATCH)
+  const rounds = (s: number) => Math.ceil(s / threads)
+  const sentinel = variant.protocol === 'sentinel'
+  const rankBytes = count * eb // this rank's bytes in this launch, all channels
+  const none: StructureCounts = { ...ZERO, launches: 1, messageBytes: rankBytes, storeLaneRounds: undefined }
+  switch (shape) {
+    case 'oneshot': {
+      const words = SLOT_WORDS[variant.protocol]
+      // slot bytes per payload byte: LL packets are half flag; sentinel slots are all payload, re-armed once read
+      const slotFactor = sentinel ? 1 : 2
+      const oneshotBlockBytes = pieceBytes * (2 * slotFactor * peers + (sentinel ? peers : 0) + 3)
+      const groups = spreadGroups(ranks, slots, threads, words)
+      if (groups > 1) {
+        // Peer-parallel path (LlBuffer::bcastSpread / recvReduceSpread): thread t serves slot t % slots and the
+        // peers of group t / slots; ranks are staged in windows that fit the shared stage.
+        const window = Math.min(Math.floor(PEER_STAGE_WORDS / (slots * words)), ranks)
+        const pollGroups = Math.min(groups, window)
+        const windows = Math.ceil(ranks / window)
+        const peersPerPoller = Math.ceil(window / pollGroups)
+        return {
+          ...none,
+          pollRounds: windows * Math.ceil(peersPerPoller / RECV_BATCH),
+          storeRounds: Math.ceil(peers / groups),
+          // the block's store instructions: slots × (N−1) sends over T threads
+          storeLaneRounds: (slots / threads) * peers,
+          rearms: sentinel ? windows * peersPerPoller : 0,
+          rearmBytes: sentinel ? peers * rankBytes : 0,
+          spreadWindows: windows,
+          stagedReduces: ranks * ((4 * words) / eb),
+          blockBytes: oneshotBlockBytes,
+          peerLoads: windows * peersPerPoller,
+        }
+      }
+      const r = rounds(slots)
+      return {
+        ...none,
+        pollRounds: r * batches,
+        storeRounds: r * peers,
+        // the block's store instructions: a block with fewer slots than threads stores slots / T of a round per peer
+        storeLaneRounds: (slots / threads) * peers,
+        rearms: sentinel ? r * peers : 0,
+        rearmBytes: sentinel ? peers * rankBytes : 0,
+        peerLoads: r * peers,
+        blockBytes: oneshotBlockBytes,
+      }
+    }
+    case 'twoshot': {
+      // parts of the piece per owner, 16-byte aligned: small messages leave some owners without data
+      const partBytes = Math.ceil(pieceBytes / ranks / 16) * 16
+      const ownersWithData = Math.min(ranks, Math.ceil(pieceBytes / partBytes))
+      const otherOwners = Math.min(peers, ownersWithData)
+      if (variant.protocol === 'll128') {
+        // twoshot-atomic: one warp per 128-byte line (LLCOMM_LINE_DATA_WORDS data words); per line round a warp
+        // red.adds its line into every owner with data, then one fence and a counter bump per line publish them
+        // (atomic_lines.cuh publish()); the owner waits for its lines' counters, then broadcasts each word as an LL8
+        // packet to every peer; the all-gather receives word after word, owner after owner.
+        const partLines = Math.ceil(partBytes / (LLCOMM_LINE_DATA_WORDS * 4))
+        const lineRounds = Math.ceil(partLines / (threads / 32))
+        const serialRecvs = rounds(partBytes / 4) * otherOwners
+        return {
+          ...none,
+          atomicLineRounds: lineRounds * ownersWithData,
+          pollRounds: lineRounds,
+          storeRounds: lineRounds * peers,
+          serialRecvs,
+          // 32 consecutive words (one receiving warp) span at most two 31-word lines, and two as soon as the part
+          // has more than one line (parts are whole 16-byte units: 28 words fit one line, 32 do not)
+          secondLineRecvs: partLines > 1 ? serialRecvs : 0,
+          // red.add lines (128 B per 124 payload) to every owner; LL8 broadcast and all-gather (8 B per 4)
+          blockBytes: partBytes * (ownersWithData * (128 / 124) + 2 * 2 * peers) + 3 * pieceBytes,
+        }
+      }
+      const r = rounds(Math.ceil(partBytes / payload))
+      return {
+        ...none,
+        // reduce-scatter: send my slots of every other owner's part; the owner polls its part like a one-shot
+        // then broadcasts the reduced part to every peer; all-gather: receive each other owner's part in turn
+        pollRounds: r * batches,
+        storeRounds: r * otherOwners + r * peers,
+        serialRecvs: r * otherOwners,
+        peerLoads: r * peers,
+        // reduce-scatter stores and loads, broadcast stores and all-gather loads, each slot re-armed once read
+        blockBytes: partBytes * (peers * 6) + 3 * pieceBytes,
+        rearms: sentinel ? r * peers + r * otherOwners : 0,
+        rearmBytes: sentinel ? (2 * peers * rankBytes) / ranks : 0,
+      }
+    }
+    case 'ring': {
+      const stepSlots = Math.ceil((Math.ceil(pieceBytes / ranks / 16) * 16) / payload)
+      // 2(N−1) dependent steps (a flag hand-off each); in each, rounds of one remote read and one store per thread
+      const dataRounds = 2 * peers * rounds(stepSlots)
+      const stepBytes = Math.ceil(pieceBytes / ranks / 16) * 16
+      // per step: read the received part, read my input, store the part to the next rank
+      return {
+        ...none,
+        ringSteps: 2 * peers,
+        peerLoads: dataRounds,
+        storeRounds: dataRounds,
+        blockBytes: 2 * peers * 3 * stepBytes,
+      }
+    }
+    case 'barrier':
+      // two global barriers; between them each thread reads its slots of every rank, RECV_BATCH ranks' loads in flight
+      return {
+        ...none,
+        pollRounds: rounds(slots) * batches,
+        peerLoads: rounds(slots) * ranks,
+        barriers: 2,
+        // copy into my buffer, read every rank's buffer, write the output
+        blockBytes: pieceBytes * (ranks + 3),
+      }
+  }
+}
+
+/** Launches of one shape: `times` identical launches with the counts of one. */
+export interface LaunchGroup {
+  times: number
+  counts: KernelCounts
+}
+
+/**
+ * The launches of one call of `bytes` per rank: full launches of maxCountPerCall elements, then the remainder.
+ * A call of 0 bytes is counted as one launch of one element (the kernel still runs its handshake).
+ */
+export function kernelLaunches(
+  algorithm: string,
+  shape: KernelShape,
+  ranks: number,
+  bytes: number,
+  dtype: Dtype = 'bf16',
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): LaunchGroup[] {
+  if (!Number.isInteger(ranks) || ranks < 2)
+    throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
+  // the name comes from the model's table; selectKernel rejects one without a kernel
+  const variant = selectKernel(algorithm as Parameters<typeof selectKernel>[0], dtype, 'sum')
+  const count = Math.max(1, Math.ceil(bytes / DTYPE_BYTES[dtype]))
+  const maxCount = launchShape(variant, ranks, 1, bufferBytes).maxCountPerCall
+  const full = Math.floor(count / maxCount)
+  const rest = count - full * maxCount
+  const groups: LaunchGroup[] = []
+  if (full > 0) groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, bufferBytes) })
+  if (rest > 0) groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, bufferBytes) })
+  return groups
+}
+
+/** Counts of one call of `bytes` per rank: the sum over its launches (kernelLaunches). */
+export function kernelCounts(
+  algorithm: string,
+  shape: KernelShape,
+  ranks: number,
+  bytes: number,
+  dtype: Dtype = 'bf16',
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): KernelCounts {
+  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes).reduce(
+    (total, g) => add(total, g.counts, g.times),
+    ZERO,
+  )
+}

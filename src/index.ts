@@ -1,7 +1,0 @@
-export * from './api/types.js'
-export { CpuCommunicator, createCpuCommunicator } from './backends/cpu/communicator.js'
-export type { CpuRank, CpuRankHandle, RankAllReduceResult } from './backends/cpu/rank-view.js'
-export { attachCpuRank } from './backends/cpu/rank-view.js'
-export { createCommunicator } from './communicator/create.js'
-export type { LlcommErrorCode, TimeoutDetails } from './errors.js'
-export { isLlcommError, LlcommError } from './errors.js'
