@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs every compiled test of both packages (packages/*/dist/test) except the GPU tests (test/gpu/, run by hand on
+// Runs every compiled test of both packages (packages/*/dist/test) and of the repository (dist-test) except the GPU tests (test/gpu/, run by hand on
 // the GPU machine with LLCOMM_TEST_BACKEND=cuda, which runs only those). Node 20's test runner takes no glob
 // patterns, hence this list. Extra arguments are passed through.
 import { spawnSync } from 'node:child_process'
@@ -19,10 +19,14 @@ function collect(dir, root, out) {
   return out
 }
 const files = []
-for (const pkg of readdirSync(packagesDir).sort()) {
-  const root = join(packagesDir, pkg, 'dist', 'test')
-  if (existsSync(root)) collect(root, root, files)
-}
+// The repository's own tests (test/: kernels of both packages, examples, the packed package) build into dist-test/.
+const roots = [
+  new URL('../dist-test/', import.meta.url).pathname,
+  ...readdirSync(packagesDir)
+    .sort()
+    .map((pkg) => join(packagesDir, pkg, 'dist', 'test')),
+]
+for (const root of roots) if (existsSync(root)) collect(root, root, files)
 if (files.length === 0) {
   console.error(`no test files under ${packagesDir}*/dist/test: run npm run build first`)
   process.exit(1)

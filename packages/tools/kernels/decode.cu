@@ -10,6 +10,7 @@
 #include "llcomm/abi.cuh"
 #include "llcomm/ptx.cuh"
 #include "llcomm/types.cuh"
+#include "tools_abi.cuh"
 
 #define LLC_DECODE_FULL_MASK 0xFFFFFFFFu
 // Column steps of weight loads a lane of the batch-1 GEMV issues before using them (see llcDecodeGemvRows).

@@ -6,6 +6,7 @@
 #include "llcomm/abi.cuh"
 #include "llcomm/ptx.cuh"
 #include "llcomm/wait.cuh"
+#include "tools_abi.cuh"
 
 extern "C" __global__ void llcomm_sol_l2_rtt(const __grid_constant__ LlcommSolL2Params p) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;

@@ -2,7 +2,7 @@
  * Statistics of per-iteration times and the bandwidth figures of nccl-tests: algbw = bytes / time,
  * busbw = algbw × 2(n−1)/n for AllReduce (the traffic each rank's link carries in a bandwidth-optimal ring).
  */
-import { LlcommError } from '../errors.js'
+import { LlcommError } from 'llcomm/internal'
 
 function sortedCopy(values: readonly number[], what: string): number[] {
   if (values.length === 0) throw new LlcommError('INVALID_ARGUMENT', `cannot take the ${what} of no samples`)

@@ -9,9 +9,13 @@ import { register as registerDiagnose } from './commands/diagnose.js'
 import { register as registerModel } from './commands/model.js'
 import { register as registerSol } from './commands/sol.js'
 import { register as registerTune } from './commands/tune.js'
+import { versionLine } from './version.js'
 
 const program = new Command()
-program.name('llcomm').description('Low-latency, barrier-free collectives: bench, tune, sol, model, decode, diagnose')
+program
+  .name('llcomm')
+  .description('Low-latency, barrier-free collectives: bench, tune, sol, model, decode, diagnose')
+  .version(versionLine(), '-V, --version', 'print the library and tools versions')
 for (const register of [registerBench, registerTune, registerSol, registerModel, registerDecode, registerDiagnose])
   register(program)
 

@@ -5,15 +5,15 @@
  * batch × hidden bf16 values; the LM head split by vocabulary rows, its logits left on each rank). Pure arithmetic:
  * no GPU, tested on the CPU. The device buffers of one rank are carved out of one allocation at `offset`s.
  */
+import { LlcommError } from 'llcomm/internal'
 import {
-  DECODE_GEMV_BATCHES,
   LLCOMM_DECODE_HEAD_DIM,
   LLCOMM_DECODE_MAX_BATCH,
   LLCOMM_DECODE_MAX_GROUP,
   LLCOMM_DECODE_MMA_ROWS,
   LLCOMM_DECODE_PARTIAL_FLOATS,
-  LlcommError,
-} from 'llcomm/internal'
+} from '../kernels/abi.js'
+import { DECODE_GEMV_BATCHES } from '../kernels/table.js'
 import type { ModelArchitecture } from '../model/decode-tables.js'
 
 /** RMSNorm epsilon and RoPE base of Llama 3 (their values do not change the step's time). */

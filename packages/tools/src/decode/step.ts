@@ -1,6 +1,6 @@
 /**
  * `llcomm decode` on cuda: one tensor-parallel decode step of a Llama-style model (src/decode/plan.ts: real shapes,
- * random weights, kernels/tools/decode.cu) captured as one CUDA graph per AllReduce algorithm, plus one graph with
+ * random weights, packages/tools/kernels/decode.cu) captured as one CUDA graph per AllReduce algorithm, plus one graph with
  * no AllReduce at all (`none`: each rank adds its own partial sum, so the step does the same compute). Every rank
  * runs its shard on its device's stream; the step's 2 × layers AllReduces are the only communication.
  *
@@ -23,24 +23,25 @@ import {
   cudaCommunicatorInternals,
   type DevicePtr,
   drainStreams,
-  f32Bits,
-  LLCOMM_DECODE_MMA_ROWS,
-  LLCOMM_DECODE_NORM_THREADS,
-  LLCOMM_DECODE_THREADS,
   LlcommError,
   offsetDevicePtr,
   type PreparedDeviceAllReduce,
   PreparedLaunch,
+} from 'llcomm/internal'
+import {
+  f32Bits,
+  LLCOMM_DECODE_MMA_ROWS,
+  LLCOMM_DECODE_NORM_THREADS,
+  LLCOMM_DECODE_THREADS,
   packDecodeAttentionParams,
   packDecodeFillParams,
   packDecodeGemvParams,
   packDecodeNormParams,
-} from 'llcomm/internal'
+} from '../kernels/abi.js'
+import { DECODE_SOURCE } from '../kernels/table.js'
 import type { ModelArchitecture } from '../model/decode-tables.js'
 import type { DecodeStepPlan, SlabBuffer } from './plan.js'
 import { DECODE_RMS_EPS, DECODE_ROPE_THETA, decodeFillSpecs, planDecodeStep } from './plan.js'
-
-const DECODE_SOURCE = 'tools/decode.cu'
 
 /** The step without any AllReduce (the compute alone). */
 export const NO_ALLREDUCE = 'none'

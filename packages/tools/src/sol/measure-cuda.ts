@@ -1,5 +1,5 @@
 /**
- * The sol primitives on the GPU, with the device side's microbenchmarks (kernels/tools/sol.cu) and the host
+ * The sol primitives on the GPU, with the device side's microbenchmarks (packages/tools/kernels/sol.cu) and the host
  * side's driver layer (src/ffi, src/backends/cuda: contexts, NVRTC cubin cache, launches, graphs, events):
  *   L2 round trip  llcomm_sol_l2_rtt mode 0: `iters` fence.sc.gpu (__threadfence) in a row, one thread; also
  *                  mode 1 (dependent L2 loads) for the record
@@ -27,14 +27,11 @@ import {
   LlcommError,
   nvrtc as loadNvrtc,
   PreparedLaunch,
-  packSolCopyParams,
-  packSolEmptyParams,
-  packSolL2Params,
-  packSolPingPongParams,
   readErrorWord,
-  TOOL_KERNELS,
 } from 'llcomm/internal'
 import { median } from '../bench/stats.js'
+import { packSolCopyParams, packSolEmptyParams, packSolL2Params, packSolPingPongParams } from '../kernels/abi.js'
+import { TOOLS_KERNELS } from '../kernels/table.js'
 import { remoteStoreFromPingPongUs, type SolPrimitives } from './model.js'
 
 export interface CudaSolOptions {
@@ -62,7 +59,7 @@ const REPEATS = 5
 
 /** The sol kernels, by name, from the device side's tool-kernel table (all in one source file). */
 function solKernel(name: string): { kernelName: string; sourceFile: string } {
-  const k = TOOL_KERNELS.find((t) => t.kernelName === name)
+  const k = TOOLS_KERNELS.find((t) => t.kernelName === name)
   if (!k) throw new LlcommError('UNSUPPORTED_ALGORITHM', `tool kernel ${name} is not in the kernel table`)
   return k
 }

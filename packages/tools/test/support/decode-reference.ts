@@ -17,7 +17,7 @@ const bf16 = DTYPE_CODECS.bf16
 /** Round to bf16 (nearest even) and back. */
 export const roundBf16 = (x: number): number => bf16.decodeLane(bf16.encodeLane(Math.fround(x)))
 
-/** kernels/tools/decode.cu llcDecodeUniform, in u32 arithmetic. */
+/** packages/tools/kernels/decode.cu llcDecodeUniform, in u32 arithmetic. */
 export function decodeUniform(i: number, seed: number): number {
   const lo = i >>> 0
   const hi = Math.floor(i / 2 ** 32) >>> 0

@@ -1,6 +1,7 @@
 /**
  * Run-time compilation of the kernels/ sources with NVRTC for one device architecture, and an on-disk cubin
- * cache. The cache key is a SHA-256 over every source byte that NVRTC sees (the main file and every header),
+ * cache. The cache key is a SHA-256 over every source byte that NVRTC sees (the main file and the headers it
+ * includes, directly or not: editing one kernel's header recompiles only the modules that include it),
  * the options, the architecture, the driver version and the NVRTC version, so any change recompiles and a stale
  * cubin can never be loaded. Entries are written to a temporary name and renamed (atomic on one file system), so
  * concurrent processes at worst compile twice.
@@ -8,7 +9,7 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { isAbsolute, join } from 'node:path'
+import { basename, dirname, isAbsolute, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { LlcommError } from '../../errors.js'
 import type { NvrtcHeader } from '../../ffi/index.js'
@@ -62,12 +63,10 @@ export function compileInputs(req: CompileRequest): CompileInputs {
     }
   }
   const source = read(req.sourceFile)
-  const headers = [...req.headers]
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map((h) => ({ name: h.name, source: read(h.path) }))
+  const headers = includeClosure(source, req, dir, read)
   const options = nvrtcOptions(req.arch, req.extraOptions)
   const key = cacheKey({
-    sourceFile: req.sourceFile,
+    sourceFile: isAbsolute(req.sourceFile) ? basename(req.sourceFile) : req.sourceFile,
     source,
     headers,
     options,
@@ -76,6 +75,36 @@ export function compileInputs(req: CompileRequest): CompileInputs {
     nvrtcVersion: req.nvrtcVersion,
   })
   return { source, headers, options, key }
+}
+
+const INCLUDE_LINE = /^[ \t]*#[ \t]*include[ \t]+"([^"]+)"/gm
+
+/**
+ * The headers a source reaches through its `#include "…"` lines, transitively, sorted by name: each found among
+ * `req.headers` by its include name, else beside the main file (a tools kernel's own headers). Only these go to
+ * NVRTC and into the cache key. Angle-bracket includes are not followed (kernels include none: NVRTC has no host
+ * headers).
+ */
+export function includeClosure(
+  source: string,
+  req: Pick<CompileRequest, 'sourceFile' | 'headers'>,
+  dir: string,
+  read: (path: string) => string,
+): NvrtcHeader[] {
+  const byName = new Map(req.headers.map((h) => [h.name, h.path]))
+  const mainDir = dirname(isAbsolute(req.sourceFile) ? req.sourceFile : join(dir, req.sourceFile))
+  const found = new Map<string, string>()
+  const visit = (text: string) => {
+    for (const m of text.matchAll(INCLUDE_LINE)) {
+      const name = m[1]
+      if (found.has(name)) continue
+      const text2 = read(byName.get(name) ?? join(mainDir, name))
+      found.set(name, text2)
+      visit(text2)
+    }
+  }
+  visit(source)
+  return [...found.keys()].sort().map((name) => ({ name, source: found.get(name) as string }))
 }
 
 /** SHA-256 (hex) over everything that determines the cubin; fields length-prefixed so no two inputs collide. */

@@ -82,44 +82,22 @@ export const KERNEL_VARIANTS: readonly KernelVariant[] = Object.freeze(
   parseInstantiations(readFileSync(join(kernelsDirectory(), INSTANTIATIONS_FILE), 'utf8')).map((v) => Object.freeze(v)),
 )
 
-/** The tool kernels (spin, speed-of-light microbenchmarks, LL16 stress), one parameter struct each (abi.ts). */
+/**
+ * The support kernels the library launches itself beside its collectives (the benchmark's skew spin, the LL16
+ * stress test that must pass before `auto` may choose LL16), one parameter struct each (abi.ts). The tools' own
+ * kernels (decode, sol) have their table in packages/tools/src/kernels/table.ts.
+ */
 export interface ToolKernel {
   kernelName: string
+  /** Path relative to the package's kernels/ folder, or absolute (the tools' kernels). */
   sourceFile: string
   /** abi.cuh struct of its one parameter. */
   paramsStruct: string
 }
-/** The largest batch of each decode GEMV variant (kernels/tools/decode.cu LLC_DECODE_GEMV_KERNELS), ascending. */
-export const DECODE_GEMV_BATCHES = [1, 4, 16] as const
 
 export const TOOL_KERNELS: readonly ToolKernel[] = Object.freeze([
-  { kernelName: 'llcomm_spin_ns', sourceFile: 'tools/spin.cu', paramsStruct: 'LlcommSpinParams' },
-  { kernelName: 'llcomm_sol_l2_rtt', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolL2Params' },
-  { kernelName: 'llcomm_sol_pingpong', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolPingPongParams' },
-  { kernelName: 'llcomm_sol_empty', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolEmptyParams' },
-  { kernelName: 'llcomm_sol_copy', sourceFile: 'tools/sol.cu', paramsStruct: 'LlcommSolCopyParams' },
-  { kernelName: 'llcomm_stress_ll16', sourceFile: 'tools/stress_ll16.cu', paramsStruct: 'LlcommStressParams' },
-  { kernelName: 'llcomm_decode_fill', sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeFillParams' },
-  ...DECODE_GEMV_BATCHES.flatMap((n) => [
-    { kernelName: `llcomm_decode_gemv_b${n}`, sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeGemvParams' },
-    {
-      kernelName: `llcomm_decode_gemv_gated_b${n}`,
-      sourceFile: 'tools/decode.cu',
-      paramsStruct: 'LlcommDecodeGemvParams',
-    },
-  ]),
-  { kernelName: 'llcomm_decode_add_rmsnorm', sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeNormParams' },
-  {
-    kernelName: 'llcomm_decode_rope_append',
-    sourceFile: 'tools/decode.cu',
-    paramsStruct: 'LlcommDecodeAttentionParams',
-  },
-  { kernelName: 'llcomm_decode_attention', sourceFile: 'tools/decode.cu', paramsStruct: 'LlcommDecodeAttentionParams' },
-  {
-    kernelName: 'llcomm_decode_attention_combine',
-    sourceFile: 'tools/decode.cu',
-    paramsStruct: 'LlcommDecodeAttentionParams',
-  },
+  { kernelName: 'llcomm_spin_ns', sourceFile: 'support/spin.cu', paramsStruct: 'LlcommSpinParams' },
+  { kernelName: 'llcomm_stress_ll16', sourceFile: 'support/stress_ll16.cu', paramsStruct: 'LlcommStressParams' },
 ])
 
 function listFiles(dir: string): string[] {

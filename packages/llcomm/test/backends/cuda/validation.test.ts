@@ -105,8 +105,8 @@ test('the device error word becomes TIMEOUT naming rank, peer and epoch', () => 
 })
 
 test('the tool kernels the host launches are in the kernel table', () => {
-  assert.equal(toolKernel('llcomm_spin_ns').sourceFile, 'tools/spin.cu')
-  assert.equal(toolKernel('llcomm_stress_ll16').sourceFile, 'tools/stress_ll16.cu')
+  assert.equal(toolKernel('llcomm_spin_ns').sourceFile, 'support/spin.cu')
+  assert.equal(toolKernel('llcomm_stress_ll16').sourceFile, 'support/stress_ll16.cu')
   assert.throws(() => toolKernel('llcomm_nope'), /no tool kernel/)
 })
 

@@ -12,9 +12,13 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { isAbsolute, join } from 'node:path'
 import { test } from 'node:test'
-import { KERNEL_VARIANTS, kernelsDirectory, TOOL_KERNELS } from '../../src/backends/cuda/kernel-table.js'
+import { KERNEL_VARIANTS, kernelsDirectory, TOOL_KERNELS as SUPPORT_KERNELS } from 'llcomm/internal'
+import { TOOLS_KERNELS } from '../../packages/tools/dist/src/kernels/table.js'
+
+/** Every kernel of both packages: the library's collectives and support kernels, the tools' kernels. */
+const TOOL_KERNELS = [...SUPPORT_KERNELS, ...TOOLS_KERNELS]
 import { elfSymbols } from './elf-symbols.js'
 import { type KernelResources, parsePtxasReport } from './ptxas-report.js'
 import { nvccVersion, requireNvcc } from './toolchain.js'
@@ -63,7 +67,7 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
   try {
     const results = await mapLimited(sources, CONCURRENCY, async (src) => {
       const cubin = join(work, `${src.replace(/[/.]/g, '_')}.cubin`)
-      const args = ['-arch', ARCH, '-cubin', '-std=c++17', '-Xptxas', '-v', '-I', dir, join(dir, src), '-o', cubin]
+      const args = ['-arch', ARCH, '-cubin', '-std=c++17', '-Xptxas', '-v', '-I', dir, isAbsolute(src) ? src : join(dir, src), '-o', cubin]
       const r = await run(tool.nvcc, args)
       return { src, cubin, ...r }
     })

@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
-const dir = fileURLToPath(new URL('../../../../../examples/dist/', import.meta.url))
+const dir = fileURLToPath(new URL('../examples/dist/', import.meta.url))
 const examples = readdirSync(dir).filter((f) => /^\d\d-.*\.js$/.test(f))
 
 test('there are examples to run', () => {

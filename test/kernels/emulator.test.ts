@@ -13,15 +13,16 @@ import { execFile, execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { after, before, test } from 'node:test'
-import type { Dtype } from '../../src/api/types.js'
 import {
+  type Dtype,
   deviceBufferLayout,
   KERNEL_VARIANTS,
   type KernelVariant,
   kernelsDirectory,
   launchShape,
-} from '../../src/backends/cuda/kernel-table.js'
+} from 'llcomm/internal'
 import { SKIP_NVCC } from './toolchain.js'
 
 const THREADS_PER_BLOCK = 32 // the kernels stride by blockDim; one warp keeps the emulated grid small
@@ -66,7 +67,7 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
   exe = join(work, 'emulator')
-  const root = join(kernelsDirectory(), '..')
+  const emulatorDir = fileURLToPath(new URL('../../test/kernels/emulator/', import.meta.url))
   execFileSync(
     cxx,
     [
@@ -82,8 +83,8 @@ before(() => {
       '-I',
       kernelsDirectory(),
       '-I',
-      join(root, 'test/kernels/emulator'),
-      join(root, 'test/kernels/emulator/emulator.cpp'),
+      emulatorDir,
+      join(emulatorDir, 'emulator.cpp'),
       '-o',
       exe,
     ],

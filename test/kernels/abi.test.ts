@@ -1,7 +1,8 @@
 /**
- * The ABI check: compiles a host program that includes kernels/llcomm/abi.cuh (host-includable by contract) and
- * prints offsetof/sizeof of every field of every parameter struct and every shared constant as JSON, then compares
- * with src/backends/cuda/abi.ts's layout tables, which the packers use.
+ * The ABI check: compiles a host program that includes the library's kernels/llcomm/abi.cuh and the tools'
+ * kernels/tools_abi.cuh (host-includable by contract) and prints offsetof/sizeof of every field of every parameter
+ * struct and every shared constant as JSON, then compares with the layout tables the packers use (the library's
+ * src/backends/cuda/abi.ts, the tools' src/kernels/abi.ts).
  */
 
 import assert from 'node:assert/strict'
@@ -11,21 +12,28 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import {
-  ABI_CONSTANTS,
-  ABI_STRUCTS,
+  ABI_CONSTANTS as LIBRARY_ABI_CONSTANTS,
+  ABI_STRUCTS as LIBRARY_ABI_STRUCTS,
   ALL_REDUCE_PARAMS_LAYOUT,
+  deviceBufferLayout,
+  kernelsDirectory,
   packAllReduceParams,
   packStressParams,
   STRESS_PARAMS_LAYOUT,
-} from '../../src/backends/cuda/abi.js'
-import { deviceBufferLayout, kernelsDirectory } from '../../src/backends/cuda/kernel-table.js'
+} from 'llcomm/internal'
+import { TOOLS_ABI_CONSTANTS, TOOLS_ABI_STRUCTS } from '../../packages/tools/dist/src/kernels/abi.js'
+import { TOOLS_KERNELS_DIR } from '../../packages/tools/dist/src/kernels/table.js'
 import { findHostCxx, SKIP_NVCC } from './toolchain.js'
+
+const ABI_STRUCTS = [...LIBRARY_ABI_STRUCTS, ...TOOLS_ABI_STRUCTS]
+const ABI_CONSTANTS = { ...LIBRARY_ABI_CONSTANTS, ...TOOLS_ABI_CONSTANTS }
 
 function hostProgram(): string {
   const lines: string[] = [
     '#include <cstddef>',
     '#include <cstdio>',
     '#include "llcomm/abi.cuh"',
+    '#include "tools_abi.cuh"',
     'int main() {',
     '  std::printf("{\\"structs\\":{");',
   ]
@@ -61,7 +69,7 @@ test('abi.ts layouts match offsetof/sizeof of abi.cuh compiled on the host', (t)
     const exe = join(work, 'abi_layout')
     writeFileSync(src, hostProgram())
     const isNvcc = cxx.endsWith('nvcc')
-    execFileSync(cxx, [...(isNvcc ? ['-x', 'c++'] : []), '-std=c++17', '-I', kernelsDirectory(), src, '-o', exe], {
+    execFileSync(cxx, [...(isNvcc ? ['-x', 'c++'] : []), '-std=c++17', '-I', kernelsDirectory(), '-I', TOOLS_KERNELS_DIR, src, '-o', exe], {
       stdio: 'pipe',
     })
     const got = JSON.parse(execFileSync(exe, { encoding: 'utf8' })) as {
@@ -86,15 +94,17 @@ test('abi.ts layouts match offsetof/sizeof of abi.cuh compiled on the host', (t)
   }
 })
 
-test('abi.cuh declares exactly the fields abi.ts lays out, in the same order and with the same element types', () => {
+test('abi.cuh and tools_abi.cuh declare exactly the fields abi.ts lays out, in the same order and with the same element types', () => {
   // The offsetof program is generated from abi.ts's field list, so a field that exists only in the header would be
   // seen only through sizeof (and not at all when padding hides it). Read the declarations from the header itself.
-  const header = readFileSync(join(kernelsDirectory(), 'llcomm', 'abi.cuh'), 'utf8')
+  const header = [join(kernelsDirectory(), 'llcomm', 'abi.cuh'), join(TOOLS_KERNELS_DIR, 'tools_abi.cuh')]
+    .map((p) => readFileSync(p, 'utf8'))
+    .join('\n')
   const nested: Record<string, string[]> = { LlcommRegion: ['offset', 'channelHalfBytes'] }
   const kinds: Record<string, string> = { llc_u8: 'u8', llc_u32: 'u32', llc_u64: 'u64' }
   for (const s of ABI_STRUCTS) {
     const body = new RegExp(`struct ${s.cName} \\{([^}]*)\\};`).exec(header)?.[1]
-    assert.ok(body, `struct ${s.cName} not found in abi.cuh`)
+    assert.ok(body, `struct ${s.cName} not found in abi.cuh or tools_abi.cuh`)
     const declared: string[] = []
     for (const m of body.replace(/\/\/[^\n]*/g, '').matchAll(/(\w+)\s+(\w+)(?:\[[^\]]+\])?\s*;/g)) {
       const [, type, name] = m

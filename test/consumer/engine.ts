@@ -1,0 +1,78 @@
+// A consumer of the packed llcomm, type-checked by test/package.test.ts with strict tsc, no @types/node and
+// skipLibCheck off: every public name an inference engine uses, the CPU path and the GPU path.
+import {
+  type AllReduceOutputs,
+  type CpuCommunicator,
+  type CudaCommunicator,
+  type CuStream,
+  createCommunicator,
+  cudaStream,
+  type DeviceAllReduceArgs,
+  type DeviceAllReduceInfo,
+  type DevicePtr,
+  devicePtr,
+  isLlcommError,
+  LlcommError,
+  type LlcommErrorCode,
+  type PreparedDeviceAllReduce,
+} from 'llcomm'
+
+export async function cpuPath(): Promise<Float32Array> {
+  const comm: CpuCommunicator = await createCommunicator({ backend: 'cpu', ranks: 2 })
+  try {
+    const out: AllReduceOutputs<Float32Array> = await comm.allReduce([new Float32Array(4), new Float32Array(4)])
+    return out[0]
+  } finally {
+    await comm.close()
+  }
+}
+
+/** The shape of an engine's tensor-parallel group: sum each GPU's buffer in place on that GPU's current stream. */
+export class TensorParallelGroup {
+  private constructor(private readonly comm: CudaCommunicator) {}
+
+  static async open(devices: number[]): Promise<TensorParallelGroup> {
+    return new TensorParallelGroup(await createCommunicator({ backend: 'cuda', devices }))
+  }
+
+  allReduceSum(buffers: readonly (bigint | number)[], count: number, dtype: 'f32' | 'f16' | 'bf16', streams: readonly bigint[]): DeviceAllReduceInfo {
+    const ptrs: DevicePtr[] = buffers.map((b) => devicePtr(b))
+    const onStreams: CuStream[] = streams.map((s) => cudaStream(s))
+    const args: DeviceAllReduceArgs = { inputs: ptrs, outputs: ptrs, count, dtype, op: 'sum', algorithm: 'auto', fallback: 'nccl', streams: onStreams }
+    const served = this.comm.canServe({ count, dtype, op: 'sum' })
+    if (!served.ok) throw new Error(served.reason)
+    return this.comm.deviceAllReduce(args)
+  }
+
+  prepare(args: DeviceAllReduceArgs): PreparedDeviceAllReduce {
+    const prepared = this.comm.prepareDeviceAllReduce(args)
+    prepared.issue()
+    prepared.issue(args.streams)
+    return prepared
+  }
+
+  async roundTrip(rank: number, data: Uint16Array): Promise<Uint16Array> {
+    const ptr: DevicePtr = this.comm.allocate(rank, data.byteLength)
+    const stream: CuStream = this.comm.createStream(rank)
+    try {
+      this.comm.upload(ptr, data, stream)
+      const back = new Uint16Array(data.length)
+      this.comm.download(ptr, back, stream)
+      await this.comm.synchronize(stream)
+      this.comm.checkDeviceError()
+      return back
+    } finally {
+      this.comm.free(ptr)
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.comm.close()
+  }
+}
+
+export function codeOf(e: unknown): LlcommErrorCode | undefined {
+  if (isLlcommError(e)) return e.code
+  if (e instanceof LlcommError) return e.code
+  return undefined
+}
