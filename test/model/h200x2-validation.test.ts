@@ -14,7 +14,7 @@ import {
 } from '../../src/model/latency-tables.js'
 
 // The 2-GPU validation of docs/model.md §5 (bench/results/model-calibration-h200x2-2026-11-29{b,c}.txt,
-// scripts/model/h200x2-validation.sh and h200x2-refit-c.sh): two H200s over NVLink, one rank per GPU, llcomm's six
+// research/scripts/model/h200x2-validation.sh and h200x2-refit-c.sh): two H200s over NVLink, one rank per GPU, llcomm's six
 // kernels. Three files: OLD_BENCH (a0bea25; the historic out-of-sample result, with the tables frozen in
 // test/fixtures/model/), BENCH (cf18cd4; the entry fitted to it is frozen as B_FIT) and C_BENCH (1bac1a6, the kernels
 // of 5e4a711; the committed h200 entry is fitted to it).
