@@ -22,7 +22,13 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
 let work = ''
 let tarball = ''
-let packed: { files: { path: string }[]; size: number; unpackedSize: number } | undefined
+interface PackResult {
+  filename: string
+  files: { path: string }[]
+  size: number
+  unpackedSize: number
+}
+let packed: PackResult | undefined
 
 function bytesUnder(dir: string): number {
   let total = 0
@@ -39,8 +45,9 @@ before(() => {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  packed = (JSON.parse(out) as (typeof packed & { filename: string })[])[0]
-  tarball = join(work, (packed as { filename: string }).filename)
+  const result = (JSON.parse(out) as PackResult[])[0]
+  packed = result
+  tarball = join(work, result.filename)
   for (const f of ['package.json', 'tsconfig.json', 'engine.ts']) copyFileSync(join(CONSUMER_SOURCES, f), join(work, f))
   execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', tarball], {
     cwd: work,

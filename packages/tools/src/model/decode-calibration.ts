@@ -1,7 +1,8 @@
 /**
  * Calibration of the decode model's launch term on measured single-GPU shards (scripts/measure-decode.py, e.g.
- * bench/results/cuda-h200-decode-shards-2026-11-29.json): one tensor-parallel shard of a real model's shapes, one
- * decode step without the AllReduce, timed as CUDA-graph replay (graphUs) and as eager PyTorch (eagerUs).
+ * data/models/cuda-h200-decode-shards-2026-11-29.json, shipped with the tools): one tensor-parallel shard of a real
+ * model's shapes, one decode step without the AllReduce, timed as CUDA-graph replay (graphUs) and as eager PyTorch
+ * (eagerUs).
  *
  * The memory term is not fitted: it is the model's own bytes (weights + KV, from the architecture) over the GPU
  * table's HBM bandwidth × efficiency (measured separately, by a GEMV). What the memory term leaves is fitted, on
@@ -39,8 +40,9 @@ import {
 import { nonNegativeLeastSquares } from './nnls.js'
 import { fixed, percent, textTable } from './text-table.js'
 
+/** The measured shards the shipped decode constants were fitted to (data/models/gpus.json names them as source). */
 export const DECODE_SHARDS_URL = new URL(
-  '../../../bench/results/cuda-h200-decode-shards-2026-11-29.json',
+  '../../../data/models/cuda-h200-decode-shards-2026-11-29.json',
   import.meta.url,
 )
 

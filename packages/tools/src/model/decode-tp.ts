@@ -24,7 +24,8 @@ import { paramsFromPlatform, predictLatency } from './latency-model.js'
 import { getAlgorithm, getPlatform, loadAlgorithmTable, loadPlatformTable } from './latency-tables.js'
 import { fixed, percent, textTable } from './text-table.js'
 
-export const DECODE_TP_URL = new URL('../../../bench/results/cuda-h200x2-decode-tp2-2026-11-29.json', import.meta.url)
+/** The measured tensor-parallel steps the shipped allReduceInStepUs was fitted to (its source in gpus.json). */
+export const DECODE_TP_URL = new URL('../../../data/models/cuda-h200x2-decode-tp2-2026-11-29.json', import.meta.url)
 
 /** A shard row (no profiler kernel count: --tp-real does not count kernels) with its AllReduce figures. */
 export interface DecodeTpRow extends Omit<DecodeShardRow, 'kernelsPerStep'> {

@@ -15,6 +15,8 @@ import { type Ev, ownTrace } from './own-trace.js'
 
 const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
 const BIN = repo('bin/llcomm.js')
+// the two-H200 sweep the README's table comes from (commit 1bac1a6): diagnose reads no bench file unless named
+const BENCH_2GPU = ['--bench', repo('bench/results/cuda-h200x2-bench-2gpu-2026-11-29c.json')]
 
 const own = ownTrace
 
@@ -173,7 +175,10 @@ describe('diagnose across ranks on a real two-GPU PyTorch trace', () => {
   })
 
   it('prices the what-if on the two-GPU bench file, bf16, and reports the across-ranks section', () => {
-    const r = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, '--json'], { encoding: 'utf8', cwd: repo('.') })
+    const r = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, ...BENCH_2GPU, '--json'], {
+      encoding: 'utf8',
+      cwd: repo('.'),
+    })
     assert.equal(r.status, 0, r.stderr)
     const out = JSON.parse(r.stdout)
     assert.equal(out.acrossRanks.ranks, 2)
@@ -184,12 +189,15 @@ describe('diagnose across ranks on a real two-GPU PyTorch trace', () => {
       row.from.every((f: string) => /cuda-h200x2-bench-2gpu/.test(f)),
       row.from.join(),
     )
-    const text = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX], { encoding: 'utf8', cwd: repo('.') }).stdout
+    const text = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, ...BENCH_2GPU], {
+      encoding: 'utf8',
+      cwd: repo('.'),
+    }).stdout
     assert.match(text, /## across ranks \(2 traces/)
     assert.match(text, /the stall is arrival skew/)
     assert.equal(out.classification.label, 'arrival skew (ranks reach collectives apart)')
     const html = join(mkdtempSync(join(tmpdir(), 'llcomm-diag-')), 'page.html')
-    const h = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, '--html', html], {
+    const h = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, ...BENCH_2GPU, '--html', html], {
       encoding: 'utf8',
       cwd: repo('.'),
     })
@@ -227,10 +235,14 @@ describe('diagnose across ranks on a CUDA-graph TP=2 decode step (NCCL kernels f
   })
 
   it('prices the unsized collectives with --collective-bytes, and refuses a bad size', () => {
-    const r = spawnSync(process.execPath, [BIN, 'diagnose', ...FIX, '--collective-bytes', '8192', '--json'], {
-      encoding: 'utf8',
-      cwd: repo('.'),
-    })
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'diagnose', ...FIX, ...BENCH_2GPU, '--collective-bytes', '8192', '--json'],
+      {
+        encoding: 'utf8',
+        cwd: repo('.'),
+      },
+    )
     assert.equal(r.status, 0, r.stderr)
     const row = JSON.parse(r.stdout).whatIf.rows[0]
     assert.equal(row.bytes, 8192)

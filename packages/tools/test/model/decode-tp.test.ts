@@ -5,7 +5,7 @@ import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../src/mode
 import { readDecodeTpFile, validateDecodeTp } from '../../src/model/decode-tp.js'
 import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
 
-// bench/results/cuda-h200x2-decode-tp2-2026-11-29.json: scripts/measure-decode.py --tp-real 2 on two H200s
+// data/models/cuda-h200x2-decode-tp2-2026-11-29.json: scripts/measure-decode.py --tp-real 2 on two H200s
 // (bench/results/model-decode-tp2-h200x2-2026-11-29.txt is the report)
 describe('decode model against real tensor-parallel steps on two H200s', () => {
   const doc = readDecodeTpFile()

@@ -13,8 +13,8 @@ import {
   type PlatformConstants,
 } from '../../src/model/latency-tables.js'
 
-// The 2-GPU validation of docs/model.md §5 (bench/results/model-calibration-h200x2-2026-11-29{b,c}.txt,
-// scripts/model/h200x2-validation.sh and h200x2-refit-c.sh): two H200s over NVLink, one rank per GPU, llcomm's six
+// The 2-GPU validation of research/notes/model-calibration-log.md (bench/results/model-calibration-h200x2-2026-11-29{b,c}.txt,
+// research/scripts/model/h200x2-validation.sh and h200x2-refit-c.sh): two H200s over NVLink, one rank per GPU, llcomm's six
 // kernels. Three files: OLD_BENCH (a0bea25; the historic out-of-sample result, with the tables frozen in
 // test/fixtures/model/), BENCH (cf18cd4; the entry fitted to it is frozen as B_FIT) and C_BENCH (1bac1a6, the kernels
 // of 5e4a711; the committed h200 entry is fitted to it).
@@ -253,7 +253,7 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
   })
 
   it('the k file (d09257e, measured after every fit) out of sample: 252 of 264 llcomm rows, nccl 42 of 44', () => {
-    // bench/results/model-validation-h200x2-2026-11-29k.txt; docs/model.md §5 "Out of sample at d09257e"
+    // bench/results/model-validation-h200x2-2026-11-29k.txt; research/notes/model-calibration-log.md "Out of sample at d09257e"
     const committed = loadPlatformTable().platforms.h200
     const llcomm = predicted(committed, LLCOMM, kFile.rowsOf)
     assert.equal(llcomm.rows, 264)

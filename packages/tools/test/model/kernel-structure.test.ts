@@ -294,7 +294,7 @@ describe('kernel structure of the latency model', () => {
   })
 
   it("reproduces docs/model.md's within-±15% count for h200-virtual from the committed bench files", () => {
-    // 847 of 888 rows (docs/model.md §5; bench/results/model-calibration-h200-virtual-2026-11-29i.txt): the committed
+    // 847 of 888 rows (research/notes/model-calibration-log.md; bench/results/model-calibration-h200-virtual-2026-11-29i.txt): the committed
     // constants, fitted to the 11-29h files (kernels at 5e4a711: the one-shot kernels load a thread's first input slot
     // before the channel epoch, later ones an iteration ahead; divisions by a power-of-two count are shifts). The form
     // (the block-request term) was chosen on the 11-29g files (51236c3: 795/888,
@@ -323,7 +323,7 @@ describe('kernel structure of the latency model', () => {
   })
 
   it('predicts the 11-29k files (kernels at d09257e, measured after the fit) out of sample: 854 of 888 within ±15%', () => {
-    // docs/model.md §5 "Out of sample at d09257e"; bench/results/model-validation-h200-virtual-2026-11-29k.txt. The
+    // research/notes/model-calibration-log.md "Out of sample at d09257e"; bench/results/model-validation-h200-virtual-2026-11-29k.txt. The
     // sentinel arrival test changed after the 11-29h files (9dbac76, e07e72a); nothing is fitted to these rows.
     const platform = platforms.platforms['h200-virtual']
     const params = paramsFromPlatform(platform)

@@ -20,7 +20,7 @@ import {
 import { simulateScaling } from '../../src/model/scale.js'
 
 // NCCL's cost form (src/model/nccl-model.ts) and its fit to two H200s: bench/results/model-nccl-h200x2-2026-11-29.txt
-// (scripts/model/nccl-h200x2.sh).
+// (research/scripts/model/nccl-h200x2.sh).
 const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
 const BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29b.json'
 const OLD_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29.json'

@@ -2,8 +2,7 @@
  * `llcomm diagnose TRACE`: collectives and their sizes, gaps between kernels, communication on the critical
  * path, the bottleneck class (seed 003's table) and the step time with llcomm's latencies.
  */
-import { existsSync, readdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { writeFileSync } from 'node:fs'
 import type { Command } from 'commander'
 import { LlcommError } from 'llcomm/internal'
 import { analyzeTrace } from '../../diagnose/analyze.js'
@@ -13,7 +12,7 @@ import { readTraceFile } from '../../diagnose/read-trace.js'
 import { diagnoseHtml } from '../../diagnose/report-html.js'
 import { diagnoseText } from '../../diagnose/report-text.js'
 import { benchLatencySource, type LatencySource, modelLatencySource, whatIf } from '../../diagnose/what-if.js'
-import { type BenchFile, readBenchFile, tryReadBenchFile } from '../../model/bench-results.js'
+import { type BenchFile, readBenchFile } from '../../model/bench-results.js'
 import { loadAlgorithmTable, loadPlatformTable } from '../../model/latency-tables.js'
 
 interface DiagnoseOptions {
@@ -26,17 +25,6 @@ interface DiagnoseOptions {
   collectiveBytes?: string
 }
 
-/** --bench files, else every JSON under bench/results when there is one, else none. */
-function benchFiles(given: string[] | undefined): string[] {
-  if (given) return given
-  const dir = 'bench/results'
-  if (!existsSync(dir)) return []
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map((f) => join(dir, f))
-}
-
 export function register(program: Command): void {
   program
     .command('diagnose')
@@ -47,7 +35,10 @@ export function register(program: Command): void {
     )
     .option('--json', 'print { totalUs, busyUs, commUs, commShare, collectives, classification, whatIf }')
     .option('--html <file>', 'write a self-contained HTML page with a timeline and plots')
-    .option('--bench <files...>', 'bench/results JSON with llcomm measured latencies (default: bench/results/*.json)')
+    .option(
+      '--bench <files...>',
+      'llcomm bench JSON files with measured latencies (none by default: then --platform prices with the model)',
+    )
     .option(
       '--platform <name>',
       'without bench results: price AllReduces with the latency model of this platform (gb200, h200, …)',
@@ -74,10 +65,8 @@ export function register(program: Command): void {
         analysis.notes.push(`collectives without a size in the trace taken as ${bytes} B per rank (--collective-bytes)`)
       }
       const classification = classify(analysis, acrossRanks)
-      // files named with --bench must be bench documents; of the default folder, other documents are skipped
-      const files = (o.bench ? o.bench.map(readBenchFile) : benchFiles(undefined).map(tryReadBenchFile)).filter(
-        (f): f is BenchFile => f !== undefined && f.rows.length > 0,
-      )
+      // files named with --bench must be bench documents (no default: the package ships no measurements to read)
+      const files = (o.bench ?? []).map(readBenchFile).filter((f): f is BenchFile => f.rows.length > 0)
       let source: LatencySource | undefined
       if (files.length > 0) source = benchLatencySource(files)
       else if (o.platform) source = modelLatencySource(loadAlgorithmTable(), loadPlatformTable(), o.platform)

@@ -1,6 +1,7 @@
 /**
  * `llcomm model`: the latency model per algorithm with a scale simulation (2–72 GPUs), calibration against
- * bench/results JSON with residuals, the decode cost model for named models, and the checks against the seeds.
+ * bench JSON (llcomm bench --json) with residuals, the decode cost model for named models, and the checks against the
+ * seeds.
  */
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -340,7 +341,10 @@ export function register(program: Command): void {
     )
     .option('--gpus <range>', "GPU counts: '2..72' or '2,4,8'", '2..72')
     .option('--sizes <list>', 'message sizes per rank', '8K,16K,64K,256K,1M')
-    .option('--calibrate <files...>', 'bench/results JSON files or folders to fit the constants to')
+    .option(
+      '--calibrate <files...>',
+      'bench JSON files (llcomm bench --json) or folders of them to fit the constants to',
+    )
     .option(
       '--fit <params>',
       "with --calibrate: fit only these parameters (comma-separated, as printed after 'fitted:'; 'none' = predict with the table); the others keep the table's values",
@@ -358,10 +362,13 @@ export function register(program: Command): void {
     .option('--hbm-efficiency <fraction>', "override the GPU table's HBM efficiency (user-supplied)")
     .option('--seed-checks', "the model against the seeds' claims")
     .option('--launch <mode>', 'decode launch term: graph (CUDA-graph replay), eager (host-issued), none', 'graph')
-    .option('--validate-decode [file]', 'decode model vs measured shards (default: the H200 file of 2026-11-29)')
+    .option(
+      '--validate-decode [file]',
+      'decode model vs measured shards (default: the shipped data/models/cuda-h200-decode-shards-2026-11-29.json)',
+    )
     .option(
       '--validate-decode-tp [file]',
-      'decode model vs real tensor-parallel steps with NCCL AllReduce (default: the two-H200 file of 2026-11-29)',
+      'decode model vs real tensor-parallel steps with NCCL AllReduce (default: the shipped data/models/cuda-h200x2-decode-tp2-2026-11-29.json)',
     )
     .option('--json', 'print JSON')
     .action((o: ModelOptions) => {
