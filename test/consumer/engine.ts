@@ -35,10 +35,24 @@ export class TensorParallelGroup {
     return new TensorParallelGroup(await createCommunicator({ backend: 'cuda', devices }))
   }
 
-  allReduceSum(buffers: readonly (bigint | number)[], count: number, dtype: 'f32' | 'f16' | 'bf16', streams: readonly bigint[]): DeviceAllReduceInfo {
+  allReduceSum(
+    buffers: readonly (bigint | number)[],
+    count: number,
+    dtype: 'f32' | 'f16' | 'bf16',
+    streams: readonly bigint[],
+  ): DeviceAllReduceInfo {
     const ptrs: DevicePtr[] = buffers.map((b) => devicePtr(b))
     const onStreams: CuStream[] = streams.map((s) => cudaStream(s))
-    const args: DeviceAllReduceArgs = { inputs: ptrs, outputs: ptrs, count, dtype, op: 'sum', algorithm: 'auto', fallback: 'nccl', streams: onStreams }
+    const args: DeviceAllReduceArgs = {
+      inputs: ptrs,
+      outputs: ptrs,
+      count,
+      dtype,
+      op: 'sum',
+      algorithm: 'auto',
+      fallback: 'nccl',
+      streams: onStreams,
+    }
     const served = this.comm.canServe({ count, dtype, op: 'sum' })
     if (!served.ok) throw new Error(served.reason)
     return this.comm.deviceAllReduce(args)

@@ -12,11 +12,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import {
-  ABI_CONSTANTS as LIBRARY_ABI_CONSTANTS,
-  ABI_STRUCTS as LIBRARY_ABI_STRUCTS,
   ALL_REDUCE_PARAMS_LAYOUT,
   deviceBufferLayout,
   kernelsDirectory,
+  ABI_CONSTANTS as LIBRARY_ABI_CONSTANTS,
+  ABI_STRUCTS as LIBRARY_ABI_STRUCTS,
   packAllReduceParams,
   packStressParams,
   STRESS_PARAMS_LAYOUT,
@@ -69,9 +69,23 @@ test('abi.ts layouts match offsetof/sizeof of abi.cuh compiled on the host', (t)
     const exe = join(work, 'abi_layout')
     writeFileSync(src, hostProgram())
     const isNvcc = cxx.endsWith('nvcc')
-    execFileSync(cxx, [...(isNvcc ? ['-x', 'c++'] : []), '-std=c++17', '-I', kernelsDirectory(), '-I', TOOLS_KERNELS_DIR, src, '-o', exe], {
-      stdio: 'pipe',
-    })
+    execFileSync(
+      cxx,
+      [
+        ...(isNvcc ? ['-x', 'c++'] : []),
+        '-std=c++17',
+        '-I',
+        kernelsDirectory(),
+        '-I',
+        TOOLS_KERNELS_DIR,
+        src,
+        '-o',
+        exe,
+      ],
+      {
+        stdio: 'pipe',
+      },
+    )
     const got = JSON.parse(execFileSync(exe, { encoding: 'utf8' })) as {
       structs: Record<string, { bytes: number; fields: Record<string, [number, number]> }>
       constants: Record<string, number>

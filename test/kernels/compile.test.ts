@@ -19,6 +19,7 @@ import { TOOLS_KERNELS } from '../../packages/tools/dist/src/kernels/table.js'
 
 /** Every kernel of both packages: the library's collectives and support kernels, the tools' kernels. */
 const TOOL_KERNELS = [...SUPPORT_KERNELS, ...TOOLS_KERNELS]
+
 import { elfSymbols } from './elf-symbols.js'
 import { type KernelResources, parsePtxasReport } from './ptxas-report.js'
 import { nvccVersion, requireNvcc } from './toolchain.js'
@@ -67,7 +68,19 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
   try {
     const results = await mapLimited(sources, CONCURRENCY, async (src) => {
       const cubin = join(work, `${src.replace(/[/.]/g, '_')}.cubin`)
-      const args = ['-arch', ARCH, '-cubin', '-std=c++17', '-Xptxas', '-v', '-I', dir, isAbsolute(src) ? src : join(dir, src), '-o', cubin]
+      const args = [
+        '-arch',
+        ARCH,
+        '-cubin',
+        '-std=c++17',
+        '-Xptxas',
+        '-v',
+        '-I',
+        dir,
+        isAbsolute(src) ? src : join(dir, src),
+        '-o',
+        cubin,
+      ]
       const r = await run(tool.nvcc, args)
       return { src, cubin, ...r }
     })

@@ -13,8 +13,8 @@ import { execFile, execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { after, before, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import {
   type Dtype,
   deviceBufferLayout,

@@ -65,8 +65,14 @@ test('the packed library brings koffi and nothing else', (t) => {
   for (const tool of ['vega', 'vega-lite', 'commander', 'cli-progress'])
     assert.ok(!installed.includes(tool), `${tool} came with the library`)
   const files = packed?.files ?? []
-  assert.ok(files.some((f) => f.path === 'LICENSE'), 'LICENSE is shipped')
-  assert.ok(files.some((f) => f.path.startsWith('kernels/allreduce/')), 'the collective kernels are shipped')
+  assert.ok(
+    files.some((f) => f.path === 'LICENSE'),
+    'LICENSE is shipped',
+  )
+  assert.ok(
+    files.some((f) => f.path.startsWith('kernels/allreduce/')),
+    'the collective kernels are shipped',
+  )
   assert.ok(!files.some((f) => f.path.includes('/test/') || f.path.startsWith('dist/test')), 'no tests are shipped')
   t.diagnostic(
     `llcomm tarball: ${files.length} files, ${packed?.size} bytes packed, ${packed?.unpackedSize} unpacked; ` +

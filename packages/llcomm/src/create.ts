@@ -1,10 +1,16 @@
-import type { Communicator, CommunicatorOptions } from './api/types.js'
+import type { Communicator, CommunicatorOptions, CpuCommunicatorOptions, CudaCommunicatorOptions } from './api/types.js'
+import type { CpuCommunicator } from './backends/cpu/communicator.js'
+import type { CudaCommunicator } from './backends/cuda/communicator.js'
 import { LlcommError } from './errors.js'
 
 /**
- * The one entry point. Backends are imported lazily so that the cpu backend never loads koffi and the cuda
+ * The one entry point, typed by backend: `{ backend: 'cpu' }` gives a CpuCommunicator, `{ backend: 'cuda' }` a
+ * CudaCommunicator (the device path: deviceAllReduce, canServe, allocate, …). Backends are imported lazily so that the cpu backend never loads koffi and the cuda
  * backend's libraries are looked up only when asked for.
  */
+export async function createCommunicator(options: CpuCommunicatorOptions): Promise<CpuCommunicator>
+export async function createCommunicator(options: CudaCommunicatorOptions): Promise<CudaCommunicator>
+export async function createCommunicator(options: CommunicatorOptions): Promise<Communicator>
 export async function createCommunicator(options: CommunicatorOptions): Promise<Communicator> {
   if (options === null || typeof options !== 'object') {
     throw new LlcommError('INVALID_ARGUMENT', 'createCommunicator needs an options object')

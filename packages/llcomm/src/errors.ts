@@ -19,6 +19,9 @@ export type LlcommErrorCode =
   | 'NCCL_ERROR'
   | 'NO_DEVICE'
   | 'TRACE_FORMAT' // diagnose could not read a trace
+  | 'MISMATCH' // peers disagree on a call's signature (count, dtype, op, algorithm, protocol, chunk): names both
+  | 'OUT_OF_MEMORY' // an allocation (device or host) failed
+  | 'PEER_FAILED' // a peer process died or left: names the rank
 
 export interface TimeoutDetails {
   rank: number

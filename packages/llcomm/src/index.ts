@@ -3,9 +3,13 @@ export { CpuCommunicator, createCpuCommunicator } from './backends/cpu/communica
 export type { CpuRank, CpuRankHandle, RankAllReduceResult } from './backends/cpu/rank-view.js'
 export { attachCpuRank } from './backends/cpu/rank-view.js'
 export type {
+  CanServeQuery,
+  CanServeResult,
   CudaCommunicator,
   DeviceAllReduceArgs,
   DeviceAllReduceInfo,
+  DeviceFallback,
+  DeviceGraph,
   PreparedDeviceAllReduce,
 } from './backends/cuda/communicator.js'
 export { createCommunicator } from './create.js'

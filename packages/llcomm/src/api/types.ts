@@ -1,3 +1,5 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// (AsyncDisposable and Symbol.asyncDispose: a consumer needs neither @types/node nor lib "esnext" for our .d.ts files)
 /**
  * The whole public surface in one typed file (after esbuild's lib/shared/types.ts). Options are string-literal
  * unions. Names here are stable: tests and tools depend on them (SPEC §5).

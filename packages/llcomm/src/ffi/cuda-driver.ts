@@ -22,6 +22,9 @@ import type {
 } from './types.js'
 
 /** CUdevice_attribute values used here (cuda.h). */
+const CUDA_ERROR_OUT_OF_MEMORY = 2
+/** CUpointer_attribute CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (cuda.h). */
+export const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 export const CU_DEVICE_ATTRIBUTE = {
   MAX_THREADS_PER_BLOCK: 1,
   MULTIPROCESSOR_COUNT: 16,
@@ -82,6 +85,11 @@ export class CudaDriver {
   private readonly _cuMemcpyDtoDAsync
   private readonly _cuMemsetD32
   private readonly _cuMemsetD32Async
+  private readonly _cuMemcpyHtoDAsync
+  private readonly _cuMemcpyDtoHAsync
+  private readonly _cuPointerGetAttribute
+  private readonly _cuMemGetAddressRange
+  private readonly u64b = new BigUint64Array(1)
   private readonly _cuModuleLoadData
   private readonly _cuModuleUnload
   private readonly _cuModuleGetFunction
@@ -139,6 +147,12 @@ export class CudaDriver {
     this._cuMemcpyDtoDAsync = f('int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes, uint64_t stream)')
     this._cuMemsetD32 = f('int cuMemsetD32_v2(uint64_t dst, unsigned int value, size_t n)')
     this._cuMemsetD32Async = f('int cuMemsetD32Async(uint64_t dst, unsigned int value, size_t n, uint64_t stream)')
+    this._cuMemcpyHtoDAsync = f(
+      'int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, uint64_t stream)',
+    )
+    this._cuMemcpyDtoHAsync = f('int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t bytes, uint64_t stream)')
+    this._cuPointerGetAttribute = f('int cuPointerGetAttribute(void *data, int attribute, uint64_t ptr)')
+    this._cuMemGetAddressRange = f('int cuMemGetAddressRange_v2(void *pbase, void *psize, uint64_t dptr)')
     this._cuModuleLoadData = f('int cuModuleLoadData(void *module, const void *image)')
     this._cuModuleUnload = f('int cuModuleUnload(uint64_t module)')
     this._cuModuleGetFunction = f('int cuModuleGetFunction(void *hfunc, uint64_t module, const char *name)')
@@ -180,7 +194,9 @@ export class CudaDriver {
   error(call: string, rc: number, extra: Record<string, unknown> = {}): LlcommError {
     const name = this.errorName(rc)
     const text = this.errorString(rc)
-    return new LlcommError('CUDA_ERROR', `${call} failed: ${name} (${rc}): ${text}`, { call, code: rc, name, ...extra })
+    // CUDA_ERROR_OUT_OF_MEMORY (2) gets its own code: callers can free memory or shrink a request and retry.
+    const code = rc === CUDA_ERROR_OUT_OF_MEMORY ? 'OUT_OF_MEMORY' : 'CUDA_ERROR'
+    return new LlcommError(code, `${call} failed: ${name} (${rc}): ${text}`, { call, code: rc, name, ...extra })
   }
 
   errorName(rc: number): string {
@@ -283,6 +299,33 @@ export class CudaDriver {
 
   copyDtoDAsync(dst: DevicePtr, src: DevicePtr, bytes: number, stream: CuStream): void {
     this.check('cuMemcpyDtoDAsync', this._cuMemcpyDtoDAsync(dst, src, bytes, stream))
+  }
+
+  /**
+   * Copy from host memory on a stream. From pageable memory (every JS typed array) the call returns once the bytes
+   * are staged, so the array may change right after; the copy into device memory is ordered on `stream`.
+   */
+  copyHtoDAsync(dst: DevicePtr, src: ArrayBufferView, bytes: number, stream: CuStream): void {
+    this.check('cuMemcpyHtoDAsync', this._cuMemcpyHtoDAsync(dst, src, bytes, stream))
+  }
+
+  /** Copy to host memory on a stream. Into pageable memory the call returns only once the copy is complete. */
+  copyDtoHAsync(dst: ArrayBufferView, src: DevicePtr, bytes: number, stream: CuStream): void {
+    this.check('cuMemcpyDtoHAsync', this._cuMemcpyDtoHAsync(dst, src, bytes, stream))
+  }
+
+  /** The ordinal of the device whose memory `ptr` points into (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL). */
+  pointerDeviceOrdinal(ptr: DevicePtr): number {
+    return this.outI32(
+      'cuPointerGetAttribute',
+      this._cuPointerGetAttribute(this.i32, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
+    )
+  }
+
+  /** The allocation that holds `ptr`: its base address and size in bytes (cuMemGetAddressRange). */
+  addressRange(ptr: DevicePtr): { base: DevicePtr; bytes: number } {
+    this.check('cuMemGetAddressRange', this._cuMemGetAddressRange(this.u64, this.u64b, ptr))
+    return { base: Number(this.u64[0]) as DevicePtr, bytes: Number(this.u64b[0]) }
   }
 
   memsetD32(dst: DevicePtr, word32: number, count32: number): void {

@@ -6,8 +6,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { repoPath } from '../support/paths.js'
 
-const RESULTS = fileURLToPath(new URL('../../../bench/results/', import.meta.url))
+const RESULTS = repoPath('bench/results/')
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

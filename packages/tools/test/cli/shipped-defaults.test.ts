@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { DECODE_SHARDS_URL } from '../../src/model/decode-calibration.js'
 import { DECODE_TP_URL } from '../../src/model/decode-tp.js'
 import { ALGORITHMS_URL, PLATFORMS_URL } from '../../src/model/latency-tables.js'
+import { REPO_ROOT } from '../support/paths.js'
 import { CLI } from './cli-helpers.js'
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
@@ -81,13 +82,13 @@ describe('tool defaults read shipped data', () => {
 
   it('llcomm diagnose reads no bench file it was not given, whatever the folder it runs in', () => {
     // run in the repository root, where bench/results exists: it must not be read
-    const r = spawnSync(process.execPath, [CLI, 'diagnose', TRACE, '--json'], { cwd: REPO, encoding: 'utf8' })
+    const r = spawnSync(process.execPath, [CLI, 'diagnose', TRACE, '--json'], { cwd: REPO_ROOT, encoding: 'utf8' })
     assert.equal(r.status, 0, r.stderr)
     const whatIf = JSON.parse(r.stdout).whatIf
     assert.equal(whatIf.available, false)
     assert.match(whatIf.reason, /no bench results and no model platform given/)
     const priced = spawnSync(process.execPath, [CLI, 'diagnose', TRACE, '--json', '--platform', 'h200'], {
-      cwd: REPO,
+      cwd: REPO_ROOT,
       encoding: 'utf8',
     })
     assert.equal(priced.status, 0, priced.stderr)

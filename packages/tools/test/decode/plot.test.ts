@@ -6,10 +6,9 @@ import { fileURLToPath } from 'node:url'
 import { renderVegaLiteSvg } from '../../src/bench/plot.js'
 import { decodePlotSpec } from '../../src/decode/plot.js'
 import { validateDecodeDocument } from '../../src/decode/report.js'
+import { repoPath } from '../support/paths.js'
 
-const SAVED = fileURLToPath(
-  new URL('../../../bench/results/cuda-h200x2-decode-8b-b1-c4096-2026-11-29b.json', import.meta.url),
-)
+const SAVED = repoPath('bench/results/cuda-h200x2-decode-8b-b1-c4096-2026-11-29b.json')
 
 test('decode plot: a bar per algorithm, in-step and back-to-back bars per AllReduce, rendered as SVG', async () => {
   const doc = validateDecodeDocument(JSON.parse(readFileSync(SAVED, 'utf8')), SAVED)

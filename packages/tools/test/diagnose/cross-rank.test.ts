@@ -11,12 +11,13 @@ import { analyzeAcrossRanks } from '../../src/diagnose/cross-rank.js'
 import { parseTraceText, readTraceFile } from '../../src/diagnose/read-trace.js'
 import { benchLatencySource, whatIf } from '../../src/diagnose/what-if.js'
 import type { BenchFile } from '../../src/model/bench-results.js'
+import { repoPath } from '../support/paths.js'
 import { type Ev, ownTrace } from './own-trace.js'
 
 const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
 const BIN = repo('bin/llcomm.js')
 // the two-H200 sweep the README's table comes from (commit 1bac1a6): diagnose reads no bench file unless named
-const BENCH_2GPU = ['--bench', repo('bench/results/cuda-h200x2-bench-2gpu-2026-11-29c.json')]
+const BENCH_2GPU = ['--bench', repoPath('bench/results/cuda-h200x2-bench-2gpu-2026-11-29c.json')]
 
 const own = ownTrace
 

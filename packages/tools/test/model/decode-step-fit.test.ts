@@ -9,8 +9,9 @@ import { type DecodeDocument, validateDecodeDocument } from '../../src/decode/re
 import { fitDecodeStepTerms } from '../../src/model/decode-step-fit.js'
 import { findGpu, loadGpuTable } from '../../src/model/decode-tables.js'
 import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
+import { repoPath } from '../support/paths.js'
 
-const RESULTS = fileURLToPath(new URL('../../../bench/results/', import.meta.url))
+const RESULTS = repoPath('bench/results/')
 
 test('gpus.json h200 allReduceInDecodeStepUs = the fit of the committed llcomm decode runs', () => {
   const files = readdirSync(RESULTS).filter((f) => /^cuda-h200x2-decode-.*-2026-11-29b?\.json$/.test(f))

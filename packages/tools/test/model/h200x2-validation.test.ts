@@ -12,13 +12,14 @@ import {
   loadPlatformTable,
   type PlatformConstants,
 } from '../../src/model/latency-tables.js'
+import { repoPath, toolsPath } from '../support/paths.js'
 
 // The 2-GPU validation of research/notes/model-calibration-log.md (bench/results/model-calibration-h200x2-2026-11-29{b,c}.txt,
 // research/scripts/model/h200x2-validation.sh and h200x2-refit-c.sh): two H200s over NVLink, one rank per GPU, llcomm's six
 // kernels. Three files: OLD_BENCH (a0bea25; the historic out-of-sample result, with the tables frozen in
 // test/fixtures/model/), BENCH (cf18cd4; the entry fitted to it is frozen as B_FIT) and C_BENCH (1bac1a6, the kernels
 // of 5e4a711; the committed h200 entry is fitted to it).
-const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
+const repo = repoPath
 const OLD_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29.json'
 const BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29b.json'
 const C_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29c.json'
@@ -97,7 +98,7 @@ function predicted(
   }
 }
 
-const fixture = (name: string) => loadPlatformTable(repo(`test/fixtures/model/${name}`)).platforms.h200
+const fixture = (name: string) => loadPlatformTable(toolsPath(`test/fixtures/model/${name}`)).platforms.h200
 
 describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
   it('groups the 2-GPU rows of both files as platform h200: 264 llcomm rows and 88 nccl rows each', () => {
@@ -158,7 +159,7 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
         h200.constants[p as keyof typeof h200.constants].source,
         /calibrated: fit to bench\/results\/cuda-h200x2-bench-2gpu-2026-11-29b\.json/,
       )
-    const fFit = loadPlatformTable(repo(F_FIT)).platforms['h200-virtual']
+    const fFit = loadPlatformTable(toolsPath(F_FIT)).platforms['h200-virtual']
     const copied = Object.entries(h200.constants).filter(([, c]) => c.source.startsWith("h200-virtual's value"))
     assert.deepEqual(copied.map(([name]) => name).sort(), [...COPIED].sort())
     for (const [name, c] of copied) {
@@ -222,7 +223,7 @@ describe('h200 on two GPUs over NVLink (committed 2-GPU bench files)', () => {
     // PRE_C = B_FIT's transport constants + h200-virtual's 11-29h values for every copied constant
     const bFit = fixture(B_FIT).constants
     const preC = fixture(PRE_C).constants
-    const hFit = loadPlatformTable(repo(H_FIT)).platforms['h200-virtual'].constants
+    const hFit = loadPlatformTable(toolsPath(H_FIT)).platforms['h200-virtual'].constants
     for (const name of TRANSPORT_CONSTANTS) assert.equal(preC[name].value, bFit[name].value, name)
     for (const name of [...COPIED, 'blockAccessUs'] as (keyof typeof preC)[]) {
       assert.equal(preC[name].value, hFit[name].value, name)

@@ -22,6 +22,7 @@ import {
   predictLatency,
 } from '../../src/model/latency-model.js'
 import { getAlgorithm, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
+import { repoPath } from '../support/paths.js'
 
 const algorithms = loadAlgorithmTable()
 const platforms = loadPlatformTable()
@@ -308,9 +309,7 @@ describe('kernel structure of the latency model', () => {
     let rows = 0
     let within = 0
     for (const n of [2, 4, 8, 16, 32, 64]) {
-      const file = readBenchFile(
-        fileURLToPath(new URL(`../../../bench/results/cuda-h200-bench-v${n}-2026-11-29h.json`, import.meta.url)),
-      )
+      const file = readBenchFile(repoPath(`bench/results/cuda-h200-bench-v${n}-2026-11-29h.json`))
       for (const row of file.rows) {
         const alg = getAlgorithm(algorithms, row.algorithm)
         const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
@@ -329,9 +328,7 @@ describe('kernel structure of the latency model', () => {
     const params = paramsFromPlatform(platform)
     const errors: number[] = []
     for (const n of [2, 4, 8, 16, 32, 64]) {
-      const file = readBenchFile(
-        fileURLToPath(new URL(`../../../bench/results/cuda-h200-bench-v${n}-2026-11-29k.json`, import.meta.url)),
-      )
+      const file = readBenchFile(repoPath(`bench/results/cuda-h200-bench-v${n}-2026-11-29k.json`))
       assert.equal(file.commit, 'd09257e')
       for (const row of file.rows) {
         const alg = getAlgorithm(algorithms, row.algorithm)

@@ -18,10 +18,11 @@ import {
   predictNccl,
 } from '../../src/model/nccl-model.js'
 import { simulateScaling } from '../../src/model/scale.js'
+import { repoPath, toolsPath } from '../support/paths.js'
 
 // NCCL's cost form (src/model/nccl-model.ts) and its fit to two H200s: bench/results/model-nccl-h200x2-2026-11-29.txt
 // (research/scripts/model/nccl-h200x2.sh).
-const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url))
+const repo = repoPath
 const BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29b.json'
 const OLD_BENCH = 'bench/results/cuda-h200x2-bench-2gpu-2026-11-29.json'
 const algorithms = loadAlgorithmTable()
@@ -123,7 +124,7 @@ describe("NCCL's cost form", () => {
 
   it('rejects an incomplete nccl block with a typed error, and falls back to the seed form without one', () => {
     const bad = { ...h200, nccl: { ...h200.nccl, busGBs: undefined } }
-    const path = repo('dist/test-nccl-bad-platforms.json')
+    const path = toolsPath('dist/test-nccl-bad-platforms.json')
     writeFileSync(path, JSON.stringify({ platforms: { h200: bad } }))
     try {
       assert.throws(

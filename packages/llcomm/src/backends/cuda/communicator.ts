@@ -41,18 +41,36 @@ import {
 import { LLCOMM_ERROR_WORD_BYTES as ERROR_WORD_BYTES } from './abi.js'
 import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
 import { runCudaBenchmark } from './benchmark.js'
-import type { DeviceAllReduceArgs, DeviceAllReduceInfo, PreparedDeviceAllReduce } from './device-call.js'
+import type {
+  CanServeQuery,
+  CanServeResult,
+  DeviceAllReduceArgs,
+  DeviceAllReduceInfo,
+  DeviceFallback,
+  DeviceGraph,
+  PreparedDeviceAllReduce,
+} from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { readErrorWord } from './error-word.js'
+import { CapturedGraph } from './graph.js'
 import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
 import { NcclBaseline, ncclUnavailableReason } from './nccl-baseline.js'
+import { UserDeviceResources } from './user-resources.js'
 
 export const DEFAULT_TIMEOUT_MS = 10_000
 export const DEFAULT_BUFFER_BYTES = 1 << 20
 
-export type { DeviceAllReduceArgs, DeviceAllReduceInfo, PreparedDeviceAllReduce } from './device-call.js'
+export type {
+  CanServeQuery,
+  CanServeResult,
+  DeviceAllReduceArgs,
+  DeviceAllReduceInfo,
+  DeviceFallback,
+  DeviceGraph,
+  PreparedDeviceAllReduce,
+} from './device-call.js'
 
 const ELEMENT_ARRAY: Readonly<Record<Dtype, string>> = { f32: 'Float32Array', f16: 'Uint16Array', bf16: 'Uint16Array' }
 const NCCL_ALGORITHMS: readonly AlgorithmName[] = ['nccl', 'nccl-symmetric']
@@ -98,6 +116,10 @@ export class CudaCommunicator implements Communicator {
   private readonly deviceSet: DeviceSet
   private readonly modules: KernelModules
   private readonly allocs: DeviceAllocations
+  /** Memory and streams handed out to the caller (allocate, createStream), released by close(). */
+  private readonly user: UserDeviceResources
+  /** Graphs captured through captureGraph(), destroyed by close(). */
+  private readonly graphs = new Set<CapturedGraph>()
   private readonly launcher: AllReduceLauncher
   private readonly internalStreams: CuStream[] = []
   private readonly errorWord: DevicePtr
@@ -147,6 +169,7 @@ export class CudaCommunicator implements Communicator {
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
+    this.user = new UserDeviceResources(this.driver, this.deviceSet, this.allocs)
     const nv = loadNvrtc()
     this.modules = new KernelModules(this.driver, nv, { headers: kernelSources(), cacheDir: options.cacheDir })
     try {
@@ -266,8 +289,11 @@ export class CudaCommunicator implements Communicator {
     dtype: Dtype,
     op: ReduceOp,
     bytes: number,
-    fallback = true,
+    fallback: DeviceFallback = true,
   ): { algorithm: AlgorithmName; fallbackReason?: string } {
+    if (fallback !== true && fallback !== false && fallback !== 'nccl') {
+      throw new LlcommError('INVALID_ARGUMENT', `fallback must be 'nccl', true or false, got ${String(fallback)}`)
+    }
     if (!DTYPES.includes(dtype))
       throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
     if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
@@ -292,6 +318,13 @@ export class CudaCommunicator implements Communicator {
         ? `${requested} is not usable here: ${this.ncclReason}`
         : `${requested} has no kernel for ${dtype}/${op} on this communicator`
     if (!fallback) throw new LlcommError('UNSUPPORTED_ALGORITHM', reason, { algorithm: requested })
+    if (fallback === 'nccl' && !available.includes('nccl')) {
+      throw new LlcommError(
+        'UNSUPPORTED_ALGORITHM',
+        `${reason}, and the nccl fallback asked for is not usable here: ${this.ncclReason ?? 'not loaded'}`,
+        { algorithm: requested },
+      )
+    }
     const to: AlgorithmName | undefined = available.includes('nccl')
       ? 'nccl'
       : FALLBACK_KERNELS.find((a) => this.hasKernel(a, dtype, op))
@@ -353,6 +386,15 @@ export class CudaCommunicator implements Communicator {
             what,
           })
         }
+      }
+    }
+    if (!DTYPES.includes(args.dtype))
+      throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(args.dtype)} is not one of ${DTYPES.join(', ')}`)
+    const bytes = count * DTYPE_BYTES[args.dtype]
+    if (bytes > 0) {
+      for (let r = 0; r < this.size; r++) {
+        this.user.checkDevicePointer(inputs[r], r, bytes, 'input')
+        if (outputs[r] !== inputs[r]) this.user.checkDevicePointer(outputs[r], r, bytes, 'output')
       }
     }
   }
@@ -614,6 +656,102 @@ export class CudaCommunicator implements Communicator {
     return runCudaBenchmark(this, this.driver, this.deviceSet, this.allocs, this.modules, request)
   }
 
+  /**
+   * Whether a device call of this shape can run here, and what would run: the algorithm `auto` (or the one asked
+   * for) resolves to, with any fallback and its reason; or, when none can, why. Nothing is launched or allocated.
+   */
+  canServe(query: CanServeQuery): CanServeResult {
+    try {
+      this.assertOpen()
+      if (query === null || typeof query !== 'object')
+        throw new LlcommError('INVALID_ARGUMENT', 'canServe needs { count, dtype, op? }')
+      const { count, dtype } = query
+      if (!Number.isSafeInteger(count) || count < 0)
+        throw new LlcommError('INVALID_ARGUMENT', `count must be a non-negative integer, got ${String(count)}`)
+      const bytes = count * (DTYPE_BYTES[dtype] ?? 0)
+      const { algorithm, fallbackReason } = this.resolveAlgorithm(
+        query.algorithm ?? 'auto',
+        dtype,
+        query.op ?? 'sum',
+        bytes,
+        query.fallback ?? true,
+      )
+      return { ok: true, algorithm, ...(fallbackReason ? { fallbackReason } : {}) }
+    } catch (e) {
+      if (e instanceof LlcommError) return { ok: false, code: e.code, reason: e.message }
+      throw e
+    }
+  }
+
+  /** Device memory on rank `rank`'s GPU (256-byte aligned), owned by this communicator until free() or close(). */
+  allocate(rank: number, bytes: number): DevicePtr {
+    this.assertOpen()
+    return this.user.allocate(rank, bytes, this.size)
+  }
+
+  /** Frees memory from allocate(). */
+  free(ptr: DevicePtr): void {
+    if (this.closed) return
+    this.user.free(ptr)
+  }
+
+  /** Copies a typed array to device memory (on `stream` when given; the array may be reused once this returns). */
+  upload(ptr: DevicePtr, data: ArrayBufferView, stream?: CuStream): void {
+    this.assertOpen()
+    this.user.upload(ptr, data, stream)
+  }
+
+  /** Copies device memory into a typed array; returns once the bytes are there (after `stream`'s earlier work). */
+  download(ptr: DevicePtr, data: ArrayBufferView, stream?: CuStream): void {
+    this.assertOpen()
+    this.user.download(ptr, data, stream)
+  }
+
+  /** A non-blocking stream on rank `rank`'s GPU, destroyed by close(). */
+  createStream(rank: number): CuStream {
+    this.assertOpen()
+    return this.user.createStream(rank, this.size)
+  }
+
+  /**
+   * Waits for `stream` without blocking the event loop, then reads the device error word: a collective that timed
+   * out on the device is reported here as TIMEOUT (naming rank, peer and epoch).
+   */
+  async synchronize(stream: CuStream): Promise<void> {
+    this.assertOpen()
+    await this.user.synchronize(stream, this.timeoutMs)
+    this.checkDeviceError()
+  }
+
+  /**
+   * Captures what `body` enqueues on `streams` (default: the communicator's own, one per device) into one CUDA
+   * graph; `launch()` replays it on the first stream. Prepare or make the calls once before capturing (setup such
+   * as module loads and NCCL windows must not happen during a capture). Destroyed by destroy() or close().
+   */
+  captureGraph(body: () => void, streams: readonly CuStream[] = this.internalStreams): DeviceGraph {
+    this.assertOpen()
+    if (streams.length !== this.deviceSet.groups.length) {
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `captureGraph needs one stream per distinct device (${this.deviceSet.groups.length}), got ${streams.length}`,
+      )
+    }
+    const graph = CapturedGraph.capture(this.driver, streams, (i) => this.deviceSet.use(this.deviceSet.groups[i]), body)
+    this.graphs.add(graph)
+    return {
+      launch: (stream?: CuStream) => {
+        this.assertOpen()
+        this.deviceSet.use(this.deviceSet.groups[0])
+        graph.replay(stream)
+      },
+      destroy: () => {
+        if (!this.graphs.delete(graph)) return
+        this.deviceSet.use(this.deviceSet.groups[0])
+        graph.destroy()
+      },
+    }
+  }
+
   /** Drains in-flight work, then frees everything in reverse order; idempotent. */
   async close(): Promise<void> {
     if (this.closed) return
@@ -647,6 +785,9 @@ export class CudaCommunicator implements Communicator {
         // keep freeing: one failure must not leak the rest
       }
     }
+    for (const g of this.graphs) attempt(() => g.destroy())
+    this.graphs.clear()
+    attempt(() => this.user.releaseAll())
     attempt(() => this.ncclBaseline?.destroy())
     attempt(() => this.launcher?.disposeAll())
     for (const [i, s] of [...this.internalStreams.entries()].reverse()) {
@@ -675,7 +816,7 @@ interface EagerCall {
   algorithm: AlgorithmChoice
   protocol: LlProtocol | undefined
   pdl: boolean
-  fallback: boolean
+  fallback: DeviceFallback
   stream: CuStream | undefined
   argStreams: CuStream[] | undefined
   /** The streams the call runs on (a private copy, passed to issue() every time). */

@@ -3,6 +3,7 @@
  * argument and result types only, apart from communicator.ts so that its helpers (benchmark.ts) need not import it.
  */
 import type { AlgorithmChoice, AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import type { LlcommErrorCode } from '../../errors.js'
 import type { CuStream, DevicePtr } from '../../ffi/types.js'
 
 /** Arguments of a device-buffer AllReduce. Pointers are indexed by global rank. */
@@ -16,7 +17,12 @@ export interface DeviceAllReduceArgs {
   algorithm?: AlgorithmChoice
   protocol?: LlProtocol
   pdl?: boolean
-  fallback?: boolean
+  /**
+   * What runs when llcomm's kernels cannot serve the call: 'nccl' (NCCL on the same streams; an error where NCCL is
+   * not usable), true (the default: NCCL where usable, else a kernel that serves any shape), false (an
+   * UNSUPPORTED_ALGORITHM error instead). What ran is in the returned info.
+   */
+  fallback?: DeviceFallback
   /** The caller's stream, when all ranks live on one device. */
   stream?: CuStream
   /** One stream per distinct device (launch group), in order of first appearance in `devices`. */
@@ -32,4 +38,29 @@ export interface DeviceAllReduceInfo {
 /** A device AllReduce packed once; `issue()` launches it again (same pointers and count) without allocating. */
 export interface PreparedDeviceAllReduce extends DeviceAllReduceInfo {
   issue(streams?: readonly CuStream[]): void
+}
+
+/** CudaCommunicator fallback policy for device calls (DeviceAllReduceArgs.fallback). */
+export type DeviceFallback = 'nccl' | boolean
+
+/** A question for canServe(): could a device call of this shape run here? */
+export interface CanServeQuery {
+  /** Elements per rank. */
+  count: number
+  dtype: Dtype
+  op?: ReduceOp
+  algorithm?: AlgorithmChoice
+  fallback?: DeviceFallback
+}
+
+/** canServe()'s answer: what would run (and whether it is a fallback), or why nothing can. */
+export type CanServeResult =
+  | { ok: true; algorithm: AlgorithmName; fallbackReason?: string }
+  | { ok: false; code: LlcommErrorCode; reason: string }
+
+/** A CUDA graph captured by CudaCommunicator.captureGraph(); `launch()` replays it. */
+export interface DeviceGraph {
+  /** Replays the graph on `stream` (default: the first stream it was captured on). */
+  launch(stream?: CuStream): void
+  destroy(): void
 }
