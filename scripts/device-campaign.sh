@@ -14,7 +14,7 @@ mkdir -p "$res"
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0
 budget=${LLCOMM_CAMPAIGN_S:-560}
 t0=$(date +%s)
-llcomm="node bin/llcomm.js"   # a variable, not a function: `timeout` runs external commands only
+llcomm="node packages/tools/bin/llcomm.js"   # a variable, not a function: `timeout` runs external commands only
 gpus=$(nvidia-smi -L | wc -l)
 summary=$out/summary.txt
 : > "$summary"

@@ -22,7 +22,7 @@ if [ "${DECODE_TEST:-0}" = 1 ]; then
   for d in 0_0 $([ "$gpus" -ge 2 ] && echo 0_1); do
     echo "== decode test on devices $d"
     LLCOMM_TEST_BACKEND=cuda LLCOMM_GPU_RESULTS=$cases LLCOMM_GPU_DECODE_DEVICES=${d/_/,} LLCOMM_GPU_CASE_PREFIX=devices-${d/_/,} \
-      timeout "${DECODE_TEST_TIMEOUT_S:-180}" node --test --test-reporter=spec dist/test/gpu/decode.test.js \
+      timeout "${DECODE_TEST_TIMEOUT_S:-180}" node --test --test-reporter=spec packages/tools/dist/test/gpu/decode.test.js \
       > "$out/decode-test-$d.log" 2>&1
     echo "exit $?" | tee -a "$out/decode-test-$d.log"
     grep -E "^# (pass|fail)|not ok|Error|error" "$out/decode-test-$d.log" | head -20
@@ -36,7 +36,7 @@ for run in ${DECODE_RUNS:-}; do
   IFS=: read -r model batch context pdl <<< "$run"
   name=decode-$model-b$batch-c$context$([ "${pdl:-}" = pdl ] && echo -pdl)
   echo "== $name"
-  timeout "${DECODE_RUN_TIMEOUT_S:-200}" node bin/llcomm.js decode --model "llama-3.1-$model" --devices "$devices" \
+  timeout "${DECODE_RUN_TIMEOUT_S:-200}" node packages/tools/bin/llcomm.js decode --model "llama-3.1-$model" --devices "$devices" \
     --batch "$batch" --context "$context" --pdl "$([ "${pdl:-}" = pdl ] && echo on || echo off)" \
     ${DECODE_ARGS:-} --no-progress --json "$out/$name.json" > "$out/$name.txt" 2> "$out/$name.err"
   echo "exit $?" >> "$out/$name.txt"

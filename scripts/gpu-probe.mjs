@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Probes the GPU machine through llcomm's own FFI (dist/src/ffi): libraries, driver, NVRTC, cooperative and PDL
+// Probes the GPU machine through llcomm's own FFI (llcomm/internal): libraries, driver, NVRTC, cooperative and PDL
 // launches through cuLaunchKernelEx (both parameter-passing modes), graph capture, events, NCCL with one rank,
 // NCCL symmetric windows. Prints one JSON object (also written to $OUT/probe.json when OUT is set).
 import { writeFileSync } from 'node:fs'
 
-const ffi = await import('../dist/src/ffi/index.js')
+const ffi = await import('llcomm/internal')
 const r = { steps: {} }
 const step = async (name, f) => {
   try {

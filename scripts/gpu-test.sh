@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU test of the cuda backend, run on the GPU machine (through the device tool) from the repository root:
 #   LLCOMM_COMMIT=$(git rev-parse HEAD) scripts/gpu-test.sh
-# 1. node --test on dist/test/gpu/*.test.js (the correctness matrix, back-to-back and graph-replay runs, LL16
+# 1. node --test on packages/*/dist/test/gpu/*.test.js (the correctness matrix, back-to-back and graph-replay runs, LL16
 #    stress, one-rank NCCL, benchmark()), every case appended to a JSON-lines file;
 # 2. compute-sanitizer memcheck, racecheck and synccheck on the reduced correctness matrix (LLCOMM_GPU_SANITIZER_ONLY=1:
 #    this step alone);
@@ -18,7 +18,7 @@ export LLCOMM_TEST_BACKEND=cuda LLCOMM_GPU_RESULTS=$cases
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
 export NCCL_NVLS_ENABLE=0
 started=$(date -u +%s)
-tests=$(ls dist/test/gpu/*.test.js)
+tests=$(ls packages/llcomm/dist/test/gpu/*.test.js packages/tools/dist/test/gpu/*.test.js)
 if [ "${LLCOMM_GPU_SANITIZER_ONLY:-0}" != 1 ]; then # =1: only the sanitizer runs below (a re-check)
   echo "== node --test ($(echo $tests | wc -w) files)"
   timeout "${LLCOMM_GPU_TEST_TIMEOUT_S:-420}" node --test --test-concurrency=1 --test-reporter=spec $tests > "$out/gpu-test.log" 2>&1
@@ -34,7 +34,7 @@ if [ "${LLCOMM_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/
     # enabled, probing kernel images), which memcheck reports (run of 2026-11-29 on two GPUs, gpu-test-h200x2-*-b.json.gz).
     LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_CASE_PREFIX=sanitizer-$tool timeout "${LLCOMM_SANITIZER_TIMEOUT_S:-240}" \
       compute-sanitizer --tool "$tool" --error-exitcode 9 --target-processes all \
-      node dist/test/gpu/correctness.test.js >> "$log" 2>&1
+      node packages/llcomm/dist/test/gpu/correctness.test.js >> "$log" 2>&1
     rc=$?
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1)
     # The sanitizer's verdict: its summary line says 0 errors/hazards and it did not exit with --error-exitcode

@@ -14,7 +14,7 @@ devices=$(seq -s, 0 $((gpus - 1)))
 sizes=${SBS_SIZES:-8,64,512,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M}
 dtypes=${SBS_DTYPES:-bf16,f32}
 python3 -c 'import torch; print("torch", torch.__version__, "gpus", torch.cuda.device_count())'
-timeout 200 node bin/llcomm.js bench --devices "$devices" --sizes "$sizes" --dtype "$dtypes" --no-progress \
+timeout 200 node packages/tools/bin/llcomm.js bench --devices "$devices" --sizes "$sizes" --dtype "$dtypes" --no-progress \
   --iters 500 --warmup 100 --json "$out/bench.json" > "$out/bench.txt" 2>&1
 echo "llcomm bench exit $?"
 timeout 300 python3 scripts/baselines/torch-symm-mem.py --sizes "$sizes" --dtype "$dtypes" --iters 500 --warmup 100 \

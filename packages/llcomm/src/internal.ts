@@ -7,8 +7,9 @@
 
 export * from './algorithms/auto.js'
 export * from './backends/cuda/abi.js'
+export * from './backends/cuda/allreduce-launcher.js'
 export {
-  type CudaCommunicator,
+  CudaCommunicator,
   type CudaCommunicatorInternals,
   createCudaCommunicator,
   cudaCommunicatorInternals,

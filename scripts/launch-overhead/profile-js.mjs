@@ -17,10 +17,10 @@ const { values: opts } = parseArgs({
 })
 const CALLS = Number(opts.calls)
 
-const { AllReduceLauncher } = await import('../../dist/src/backends/cuda/allreduce-launcher.js')
-const { CudaCommunicator } = await import('../../dist/src/backends/cuda/communicator.js')
-const { deviceBufferLayout } = await import('../../dist/src/backends/cuda/kernel-table.js')
-const { loadTuningTable } = await import('../../dist/src/algorithms/auto.js')
+const { AllReduceLauncher } = await import('llcomm/internal')
+const { CudaCommunicator } = await import('llcomm/internal')
+const { deviceBufferLayout } = await import('llcomm/internal')
+const { loadTuningTable } = await import('llcomm/internal')
 
 const libc = koffi.load('libc.so.6')
 const launchStandIn = libc.func('int memcmp(uint64_t a, uint64_t b, uint64_t n, uint64_t unused)')
@@ -83,6 +83,8 @@ Object.assign(comm, {
   lastStreams: undefined,
   eagerCalls: [], // fields of the eager-call cache (communicator.ts), when this build has it
   eagerNext: 0,
+  // pointer checks ask the driver about the allocation; the fake pointers here have none
+  user: { checkDevicePointer() {} },
 })
 
 const stream = 0x4000

@@ -40,10 +40,11 @@ const INPUT_WORD = 0x3f803f80 // bf16 1.0 in both halves: non-zero inputs
 const workDir = resolve(opts.work)
 mkdirSync(workDir, { recursive: true })
 
-const ffi = await import('../../dist/src/ffi/index.js')
-const { createCudaCommunicator } = await import('../../dist/src/backends/cuda/communicator.js')
-const { deviceBufferLayout } = await import('../../dist/src/backends/cuda/kernel-table.js')
-const { packSolEmptyParams, LLCOMM_ERROR_WORD_BYTES } = await import('../../dist/src/backends/cuda/abi.js')
+const ffi = await import('llcomm/internal')
+const { createCudaCommunicator } = await import('llcomm/internal')
+const { deviceBufferLayout } = await import('llcomm/internal')
+const { LLCOMM_ERROR_WORD_BYTES } = await import('llcomm/internal')
+const { packSolEmptyParams } = await import('../../packages/tools/dist/src/kernels/abi.js')
 
 const d = ffi.cudaDriver()
 const comm = await createCudaCommunicator({ backend: 'cuda', devices: [0, 0], timeoutMs: 10_000 })
