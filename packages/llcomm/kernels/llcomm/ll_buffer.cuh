@@ -15,6 +15,7 @@
 #include "llcomm/channel.cuh"
 #include "llcomm/dtype.cuh"
 #include "llcomm/packets.cuh"
+#include "llcomm/sentinel.cuh"
 #include "llcomm/wait.cuh"
 
 #if LLC_HAS_DEVICE

@@ -127,7 +127,7 @@ export function createChannelMemory(layout: ChannelLayout): SharedArrayBuffer {
   for (let r = 0; r < layout.ranks; r++) {
     const first = (regionBase(layout, r) + layout.sentinelOffset) / 4
     i32.fill(SENTINEL_WORD | 0, first, first + 2 * layout.ranks * layout.slotsPerPeer)
-    // Line data words start at -0, the identity of IEEE addition (see ll128-lines.ts); counters at 0.
+    // Line data words start at -0, the identity of IEEE addition (see atomic-lines.ts); counters at 0.
     const lines = (regionBase(layout, r) + layout.linesOffset) / 4
     for (let l = 0; l < 2 * layout.linesPerHalf; l++) {
       i32.fill(0x80000000 | 0, lines + l * LINE_WORDS + 1, lines + (l + 1) * LINE_WORDS)

@@ -4,9 +4,9 @@
  * same half never matches and the buffer never needs resetting between calls. Payload efficiency is 50%.
  */
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
-import type { RankControl } from './control.js'
 import { regionBase } from './layout.js'
-import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-channel.js'
+import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-buffer.js'
+import type { RankControl } from './wait.js'
 
 const TWO_POW_32 = 1n << 32n
 const DATA_MASK = 0xffffffffn

@@ -5,9 +5,9 @@
  */
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
 import { SENTINEL_WORD } from '../../dtype/sentinels.js'
-import type { RankControl } from './control.js'
 import { regionBase } from './layout.js'
-import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-channel.js'
+import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-buffer.js'
+import type { RankControl } from './wait.js'
 
 const SENTINEL = SENTINEL_WORD | 0
 const SENTINEL_LANE = SENTINEL_WORD & 0xffff
@@ -111,7 +111,7 @@ export class SentinelBuffer implements LlChannel {
    *   our SC store: it synchronizes with it, and everything we did before in program order (our re-arms
    *   included) happens-before what the receiver does next, such as writing our slots again.
    * - No stale read: a slot is written once per use of its half, after the receiver's re-arm of its previous use
-   *   (the contract in ll-channel.ts); the receiver's own re-arm happens-before its next read, so coherence rules
+   *   (the contract in ll-buffer.ts); the receiver's own re-arm happens-before its next read, so coherence rules
    *   out reading the value of two uses ago.
    */
   sendRange(peer: number, firstSlot: number, words: Int32Array): void {
