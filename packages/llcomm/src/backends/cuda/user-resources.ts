@@ -126,10 +126,10 @@ export class UserDeviceResources {
    * Waits until `stream` has finished, yielding to the event loop between polls; a stream that outlives the
    * kernels' own deadline (timeoutMs) by more than a margin is reported as TIMEOUT instead of waited on forever.
    */
-  async synchronize(stream: CuStream, timeoutMs: number): Promise<void> {
+  async synchronize(stream: CuStream, timeoutMs: number, marginMs = SYNCHRONIZE_MARGIN_MS): Promise<void> {
     const group = this.streams.get(stream)
     if (group) this.deviceSet.use(group)
-    const deadline = performance.now() + timeoutMs + SYNCHRONIZE_MARGIN_MS
+    const deadline = performance.now() + timeoutMs + marginMs
     let polls = 0
     while (!this.driver.streamQuery(stream)) {
       if (performance.now() > deadline) {
