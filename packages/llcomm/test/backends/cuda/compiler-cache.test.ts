@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { cacheKey, compileCubin, nvrtcOptions } from '../../../src/backends/cuda/compiler.js'
+import { cacheKey, compileCubin, compileInputs, nvrtcOptions } from '../../../src/backends/cuda/compiler.js'
 
 const base = {
   sourceFile: 'allreduce/x.cu',
@@ -88,4 +88,43 @@ test('compileCubin compiles once, then loads from the cache; a changed source re
     if (saved === undefined) delete process.env.LLCOMM_KERNELS_DIR
     else process.env.LLCOMM_KERNELS_DIR = saved
   }
+})
+
+test('a module is keyed by the headers it includes, transitively, and by no other file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'llcomm-closure-'))
+  mkdirSync(join(dir, 'llcomm'))
+  mkdirSync(join(dir, 'tools'))
+  const write = (name: string, text: string) => writeFileSync(join(dir, name), text)
+  write('llcomm/a.cuh', '#pragma once\n#include "llcomm/b.cuh"\n')
+  write('llcomm/b.cuh', '#pragma once\n// #include "llcomm/never.cuh" is a comment, not an include\n')
+  write('llcomm/unrelated.cuh', '#pragma once\n')
+  write('kernel.cu', '  #  include "llcomm/a.cuh"\nextern "C" __global__ void k() {}\n')
+  // A tools kernel: its own header sits beside it, the library's come by include name.
+  write('tools/step.cu', '#include "llcomm/b.cuh"\n#include "step_abi.cuh"\n')
+  write('tools/step_abi.cuh', '#pragma once\n')
+  const headers = ['llcomm/a.cuh', 'llcomm/b.cuh', 'llcomm/unrelated.cuh'].map((name) => ({
+    name,
+    path: join(dir, name),
+  }))
+  const request = {
+    sourceFile: join(dir, 'kernel.cu'),
+    headers,
+    arch: 'sm_90',
+    driverVersion: 13000,
+    nvrtcVersion: '13.0',
+  }
+  const before = compileInputs(request)
+  assert.deepEqual(
+    before.headers.map((h) => h.name),
+    ['llcomm/a.cuh', 'llcomm/b.cuh'],
+  )
+  write('llcomm/unrelated.cuh', '#pragma once\n// edited\n')
+  assert.equal(compileInputs(request).key, before.key, 'editing a header the module does not include keeps its key')
+  write('llcomm/b.cuh', '#pragma once\n// edited\n')
+  assert.notEqual(compileInputs(request).key, before.key, 'editing one it includes through another changes it')
+  const tools = compileInputs({ ...request, sourceFile: join(dir, 'tools/step.cu') })
+  assert.deepEqual(
+    tools.headers.map((h) => h.name),
+    ['llcomm/b.cuh', 'step_abi.cuh'],
+  )
 })

@@ -121,7 +121,10 @@ test('device-call pointer checks: wrong device, too small from the pointer, unkn
   const inner = (theirs + 4096) as DevicePtr
   user.checkDevicePointer(inner, 1, 4096, 'input')
   assert.throws(() => user.checkDevicePointer(inner, 1, 4097, 'input'), { code: 'INVALID_ARGUMENT' })
-  assert.throws(() => user.checkDevicePointer(0x1234 as DevicePtr, 0, 16, 'input'), /not device memory the driver knows/)
+  assert.throws(
+    () => user.checkDevicePointer(0x1234 as DevicePtr, 0, 16, 'input'),
+    /not device memory the driver knows/,
+  )
 })
 
 test('synchronize polls without blocking and reports a stream that never finishes as TIMEOUT', async () => {
