@@ -76,7 +76,7 @@ export interface StructLayout {
   bytes: number
 }
 
-function layOut(cName: string, specs: readonly FieldSpec[]): StructLayout {
+export function layOut(cName: string, specs: readonly FieldSpec[]): StructLayout {
   let offset = 0
   let maxAlign = 1
   const fields: FieldLayout[] = []
