@@ -14,12 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import {
-  FUSED_KERNELS,
-  KERNEL_VARIANTS,
-  kernelsDirectory,
-  TOOL_KERNELS,
-} from '../../src/backends/cuda/kernel-table.js'
+import { FUSED_KERNELS, KERNEL_VARIANTS, kernelsDirectory, TOOL_KERNELS } from '../../src/backends/cuda/kernel-table.js'
 import { elfSymbols } from './elf-symbols.js'
 import { type KernelResources, parsePtxasReport } from './ptxas-report.js'
 import { nvccVersion, requireNvcc } from './toolchain.js'

@@ -4,7 +4,14 @@
  * offsetof/sizeof and constant against these tables.
  */
 import { LlcommError } from '../../errors.js'
-import { type BufferRegion, LLCOMM_MAX_CHANNELS, LLCOMM_MAX_RANKS, layOut, packStruct, type StructLayout } from './abi.js'
+import {
+  type BufferRegion,
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_MAX_RANKS,
+  layOut,
+  packStruct,
+  type StructLayout,
+} from './abi.js'
 
 export const LLCOMM_FUSED_RESIDUAL_F32 = 1
 export const LLCOMM_FUSED_NO_RESIDUAL_IN = 2
@@ -65,7 +72,10 @@ function checkLaunch(nranks: number, ranksInLaunch: number, launchRanks: readonl
   if (!Number.isInteger(nranks) || nranks < 1 || nranks > LLCOMM_MAX_RANKS)
     throw new LlcommError('INVALID_ARGUMENT', `nranks ${nranks} outside 1..${LLCOMM_MAX_RANKS}`)
   if (launchRanks.length !== ranksInLaunch || ranksInLaunch < 1)
-    throw new LlcommError('INVALID_ARGUMENT', `launchRanks has ${launchRanks.length} entries, ranksInLaunch is ${ranksInLaunch}`)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `launchRanks has ${launchRanks.length} entries, ranksInLaunch is ${ranksInLaunch}`,
+    )
   for (const r of launchRanks)
     if (!Number.isInteger(r) || r < 0 || r >= nranks)
       throw new LlcommError('INVALID_ARGUMENT', `launch rank ${r} outside 0..${nranks - 1}`)
@@ -78,7 +88,10 @@ function checkAligned(what: string, list: readonly bigint[], launchRanks: readon
     const p = list[r]
     if (p === undefined) throw new LlcommError('INVALID_ARGUMENT', `${what} pointer of launch rank ${r} missing`)
     if (p % 16n !== 0n)
-      throw new LlcommError('MISALIGNED_BUFFER', `${what} pointer of rank ${r} is not 16-byte aligned`, { rank: r, what })
+      throw new LlcommError('MISALIGNED_BUFFER', `${what} pointer of rank ${r} is not 16-byte aligned`, {
+        rank: r,
+        what,
+      })
   }
 }
 

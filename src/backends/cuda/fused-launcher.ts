@@ -242,7 +242,14 @@ export class FusedLauncher {
   }
 
   /** Launch config for one device, built on first use (with the co-residency check when cooperative) and cached. */
-  private launchFor(k: FusedKernel, group: LaunchGroup, grid: number, cooperative: boolean, pdl: boolean, bytes: number) {
+  private launchFor(
+    k: FusedKernel,
+    group: LaunchGroup,
+    grid: number,
+    cooperative: boolean,
+    pdl: boolean,
+    bytes: number,
+  ) {
     const key = `${k.kernelName}|${group.index}|${grid}|${cooperative ? 1 : 0}|${pdl ? 1 : 0}`
     let l = this.configs.get(key)
     if (l) return l
@@ -290,8 +297,10 @@ export class FusedLauncher {
   }
 
   private normFlags(call: FusedNormCall): number {
-    return (call.residualF32 && call.dtype !== 'f32' ? LLCOMM_FUSED_RESIDUAL_F32 : 0) |
+    return (
+      (call.residualF32 && call.dtype !== 'f32' ? LLCOMM_FUSED_RESIDUAL_F32 : 0) |
       (call.noResidualIn ? LLCOMM_FUSED_NO_RESIDUAL_IN : 0)
+    )
   }
 
   /** Packs a fused AllReduce + residual + RMSNorm (reference: false) or the reference RMSNorm alone (true). */
@@ -351,10 +360,15 @@ export class FusedLauncher {
   prepareMany(call: FusedManyCall): PreparedFusedCall {
     const s = this.state
     const b = call.counts.length
-    if (!Array.isArray(call.inputs) || !Array.isArray(call.outputs) || call.inputs.length !== b || call.outputs.length !== b)
+    if (
+      !Array.isArray(call.inputs) ||
+      !Array.isArray(call.outputs) ||
+      call.inputs.length !== b ||
+      call.outputs.length !== b
+    )
       throw new LlcommError('INVALID_ARGUMENT', `inputs, outputs and counts need one entry per buffer (${b})`)
-    call.inputs.forEach((l, i) => this.checkPointers(`inputs[${i}]`, l))
-    call.outputs.forEach((l, i) => this.checkPointers(`outputs[${i}]`, l))
+    for (const [i, l] of call.inputs.entries()) this.checkPointers(`inputs[${i}]`, l)
+    for (const [i, l] of call.outputs.entries()) this.checkPointers(`outputs[${i}]`, l)
     const eb = DTYPE_BYTES[call.dtype]
     const plans = planAllReduceMany(call.counts, call.dtype, s.nranks, s.bufferBytes)
     const k = selectFusedKernel('allreduce_many', call.dtype)
