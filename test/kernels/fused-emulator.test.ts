@@ -205,6 +205,8 @@ test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within round
       flags: LLCOMM_FUSED_RESIDUAL_F32,
       calls: 2,
     })
+  // f32 8192 at 8 ranks: a row (32 KB) fills the two-shot's 8 parts of 4 KB exactly (no one-shot lane holds it).
+  cases.push({ kind: 'norm', algorithm: 'twoshot', dtype: 'f32', nranks: 8, rows: 3, hidden: 8192, flags: 0, calls: 2 })
   const started = Date.now()
   const results = await runAll<NormResult>(cases)
   t.diagnostic(`${cases.length} emulated fused runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
