@@ -21,6 +21,22 @@
 // Floats of shared memory llcRmsNormRow needs (one per thread, 32 level-1 sums, the total).
 #define LLCOMM_NORM_SHARED_FLOATS (LLCOMM_THREADS + 33)
 
+// A weak 16-byte load of data other threads of this block stored before a __syncthreads: as llcLoadWeakV4, with a
+// "memory" clobber so that the compiler cannot hoist it above the barrier (llcLoadWeakV4 has none: its callers read
+// only what their own thread wrote). The barrier orders the stores before it at block scope (CUDA memory model).
+#if defined(LLCOMM_HOST_EMULATION)
+LLC_DEVICE LlcWords4 llcLoadAfterBarrierV4(const void* p) { return llcLoadWeakV4(p); }
+#else
+LLC_DEVICE LlcWords4 llcLoadAfterBarrierV4(const void* p) {
+  LlcWords4 v;
+  asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "l"(p)
+               : "memory");
+  return v;
+}
+#endif
+
 // The elements of one 16-byte slot of dtype DT as floats (f32: 4, 16-bit types: 8).
 template <int DT>
 struct LlcSlotFloats {
@@ -38,19 +54,20 @@ struct LlcSlotFloats {
 
 // The residual elements of one slot of x (elements [elem0, elem0 + kElems) of a contiguous run starting at `base`):
 // dtype DT, or f32 when `f32` (then 16-bit types take two 16-byte vectors). Weak accesses: the residual is this
-// rank's own memory, stable for the kernel, and each element is read and written by one thread.
+// rank's own memory; the add pass reads and writes each element in one thread, the norm passes read what other
+// threads of the block wrote before a __syncthreads (hence llcLoadAfterBarrierV4).
 template <int DT>
 LLC_DEVICE void llcLoadResidualSlot(const char* base, llc_u64 elem0, bool f32, LlcSlotFloats<DT>& r) {
   constexpr int E = LlcSlotFloats<DT>::kElems;
   if (f32 && LlcDtype<DT>::kElemBytes == 2) {
 #pragma unroll
     for (int h = 0; h < E / 4; ++h) {
-      const LlcWords4 v = llcLoadWeakV4(base + 4 * elem0 + 16 * h);
+      const LlcWords4 v = llcLoadAfterBarrierV4(base + 4 * elem0 + 16 * h);
 #pragma unroll
       for (int i = 0; i < 4; ++i) r.v[4 * h + i] = __uint_as_float(v.w[i]);
     }
   } else {
-    const LlcWords4 v = llcLoadWeakV4(base + LlcDtype<DT>::kElemBytes * elem0);
+    const LlcWords4 v = llcLoadAfterBarrierV4(base + LlcDtype<DT>::kElemBytes * elem0);
     r.unpack(v.w);
   }
 }
