@@ -8,11 +8,13 @@
 // LlcommFusedNormParams.flags
 #define LLCOMM_FUSED_RESIDUAL_F32 1u /* the residual stream is f32 (else the dtype of x) */
 #define LLCOMM_FUSED_NO_RESIDUAL_IN 2u /* residual = allreduce(x) (the first layer); else residual += allreduce(x) */
-#define LLCOMM_FUSED_FLAGS_MASK 3u
+#define LLCOMM_FUSED_OUT_E4M3 4u /* out is FP8 e4m3 (1 byte per element): e4m3(y * outScale), saturating */
+#define LLCOMM_FUSED_FLAGS_MASK 7u
 
 // The fused AllReduce + residual add + RMSNorm, over a [rows][hidden] tensor per rank, row-major and contiguous:
 //   residual = (flags & NO_RESIDUAL_IN ? 0 : residual) + allreduce(x)   (x's dtype, or f32 with RESIDUAL_F32)
 //   out      = dtype(residual * rsqrt(mean(residual^2) + eps) * weight)
+//              (with OUT_E4M3: e4m3(that value before rounding * outScale), round to nearest even, saturated to +-448)
 // Each block (channel) owns whole rows: llcPiece(rows, blocksPerRank, channel, 1). hidden * elemBytes is a multiple
 // of 16 (every slot of the message is full, every row starts on a 16-byte boundary).
 // The same struct drives the reference llcomm_rmsnorm_<dtype> kernel (input = the AllReduce's output; the buffer
@@ -34,7 +36,7 @@ struct LlcommFusedNormParams {
   llc_u32 nranks;
   llc_u32 ranksInLaunch;
   llc_u32 blocksPerRank;
-  llc_u32 reserved;
+  llc_u32 outScaleBits; // f32 bits of the per-tensor scale of an e4m3 output (OUT_E4M3; else unused)
   llc_u8 launchRanks[LLCOMM_MAX_RANKS];
 };
 

@@ -37,6 +37,21 @@ LLC_DEVICE LlcWords4 llcLoadAfterBarrierV4(const void* p) {
 }
 #endif
 
+// Two f32 to two FP8 e4m3 bytes (lo in the lower byte): round to nearest even, saturated to the largest finite value
+// (+-448), NaN to NaN. One cvt for the pair (sm_89+). The emulator supplies its own llcE4m3x2FromF32.
+#if !defined(LLCOMM_HOST_EMULATION)
+LLC_DEVICE llc_u16 llcE4m3x2FromF32(float lo, float hi) {
+  llc_u16 h;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(hi), "f"(lo));
+#else
+  h = 0;
+  __trap(); // no FP8 conversion before sm_89: the host refuses an e4m3 output there
+#endif
+  return h;
+}
+#endif
+
 // The elements of one 16-byte slot of dtype DT as floats (f32: 4, 16-bit types: 8).
 template <int DT>
 struct LlcSlotFloats {
@@ -110,7 +125,7 @@ LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, con
 // shared memory. Ends with a __syncthreads, so `red` may be reused by the next row.
 template <int DT>
 LLC_DEVICE void llcRmsNormRow(const char* residualRow, bool residualF32, const char* weight, char* outRow,
-                              llc_u32 hidden, float eps, float* red) {
+                              llc_u32 hidden, float eps, float* red, bool outE4m3, float outScale) {
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
   constexpr int E = LlcSlotFloats<DT>::kElems;
   const llc_u32 slots = hidden * eb / 16u;
@@ -144,6 +159,20 @@ LLC_DEVICE void llcRmsNormRow(const char* residualRow, bool residualF32, const c
     w.unpack(wv.w);
 #pragma unroll
     for (int i = 0; i < E; ++i) r.v[i] = __fmul_rn(__fmul_rn(r.v[i], inv), w.v[i]);
+    if (outE4m3) {
+      // E bytes per slot (8 or 4): one or two words of four e4m3 values, lowest element in the lowest byte.
+      llc_u32 q[2] = {0, 0};
+#pragma unroll
+      for (int i = 0; i < E; i += 2) {
+        const llc_u32 pair = llcE4m3x2FromF32(__fmul_rn(r.v[i], outScale), __fmul_rn(r.v[i + 1], outScale));
+        q[i / 4] |= pair << (8 * (i % 4));
+      }
+      if (E == 8)
+        llcStoreWeak2(outRow + 8ull * j, q);
+      else
+        llcStoreWeak1(outRow + 4ull * j, q);
+      continue;
+    }
     LlcWords4 o;
     r.pack(o.w);
     llcStoreWeakV4(outRow + 16ull * j, o);
@@ -176,8 +205,12 @@ LLC_DEVICE void llcFusedNormRows(const LlcommFusedNormParams& p, llc_u32 rank, c
   const char* weight = reinterpret_cast<const char*>(p.weight[rank]);
   const bool f32 = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
   const float eps = __uint_as_float(p.epsBits);
+  const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
+  const float outScale = __uint_as_float(p.outScaleBits);
+  const llc_u64 outRowBytes = e4m3 ? p.hidden : f.rowBytes;
   for (llc_u64 row = f.rows.begin; row < f.rows.end; ++row)
-    llcRmsNormRow<DT>(residual + row * f.resRowBytes, f32, weight, out + row * f.rowBytes, p.hidden, eps, red);
+    llcRmsNormRow<DT>(residual + row * f.resRowBytes, f32, weight, out + row * outRowBytes, p.hidden, eps, red, e4m3,
+                      outScale);
 }
 
 #endif // LLC_HAS_DEVICE

@@ -2,7 +2,7 @@
  * Runs the fused kernels' device code on host threads (test/kernels/emulator/fused_emulator.cpp, emu.h) with launch
  * shapes from fused-launcher.ts and buffer layouts from kernel-table.ts:
  *  - fused AllReduce + residual add + RMSNorm, one-shot and two-shot, every dtype, residual in the dtype or f32, with
- *    and without a residual input: the residual exact against float64, the output within the dtype's rounding of
+ *    and without a residual input, output in the dtype or FP8 e4m3: the residual exact against float64, the output within the dtype's rounding of
  *    the float64 RMSNorm, every rank bitwise equal, and bitwise equal to the unfused composition (the AllReduce sum,
  *    then the reference llcomm_rmsnorm_* kernel), over a sequence of calls on the same buffers (sentinel slots
  *    re-armed, channel epochs counted, no write past a buffer);
@@ -18,7 +18,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import type { Dtype } from '../../src/api/types.js'
-import { LLCOMM_FUSED_NO_RESIDUAL_IN, LLCOMM_FUSED_RESIDUAL_F32 } from '../../src/backends/cuda/fused-abi.js'
+import {
+  LLCOMM_FUSED_NO_RESIDUAL_IN,
+  LLCOMM_FUSED_OUT_E4M3,
+  LLCOMM_FUSED_RESIDUAL_F32,
+} from '../../src/backends/cuda/fused-abi.js'
 import { type FusedNormAlgorithm, planAllReduceMany, planFusedNorm } from '../../src/backends/cuda/fused-launcher.js'
 import { deviceBufferLayout, kernelsDirectory } from '../../src/backends/cuda/kernel-table.js'
 import { findHostCxx, SKIP_NVCC } from './toolchain.js'
@@ -175,7 +179,12 @@ test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within round
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   const cases: NormCase[] = []
   const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
-  const flagSets = [0, LLCOMM_FUSED_RESIDUAL_F32, LLCOMM_FUSED_NO_RESIDUAL_IN]
+  const flagSets = [
+    0,
+    LLCOMM_FUSED_RESIDUAL_F32,
+    LLCOMM_FUSED_NO_RESIDUAL_IN,
+    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32, // FP8 e4m3 output with a per-tensor scale (the emulator's: 4)
+  ]
   for (const algorithm of ['oneshot', 'twoshot'] as const)
     dtypes.forEach((dtype, i) => {
       for (const flags of flagSets)
@@ -189,7 +198,7 @@ test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within round
         nranks: 8,
         rows: 2,
         hidden: 1000,
-        flags: flagSets[(i + 1) % 3],
+        flags: flagSets[(i + 1) % 4],
         calls: 2,
       })
     })

@@ -15,7 +15,8 @@ import {
 
 export const LLCOMM_FUSED_RESIDUAL_F32 = 1
 export const LLCOMM_FUSED_NO_RESIDUAL_IN = 2
-export const LLCOMM_FUSED_FLAGS_MASK = 3
+export const LLCOMM_FUSED_OUT_E4M3 = 4
+export const LLCOMM_FUSED_FLAGS_MASK = 7
 export const LLCOMM_MANY_MAX_BUFFERS = 8
 
 const region = (name: string) => [
@@ -40,7 +41,7 @@ export const FUSED_NORM_PARAMS_LAYOUT = layOut('LlcommFusedNormParams', [
   { name: 'nranks', kind: 'u32' },
   { name: 'ranksInLaunch', kind: 'u32' },
   { name: 'blocksPerRank', kind: 'u32' },
-  { name: 'reserved', kind: 'u32' },
+  { name: 'outScaleBits', kind: 'u32' },
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
 ])
 
@@ -64,6 +65,7 @@ export const FUSED_ABI_STRUCTS: readonly StructLayout[] = [FUSED_NORM_PARAMS_LAY
 export const FUSED_ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_FUSED_RESIDUAL_F32,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
+  LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_FLAGS_MASK,
   LLCOMM_MANY_MAX_BUFFERS,
 }
@@ -113,6 +115,8 @@ export interface FusedNormParamsHost {
   ranksInLaunch: number
   /** For the reference rmsnorm kernel: unused (the grid is ranksInLaunch × rows); pass 1. */
   blocksPerRank: number
+  /** f32 bits of the e4m3 output's per-tensor scale (flags & LLCOMM_FUSED_OUT_E4M3); 0 otherwise. */
+  outScaleBits?: number
   launchRanks: readonly number[]
 }
 
@@ -145,6 +149,7 @@ export function packFusedNormParams(p: FusedNormParamsHost): Buffer {
     nranks: p.nranks,
     ranksInLaunch: p.ranksInLaunch,
     blocksPerRank: p.blocksPerRank,
+    outScaleBits: p.outScaleBits ?? 0,
     launchRanks: p.launchRanks,
   })
 }

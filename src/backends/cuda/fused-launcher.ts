@@ -16,6 +16,7 @@ import type { CommunicatorDeviceState } from './allreduce-launcher.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import {
   LLCOMM_FUSED_NO_RESIDUAL_IN,
+  LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_RESIDUAL_F32,
   LLCOMM_MANY_MAX_BUFFERS,
   packAllReduceManyParams,
@@ -205,6 +206,13 @@ export interface FusedNormCall {
   noResidualIn?: boolean
   algorithm?: FusedNormAlgorithm | 'auto'
   pdl?: boolean
+  /**
+   * 'e4m3': the normalized output as FP8 e4m3, one byte per element: e4m3(y × outScale), round to nearest even,
+   * saturated to ±448 (sm_89+). Default: x's dtype.
+   */
+  outDtype?: 'e4m3'
+  /** The e4m3 output's per-tensor scale (the reciprocal of the dequantization scale). Default 1. */
+  outScale?: number
 }
 export interface FusedManyCall {
   inputs: readonly (readonly DevicePtr[])[]
@@ -299,7 +307,8 @@ export class FusedLauncher {
   private normFlags(call: FusedNormCall): number {
     return (
       (call.residualF32 && call.dtype !== 'f32' ? LLCOMM_FUSED_RESIDUAL_F32 : 0) |
-      (call.noResidualIn ? LLCOMM_FUSED_NO_RESIDUAL_IN : 0)
+      (call.noResidualIn ? LLCOMM_FUSED_NO_RESIDUAL_IN : 0) |
+      (call.outDtype === 'e4m3' ? LLCOMM_FUSED_OUT_E4M3 : 0)
     )
   }
 
@@ -316,7 +325,20 @@ export class FusedLauncher {
     if (!Number.isFinite(call.eps) || call.eps < 0)
       throw new LlcommError('INVALID_ARGUMENT', `eps must be a finite non-negative number, got ${call.eps}`)
     checkNormShape(call.rows, call.hidden, call.dtype)
+    if (call.outDtype !== undefined && call.outDtype !== 'e4m3')
+      throw new LlcommError('UNSUPPORTED_DTYPE', `outDtype ${String(call.outDtype)}: only 'e4m3' (or x's dtype)`)
+    const outScale = call.outScale ?? 1
+    if (!Number.isFinite(outScale) || outScale <= 0)
+      throw new LlcommError('INVALID_ARGUMENT', `outScale must be a finite positive number, got ${call.outScale}`)
+    if (call.outDtype === 'e4m3')
+      for (const g of this.devices.groups)
+        if (Number(g.arch.replace(/\D/g, '')) < 89)
+          throw new LlcommError(
+            'UNSUPPORTED_DTYPE',
+            `an e4m3 output needs sm_89 or newer; device ${g.ordinal} is ${g.arch}`,
+          )
     const eb = DTYPE_BYTES[call.dtype]
+    const oeb = call.outDtype === 'e4m3' ? 1 : eb
     const resEb = call.residualF32 ? 4 : eb
     const flags = this.normFlags(call)
     const plan: FusedNormPlan = reference
@@ -328,11 +350,12 @@ export class FusedLauncher {
     for (const l of plan.launches) {
       const xOff = l.firstRow * call.hidden * eb
       const rOff = l.firstRow * call.hidden * resEb
+      const oOff = l.firstRow * call.hidden * oeb
       for (const group of this.devices.groups) {
         const params = packFusedNormParams({
           input: big(call.inputs, xOff),
           residual: big(call.residuals, rOff),
-          out: big(call.outputs, xOff),
+          out: big(call.outputs, oOff),
           weight: big(call.weights, 0),
           recvBuf: s.recvBuf.map((p) => BigInt(p)),
           scratch: s.scratch.map((p) => BigInt(p)),
@@ -346,6 +369,7 @@ export class FusedLauncher {
           nranks: s.nranks,
           ranksInLaunch: group.ranks.length,
           blocksPerRank: l.blocksPerRank,
+          outScaleBits: f32Bits(outScale),
           launchRanks: group.ranks,
         })
         const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
