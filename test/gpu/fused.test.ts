@@ -38,7 +38,7 @@ function fill(a: TensorArray, dtype: Dtype, f32: boolean, f: (i: number) => numb
     else (a as Uint16Array)[i] = DTYPE_CODECS[dtype].encodeLane(x)
   }
 }
-function bitsEqual(a: TensorArray, b: TensorArray): number {
+function bitsEqual(a: ArrayBufferView, b: ArrayBufferView): number {
   const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
   const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
   for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return i
@@ -519,6 +519,118 @@ test('decode step with the fused AllReduce + RMSNorm: float64 reference, ranks b
     }
   } finally {
     await comm.close()
+  }
+  assert.deepEqual(failures, [])
+})
+
+/** FP8 e4m3 bits to a number (no infinities; 0x7F / 0xFF are NaN). */
+function e4m3ToNumber(b: number): number {
+  const s = b & 0x80 ? -1 : 1
+  const e = (b >> 3) & 15
+  const m = b & 7
+  if (e === 15 && m === 7) return Number.NaN
+  return e === 0 ? s * m * 2 ** -9 : s * (1 + m / 8) * 2 ** (e - 7)
+}
+
+test('fused RMSNorm with an FP8 e4m3 output: within half a step of float64 × scale, equal on every rank and to the unfused composition', {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  const outScale = 4
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      for (const dtype of ['bf16', 'f32'] as Dtype[])
+        for (const rows of [1, 16])
+          for (const algorithm of algorithmsFor(comm, dtype, 4096)) {
+            const hidden = 4096
+            const name = `fused/rmsnorm-e4m3/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}`
+            const free: DevicePtr[] = []
+            try {
+              const n = rows * hidden
+              const set = makeNormSet(comm, dtype, rows, hidden, false, 4000 + rows, free)
+              const q = Array.from({ length: ranks }, () => alloc(n, free))
+              const args = {
+                inputs: set.x,
+                residuals: set.residual,
+                outputs: q,
+                weights: set.weight,
+                rows,
+                hidden,
+                eps: EPS,
+                dtype,
+                algorithm,
+                outDtype: 'e4m3' as const,
+                outScale,
+                stream,
+              }
+              comm.deviceAllReduceRmsNorm(args)
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              const res = readBack(set.residual, dtype, n)
+              const got = q.map((p) => {
+                const a = new Uint8Array(n)
+                d().copyDtoH(a, p, n)
+                return a
+              })
+              resetNormSet(set, n, dtype, false)
+              comm.deviceAllReduce({
+                inputs: set.x,
+                outputs: set.sum,
+                count: n,
+                dtype,
+                algorithm: algorithm === 'oneshot' ? 'oneshot-sentinel' : 'twoshot-sentinel',
+                fallback: false,
+                stream,
+              })
+              comm.deviceRmsNorm({ ...args, inputs: set.sum })
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              let crossRank = 0
+              let vsUnfused = 0
+              for (let r = 0; r < ranks; r++) {
+                const u = new Uint8Array(n)
+                d().copyDtoH(u, q[r], n)
+                if (bitsEqual(got[r], got[0]) >= 0) crossRank++
+                if (bitsEqual(got[r], u) >= 0) vsUnfused++
+              }
+              // The float64 RMSNorm of the (model-exact, checked in the test above) residual, times the scale.
+              let off = 0
+              let worst = 0
+              for (let row = 0; row < rows; row++) {
+                let sq = 0
+                for (let i = 0; i < hidden; i++) sq += value(res[0], dtype, row * hidden + i) ** 2
+                const inv = 1 / Math.sqrt(sq / hidden + EPS)
+                for (let i = 0; i < hidden; i++) {
+                  const k = row * hidden + i
+                  const want = Math.max(
+                    -448,
+                    Math.min(448, value(res[0], dtype, k) * inv * value(set.hostWeight, dtype, i) * outScale),
+                  )
+                  const rel = Math.abs(e4m3ToNumber(got[0][k]) - want) / Math.max(Math.abs(want), 1 / 64)
+                  worst = Math.max(worst, rel)
+                  if (!(rel <= 0.07)) off++
+                }
+              }
+              const passed = off === 0 && crossRank === 0 && vsUnfused === 0
+              recordCase({ name, passed, outOff: off, worstRelError: worst, crossRank, vsUnfused })
+              if (!passed)
+                failures.push(
+                  `${name}: ${off} off (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
+                )
+            } catch (e) {
+              const err = e as Error & { code?: string }
+              recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+              failures.push(`${name}: ${err.message}`)
+            } finally {
+              for (const p of free) d().memFree(p)
+            }
+          }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
   }
   assert.deepEqual(failures, [])
 })
