@@ -38,8 +38,10 @@ __device__ __forceinline__ void fusedRmsNormOneshot(const LlcommFusedNormParams&
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, 4>(input, 16ull * s, f.bytes, v.w); // own contribution (the thread that sent slot s)
-    const Value sum = buf.template recvReduce<DT>(s, v);   // rank order 0..n-1, re-arms every slot it read
-    llcResidualAddSlot<DT>(residual, static_cast<llc_u64>(s) * E, p.flags, sum.w);
+    // The slot's residual is loaded before the receive, so the load overlaps the wait.
+    const LlcSlotFloats<DT> r = llcResidualBefore<DT>(residual, static_cast<llc_u64>(s) * E, p.flags);
+    const Value sum = buf.template recvReduce<DT>(s, v); // rank order 0..n-1, re-arms every slot it read
+    llcResidualAfter<DT>(residual, static_cast<llc_u64>(s) * E, p.flags, r, sum.w);
   }
   LLC_SHARED_WORDS(red, LLCOMM_NORM_SHARED_FLOATS);
   __syncthreads(); // the block's residual rows are written (and visible to every thread of the block)

@@ -51,11 +51,13 @@ __device__ __forceinline__ void fusedRmsNormTwoshot(const LlcommFusedNormParams&
   const llc_u64 mineBytes = mine.size() * eb;
   for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
     llcLoadPayload<DT, 4>(input + mine.begin * eb, 16ull * s, mineBytes, v.w);
+    // The slot's residual is loaded before the receive, so the load overlaps the wait.
+    const LlcSlotFloats<DT> r = llcResidualBefore<DT>(residual, mine.begin + static_cast<llc_u64>(s) * E, p.flags);
     Value sum = rs.template recvReduce<DT>(s, v); // rank order 0..n-1; re-arms the RS slots it read
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum.w[i] = Fmt::canonicalize(sum.w[i]); // my sum = the bits peers receive
     ag.bcast(s, sum);
-    llcResidualAddSlot<DT>(residual, mine.begin + static_cast<llc_u64>(s) * E, p.flags, sum.w);
+    llcResidualAfter<DT>(residual, mine.begin + static_cast<llc_u64>(s) * E, p.flags, r, sum.w);
   }
   // All-gather, receive side: the other owners' reduced x into my residual.
   for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {

@@ -71,18 +71,19 @@ struct LlcSlotFloats {
 // dtype DT, or f32 when `f32` (then 16-bit types take two 16-byte vectors). Weak accesses: the residual is this
 // rank's own memory; the add pass reads and writes each element in one thread, the norm passes read what other
 // threads of the block wrote before a __syncthreads (hence llcLoadAfterBarrierV4).
-template <int DT>
+template <int DT, bool kAfterBarrier = true>
 LLC_DEVICE void llcLoadResidualSlot(const char* base, llc_u64 elem0, bool f32, LlcSlotFloats<DT>& r) {
   constexpr int E = LlcSlotFloats<DT>::kElems;
+  const auto load = [](const char* p) { return kAfterBarrier ? llcLoadAfterBarrierV4(p) : llcLoadWeakV4(p); };
   if (f32 && LlcDtype<DT>::kElemBytes == 2) {
 #pragma unroll
     for (int h = 0; h < E / 4; ++h) {
-      const LlcWords4 v = llcLoadAfterBarrierV4(base + 4 * elem0 + 16 * h);
+      const LlcWords4 v = load(base + 4 * elem0 + 16 * h);
 #pragma unroll
       for (int i = 0; i < 4; ++i) r.v[4 * h + i] = __uint_as_float(v.w[i]);
     }
   } else {
-    const LlcWords4 v = llcLoadAfterBarrierV4(base + LlcDtype<DT>::kElemBytes * elem0);
+    const LlcWords4 v = load(base + LlcDtype<DT>::kElemBytes * elem0);
     r.unpack(v.w);
   }
 }
@@ -104,20 +105,35 @@ LLC_DEVICE void llcStoreResidualSlot(char* base, llc_u64 elem0, bool f32, const 
   }
 }
 
-// residual[elem0 ..] = (add ? residual : 0) + sum, for one slot whose reduced words (dtype DT) are `sumWords`.
-// With a residual in the dtype the sum is rounded to the dtype (pack); with an f32 residual it stays f32.
+// The residual add of one slot in two steps, so that the residual load can be issued before the slot's receive and
+// overlap its wait: llcResidualBefore loads the slot's residual (zeros with NO_RESIDUAL_IN); llcResidualAfter adds
+// the reduced words (dtype DT) and stores residual[elem0 ..] = residual + sum. With a residual in the dtype the sum
+// is rounded to the dtype (pack); with an f32 residual it stays f32. Only this thread touches these elements in the
+// add pass, so the plain weak load is enough.
 template <int DT>
-LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, const llc_u32* sumWords) {
-  const bool f32 = (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+LLC_DEVICE LlcSlotFloats<DT> llcResidualBefore(const char* base, llc_u64 elem0, llc_u32 flags) {
+  LlcSlotFloats<DT> r;
+  if ((flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u)
+    llcLoadResidualSlot<DT, false>(base, elem0, (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u, r);
+  else
+#pragma unroll
+    for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) r.v[i] = 0.0f;
+  return r;
+}
+template <int DT>
+LLC_DEVICE void llcResidualAfter(char* base, llc_u64 elem0, llc_u32 flags, const LlcSlotFloats<DT>& r,
+                                 const llc_u32* sumWords) {
   LlcSlotFloats<DT> s;
   s.unpack(sumWords);
-  if ((flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u) {
-    LlcSlotFloats<DT> r;
-    llcLoadResidualSlot<DT>(base, elem0, f32, r);
+  // NO_RESIDUAL_IN: residual = sum, stored as is (no add)
+  if ((flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u)
 #pragma unroll
     for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) s.v[i] = __fadd_rn(r.v[i], s.v[i]);
-  }
-  llcStoreResidualSlot<DT>(base, elem0, f32, s);
+  llcStoreResidualSlot<DT>(base, elem0, (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u, s);
+}
+template <int DT>
+LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, const llc_u32* sumWords) {
+  llcResidualAfter<DT>(base, elem0, flags, llcResidualBefore<DT>(base, elem0, flags), sumWords);
 }
 
 // RMSNorm of one row, block-wide (every thread calls it; the row's residual was written by threads of this block
