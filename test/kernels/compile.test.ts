@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
 import { test } from 'node:test'
-import { KERNEL_VARIANTS, kernelsDirectory, TOOL_KERNELS as SUPPORT_KERNELS } from 'llcomm/internal'
+import { FUSED_KERNELS, KERNEL_VARIANTS, kernelsDirectory, TOOL_KERNELS as SUPPORT_KERNELS } from 'llcomm/internal'
 import { TOOLS_KERNELS } from '../../packages/tools/dist/src/kernels/table.js'
 
 /** Every kernel of both packages: the library's collectives and support kernels, the tools' kernels. */
@@ -58,10 +58,14 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
   }
   const dir = kernelsDirectory()
   const sources = [
-    ...new Set([...KERNEL_VARIANTS.map((v) => v.sourceFile), ...TOOL_KERNELS.map((k) => k.sourceFile)]),
+    ...new Set([
+      ...KERNEL_VARIANTS.map((v) => v.sourceFile),
+      ...TOOL_KERNELS.map((k) => k.sourceFile),
+      ...FUSED_KERNELS.map((k) => k.sourceFile),
+    ]),
   ].sort()
   const expected = new Map<string, string[]>()
-  for (const k of [...KERNEL_VARIANTS, ...TOOL_KERNELS])
+  for (const k of [...KERNEL_VARIANTS, ...TOOL_KERNELS, ...FUSED_KERNELS])
     expected.set(k.sourceFile, [...(expected.get(k.sourceFile) ?? []), k.kernelName])
   const work = mkdtempSync(join(tmpdir(), 'llcomm-nvcc-'))
   const started = Date.now()
@@ -110,7 +114,7 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
     t.diagnostic(
       `${sources.length} sources, ${resources.length} kernels compiled in ${seconds.toFixed(1)} s; registers ${Math.min(...regs)}..${Math.max(...regs)}; report ${reportPath}`,
     )
-    const everyName = [...KERNEL_VARIANTS, ...TOOL_KERNELS].map((k) => k.kernelName)
+    const everyName = [...KERNEL_VARIANTS, ...TOOL_KERNELS, ...FUSED_KERNELS].map((k) => k.kernelName)
     for (const name of everyName)
       assert.ok(
         resources.some((k) => k.kernel === name),

@@ -17,6 +17,8 @@ export {
 } from './backends/cuda/communicator.js'
 export * from './backends/cuda/devices.js'
 export * from './backends/cuda/error-word.js'
+export * from './backends/cuda/fused-abi.js'
+export * from './backends/cuda/fused-launcher.js'
 export * from './backends/cuda/graph.js'
 /** Both the kernel table and the FFI name a LaunchShape; the tools mean the kernel table's. */
 export type { LaunchShape } from './backends/cuda/kernel-table.js'

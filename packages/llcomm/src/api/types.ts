@@ -125,6 +125,12 @@ export interface Communicator extends AsyncDisposable {
   /** Algorithm names usable on this communicator (always includes 'auto'). */
   readonly algorithms: readonly AlgorithmChoice[]
   allReduce<T extends TensorArray>(inputs: T[], options?: AllReduceOptions): Promise<AllReduceOutputs<T>>
+  /**
+   * Several AllReduces of different sizes in one call: buffers[b][rank] is rank `rank`'s input of buffer b; one
+   * output list per buffer, each bit-identical to allReduce of that buffer alone with the same options (cuda:
+   * one launch for the group unless an algorithm is forced; cpu: the buffers' calls queued as one).
+   */
+  allReduceMany<T extends TensorArray>(buffers: T[][], options?: AllReduceOptions): Promise<AllReduceOutputs<T>[]>
   benchmark(request: BenchmarkRequest): Promise<BenchmarkResult>
   /** Drains in-flight work, frees every resource; idempotent and awaitable. */
   close(): Promise<void>

@@ -45,7 +45,28 @@ import { DECODE_RMS_EPS, DECODE_ROPE_THETA, decodeFillSpecs, planDecodeStep } fr
 
 /** The step without any AllReduce (the compute alone). */
 export const NO_ALLREDUCE = 'none'
-export type DecodeAlgorithm = AlgorithmName | typeof NO_ALLREDUCE
+/**
+ * The step's AllReduce + RMSNorm pairs run by llcomm's fused kernels or by the same arithmetic unfused (issue 21;
+ * fused-launcher.ts). Every pair is residual += AllReduce(partial); normed = RMSNorm(residual) * weight:
+ *   fused, fused-oneshot, fused-twoshot: one deviceAllReduceRmsNorm (auto / forced kernel);
+ *   unfused:       deviceAllReduce (llcomm auto) then deviceRmsNorm (the fused kernels' RMSNorm, unfused);
+ *   nccl+rmsnorm:  NCCL's AllReduce then the same deviceRmsNorm;
+ *   none+rmsnorm:  no AllReduce (each rank adds its own partial sum) then the same deviceRmsNorm.
+ * The first layer's input norm (the embedding, no AllReduce before it) stays the decode kernel's in every variant.
+ */
+export const FUSED_DECODE_VARIANTS = [
+  'fused',
+  'fused-oneshot',
+  'fused-twoshot',
+  'unfused',
+  'nccl+rmsnorm',
+  'none+rmsnorm',
+] as const
+export type FusedDecodeVariant = (typeof FUSED_DECODE_VARIANTS)[number]
+export type DecodeAlgorithm = AlgorithmName | typeof NO_ALLREDUCE | FusedDecodeVariant
+export function isFusedDecodeVariant(a: string): a is FusedDecodeVariant {
+  return (FUSED_DECODE_VARIANTS as readonly string[]).includes(a)
+}
 
 export interface DecodeStepRequest {
   architecture: ModelArchitecture
@@ -227,7 +248,7 @@ export async function runCudaDecodeStep(
       const b = buffersFor(alg)
       calls.set(
         alg,
-        alg === NO_ALLREDUCE
+        alg === NO_ALLREDUCE || isFusedDecodeVariant(alg)
           ? undefined
           : comm.prepareDeviceAllReduce({
               inputs: b.inputs,
@@ -360,9 +381,107 @@ export async function runCudaDecodeStep(
       issueGemv(plan.normed, plan.lmHead, (r) => at(r, plan.logits), plan.vocabRows, plan.hidden, false)
     }
 
+    // ---- the fused variants: every AllReduce + RMSNorm pair as one prepared call (or a pair of them) ----
+    const ptrs = (b: SlabBuffer) => slabs.map((_, r) => Number(at(r, b)) as DevicePtr)
+    const pairCalls = new Map<string, { issue(streams?: readonly CuStream[]): void }[]>()
+    const pairFor = (alg: FusedDecodeVariant, weight: SlabBuffer) => {
+      const key = `${alg}|${weight.offset}`
+      let c = pairCalls.get(key)
+      if (c) return c
+      const ar = buffersFor(alg)
+      const norm = {
+        residuals: ptrs(plan.residual),
+        outputs: ptrs(plan.normed),
+        weights: ptrs(weight),
+        rows: B,
+        hidden: plan.hidden,
+        eps: DECODE_RMS_EPS,
+        dtype: 'bf16' as const,
+        residualF32: true,
+        pdl: req.pdl ?? false,
+        streams,
+      }
+      if (alg === 'fused' || alg === 'fused-oneshot' || alg === 'fused-twoshot') {
+        const algorithm = alg === 'fused' ? 'auto' : alg === 'fused-oneshot' ? 'oneshot' : 'twoshot'
+        c = [comm.prepareDeviceAllReduceRmsNorm({ ...norm, inputs: ar.inputs, algorithm })]
+      } else if (alg === 'none+rmsnorm') {
+        c = [comm.prepareDeviceRmsNorm({ ...norm, inputs: ar.inputs })]
+      } else {
+        const allReduce = comm.prepareDeviceAllReduce({
+          inputs: ar.inputs,
+          outputs: ar.outputs,
+          count: plan.allReduceCount,
+          dtype: 'bf16',
+          algorithm: alg === 'nccl+rmsnorm' ? 'nccl' : 'auto',
+          pdl: req.pdl ?? false,
+          fallback: false,
+          streams,
+        })
+        c = [allReduce, comm.prepareDeviceRmsNorm({ ...norm, inputs: ar.outputs })]
+      }
+      pairCalls.set(key, c)
+      return c
+    }
+    const issueFusedStep = (alg: FusedDecodeVariant) => {
+      const ar = buffersFor(alg)
+      const partialOut = (r: number) => BigInt(ar.inputs[r])
+      const pair = (weight: SlabBuffer) => {
+        for (const c of pairFor(alg, weight)) c.issue(streams)
+      }
+      plan.layerBuffers.forEach((lb, layer) => {
+        if (layer === 0) issueNorm((r) => at(r, plan.embedding), lb.attentionNorm, 0)
+        issueGemv(plan.normed, lb.qkv, (r) => at(r, plan.qkvOut), plan.qkvRows, plan.hidden, false)
+        eachRank((r, l, s) =>
+          l.launch(
+            'llcomm_decode_rope_append',
+            B * (plan.qHeads + 2 * plan.kvHeads),
+            plan.headDim / 2,
+            attentionParams(r, layer),
+            s,
+          ),
+        )
+        eachRank((r, l, s) =>
+          l.launch(
+            'llcomm_decode_attention',
+            plan.attentionSplits * plan.kvHeads * B,
+            LLCOMM_DECODE_THREADS,
+            attentionParams(r, layer),
+            s,
+          ),
+        )
+        eachRank((r, l, s) =>
+          l.launch(
+            'llcomm_decode_attention_combine',
+            plan.qHeads * B,
+            LLCOMM_DECODE_THREADS,
+            attentionParams(r, layer),
+            s,
+          ),
+        )
+        issueGemv(plan.attentionOut, lb.o, partialOut, plan.hidden, plan.qHeads * plan.headDim, false)
+        pair(lb.mlpNorm)
+        issueGemv(plan.normed, lb.gateUp, (r) => at(r, plan.activation), plan.intermediate, plan.hidden, true)
+        issueGemv(plan.activation, lb.down, partialOut, plan.hidden, plan.intermediate, false)
+        pair(layer + 1 < plan.layerBuffers.length ? plan.layerBuffers[layer + 1].attentionNorm : plan.finalNorm)
+      })
+      issueGemv(plan.normed, plan.lmHead, (r) => at(r, plan.logits), plan.vocabRows, plan.hidden, false)
+    }
+
+    // Every pair is prepared before any capture (module loads and packing stay out of the captured stream).
+    for (const alg of req.algorithms)
+      if (isFusedDecodeVariant(alg))
+        plan.layerBuffers.forEach((lb, layer) => {
+          pairFor(alg, lb.mlpNorm)
+          pairFor(
+            alg,
+            layer + 1 < plan.layerBuffers.length ? plan.layerBuffers[layer + 1].attentionNorm : plan.finalNorm,
+          )
+        })
     const byAlg = new Map<DecodeAlgorithm, CapturedGraph>()
     for (const alg of req.algorithms) {
-      const gr = CapturedGraph.capture(driver, streams, setCurrent, () => issueStep(alg))
+      const gr = CapturedGraph.capture(driver, streams, setCurrent, () =>
+        isFusedDecodeVariant(alg) ? issueFusedStep(alg) : issueStep(alg),
+      )
       graphs.push(gr)
       byAlg.set(alg, gr)
     }

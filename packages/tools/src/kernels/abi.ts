@@ -5,7 +5,15 @@
  * repository root) compiles tools_abi.cuh on the host and checks every offsetof/sizeof and constant against these
  * tables.
  */
-import { type FieldValue, LLCOMM_MAX_RANKS, LlcommError, layOut, packStruct, type StructLayout } from 'llcomm/internal'
+import {
+  type FieldValue,
+  f32Bits,
+  LLCOMM_MAX_RANKS,
+  LlcommError,
+  layOut,
+  packStruct,
+  type StructLayout,
+} from 'llcomm/internal'
 
 /** The decode step's kernels (kernels/decode.cu). */
 export const LLCOMM_DECODE_HEAD_DIM = 128
@@ -90,6 +98,8 @@ export const SOL_COPY_PARAMS_LAYOUT = layOut('LlcommSolCopyParams', [
 ])
 
 /** Every struct of tools_abi.cuh, for the ABI test. */
+export { f32Bits }
+
 export const TOOLS_ABI_STRUCTS: readonly StructLayout[] = [
   DECODE_FILL_PARAMS_LAYOUT,
   DECODE_GEMV_PARAMS_LAYOUT,
@@ -111,13 +121,6 @@ export const TOOLS_ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_DECODE_PARTIAL_ACC,
   LLCOMM_DECODE_MMA_ROWS,
   LLCOMM_DECODE_PARTIAL_FLOATS,
-}
-
-/** f32 bits of a number, for the decode kernels' float fields (epsBits, scaleBits, ropeThetaBits). */
-export function f32Bits(x: number): number {
-  const b = Buffer.alloc(4)
-  b.writeFloatLE(x)
-  return b.readUInt32LE()
 }
 
 export interface DecodeFillParamsHost {

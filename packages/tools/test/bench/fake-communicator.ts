@@ -32,6 +32,9 @@ export function fakeCommunicator(script: FakeScript): Communicator & { requests:
     async allReduce(): Promise<never> {
       throw new Error('fake communicator: allReduce is not scripted')
     },
+    async allReduceMany(): Promise<never> {
+      throw new Error('fake communicator: allReduceMany is not scripted')
+    },
     async benchmark(request: BenchmarkRequest): Promise<BenchmarkResult> {
       requests.push(request)
       const asked = request.algorithm === 'auto' ? (script.autoPick ?? names[0]) : request.algorithm

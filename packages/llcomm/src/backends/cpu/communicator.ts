@@ -178,6 +178,32 @@ export class CpuCommunicator implements Communicator {
     }
   }
 
+  /**
+   * Several AllReduces in one queued call (issue 21): every buffer is validated and resolved first, then the
+   * buffers run back to back with nothing of another call between them, each exactly as allReduce would run it
+   * (so the results are bit-identical to one allReduce per buffer).
+   */
+  allReduceMany<T extends TensorArray>(buffers: T[][], options?: AllReduceOptions): Promise<AllReduceOutputs<T>[]> {
+    try {
+      this.ensureOpen()
+      if (!Array.isArray(buffers) || buffers.length === 0)
+        throw new LlcommError('INVALID_ARGUMENT', 'allReduceMany needs a non-empty array of buffers (buffers[b][rank])')
+      const validated = validateAllReduceOptions(options, this.algorithms)
+      const plans = buffers.map((inputs) => {
+        const count = validateInputs(inputs, this.size, validated.dtype)
+        const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
+        return { inputs, count, resolved }
+      })
+      return this.enqueue(async () => {
+        const out: AllReduceOutputs<T>[] = []
+        for (const p of plans) out.push(await this.runAllReduce(p.inputs, validated, p.count, p.resolved))
+        return out
+      })
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+
   private dataRegion(words: number): DataRegion {
     if (!this.data || this.data.capacityWords < words) {
       const capacityWords = Math.max(words, 2 * (this.data?.capacityWords ?? 512))

@@ -294,6 +294,13 @@ export function packAllReduceParams(p: AllReduceParamsHost): Buffer {
   return packStruct(ALL_REDUCE_PARAMS_LAYOUT, values)
 }
 
+/** f32 bits of a number, for kernels' float fields (epsBits, scaleBits, ropeThetaBits). */
+export function f32Bits(x: number): number {
+  const b = Buffer.alloc(4)
+  b.writeFloatLE(x)
+  return b.readUInt32LE()
+}
+
 // ---- support kernels (skew spin, LL16 stress) ----
 export interface SpinParamsHost {
   /** Device array of u64 delays in ns, indexed by global rank. */

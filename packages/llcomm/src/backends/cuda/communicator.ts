@@ -52,6 +52,7 @@ import type {
 } from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { readErrorWord } from './error-word.js'
+import { FusedLauncher, type FusedManyCall, type FusedNormCall, type PreparedFusedCall } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
 import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
@@ -790,6 +791,7 @@ export class CudaCommunicator implements Communicator {
     attempt(() => this.user.releaseAll())
     attempt(() => this.ncclBaseline?.destroy())
     attempt(() => this.launcher?.disposeAll())
+    attempt(() => this.fusedLauncher?.disposeAll())
     for (const [i, s] of [...this.internalStreams.entries()].reverse()) {
       attempt(() => {
         this.deviceSet.use(this.deviceSet.groups[i])
@@ -800,6 +802,142 @@ export class CudaCommunicator implements Communicator {
     attempt(() => this.allocs.freeAll())
     attempt(() => this.modules.unloadAll())
     attempt(() => this.deviceSet.release())
+  }
+
+  // ---- fused calls (issue 21; fused-launcher.ts) ----
+  private fusedLauncher: FusedLauncher | undefined
+
+  private fused(): FusedLauncher {
+    this.assertOpen()
+    this.fusedLauncher ??= new FusedLauncher(this.driver, this.deviceSet, this.modules, {
+      nranks: this.size,
+      recvBuf: this.rankRecvBuf,
+      scratch: this.rankScratch,
+      errorWord: this.errorWord,
+      timeoutNs: this.timeoutMs * 1e6,
+      bufferBytes: this.bufferBytes,
+      layout: deviceBufferLayout(this.size, this.bufferBytes),
+    })
+    return this.fusedLauncher
+  }
+
+  private preparedOn(p: PreparedFusedCall, args: { stream?: CuStream; streams?: readonly CuStream[] }) {
+    const defaultStreams = [...this.streamsOf(args)]
+    return {
+      algorithm: p.algorithm,
+      launches: p.launches,
+      issue: (streams: readonly CuStream[] = defaultStreams) => {
+        this.claimStreams(streams)
+        p.issue(streams)
+      },
+    }
+  }
+
+  /**
+   * Packs a fused AllReduce + residual add + RMSNorm on device buffers ([rows][hidden] per rank): residual +=
+   * allreduce(x); out = rmsnorm(residual) * weight. `issue()` launches it (graph-capturable, allocation-free).
+   */
+  prepareDeviceAllReduceRmsNorm(args: DeviceAllReduceRmsNormArgs): PreparedFusedDeviceCall {
+    return this.preparedOn(this.fused().prepareNorm(args, false), args)
+  }
+
+  /** The fused AllReduce + residual add + RMSNorm on the caller's stream(s); asynchronous and graph-capturable. */
+  deviceAllReduceRmsNorm(args: DeviceAllReduceRmsNormArgs): FusedDeviceInfo {
+    const p = this.prepareDeviceAllReduceRmsNorm(args)
+    p.issue()
+    return { algorithm: p.algorithm, launches: p.launches }
+  }
+
+  /**
+   * The unfused composition's RMSNorm (kernels/allreduce/rmsnorm.cu): residual += x; out = rmsnorm(residual) *
+   * weight, with x the AllReduce's output, the fused kernels' exact arithmetic (bit-identical results). One launch
+   * for every rank of a device; no communication.
+   */
+  prepareDeviceRmsNorm(args: DeviceAllReduceRmsNormArgs): PreparedFusedDeviceCall {
+    return this.preparedOn(this.fused().prepareNorm(args, true), args)
+  }
+
+  deviceRmsNorm(args: DeviceAllReduceRmsNormArgs): FusedDeviceInfo {
+    const p = this.prepareDeviceRmsNorm(args)
+    p.issue()
+    return { algorithm: p.algorithm, launches: p.launches }
+  }
+
+  /** Packs several AllReduces of different sizes (inputs[b][rank]) into one launch (more when they overflow it). */
+  prepareDeviceAllReduceMany(args: DeviceAllReduceManyArgs): PreparedFusedDeviceCall {
+    return this.preparedOn(this.fused().prepareMany(args), args)
+  }
+
+  /** Several AllReduces in one launch; each result bit-identical to one oneshot-sentinel call per buffer. */
+  deviceAllReduceMany(args: DeviceAllReduceManyArgs): FusedDeviceInfo {
+    const p = this.prepareDeviceAllReduceMany(args)
+    p.issue()
+    return { algorithm: p.algorithm, launches: p.launches }
+  }
+
+  /**
+   * Host view of allReduceMany: host arrays in (buffers[b][rank]), one output list per buffer. With algorithm
+   * 'auto' (default) the buffers go through one allreduce_many launch; with a forced algorithm, one allReduce per
+   * buffer with it. Results are bit-identical to one allReduce per buffer with the one-shot sentinel kernel.
+   */
+  async allReduceMany<T extends TensorArray>(
+    buffers: T[][],
+    options: AllReduceOptions = {},
+  ): Promise<AllReduceOutputs<T>[]> {
+    this.assertOpen()
+    if (!Array.isArray(buffers) || buffers.length === 0)
+      throw new LlcommError('INVALID_ARGUMENT', 'allReduceMany needs a non-empty array of buffers (buffers[b][rank])')
+    const dtype = options.dtype ?? 'f32'
+    const counts = buffers.map((inputs) => validateHostInputs(inputs, this.size, dtype))
+    if ((options.algorithm ?? 'auto') !== 'auto' || (options.op ?? 'sum') !== 'sum') {
+      const out: AllReduceOutputs<T>[] = []
+      for (const inputs of buffers) out.push(await this.allReduce(inputs, options))
+      return out
+    }
+    const eb = DTYPE_BYTES[dtype]
+    const offsets: number[] = []
+    let total = 0
+    for (const c of counts) {
+      offsets.push(total)
+      total += Math.ceil((c * eb) / 256) * 256 // each buffer 256-byte aligned in the staging area
+    }
+    const outputs = buffers.map((inputs, b) =>
+      inputs.map(() => (dtype === 'f32' ? new Float32Array(counts[b]) : new Uint16Array(counts[b])) as T),
+    )
+    let launches = 0
+    const live = counts.map((c, b) => ({ c, b })).filter((x) => x.c > 0)
+    if (live.length > 0) {
+      const buf = this.stagingFor(total, false)
+      for (let r = 0; r < this.size; r++) {
+        this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+        for (const { c, b } of live)
+          this.driver.copyHtoD((buf.inputs[r] + offsets[b]) as DevicePtr, buffers[b][r], c * eb)
+      }
+      for (const g of this.deviceSet.groups) {
+        this.deviceSet.use(g)
+        this.driver.contextSynchronize() // the pageable copies are done before the kernel (as in allReduce)
+      }
+      const at = (list: readonly DevicePtr[], b: number) => list.map((p) => (p + offsets[b]) as DevicePtr)
+      const info = this.deviceAllReduceMany({
+        inputs: live.map(({ b }) => at(buf.inputs, b)),
+        outputs: live.map(({ b }) => at(buf.outputs, b)),
+        counts: live.map(({ c }) => c),
+        dtype,
+        pdl: options.pdl,
+        streams: this.internalStreams,
+      })
+      launches = info.launches
+      await this.synchronizeInternal()
+      this.checkDeviceError()
+      for (let r = 0; r < this.size; r++) {
+        this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+        for (const { c, b } of live)
+          this.driver.copyDtoH(outputs[b][r], (buf.outputs[r] + offsets[b]) as DevicePtr, c * eb)
+      }
+    }
+    return outputs.map((o) =>
+      Object.assign(o, { info: { algorithm: 'oneshot-sentinel' as AlgorithmName, chunks: launches } }),
+    )
   }
 }
 
@@ -871,4 +1009,23 @@ export function validateHostInputs(inputs: readonly TensorArray[], size: number,
     }
   }
   return count
+}
+
+/** Arguments of the fused AllReduce + residual + RMSNorm (and of the reference RMSNorm); pointers by global rank. */
+export interface DeviceAllReduceRmsNormArgs extends FusedNormCall {
+  stream?: CuStream
+  streams?: readonly CuStream[]
+}
+/** Arguments of deviceAllReduceMany: inputs[b][rank], outputs[b][rank], counts[b] elements per rank. */
+export interface DeviceAllReduceManyArgs extends FusedManyCall {
+  stream?: CuStream
+  streams?: readonly CuStream[]
+}
+export interface FusedDeviceInfo {
+  /** 'oneshot' / 'twoshot' (fused), 'rmsnorm' (reference), 'many'. */
+  algorithm: string
+  launches: number
+}
+export interface PreparedFusedDeviceCall extends FusedDeviceInfo {
+  issue(streams?: readonly CuStream[]): void
 }

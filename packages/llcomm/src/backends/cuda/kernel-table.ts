@@ -389,3 +389,58 @@ export function launchShape(
   while (pieceElems(n, blocks, alignElems) > capElems && blocks < maxBlocks) blocks++
   return { blocksPerRank: blocks, threadsPerBlock: LLCOMM_THREADS, sharedBytes: 0, maxCountPerCall }
 }
+
+// ---- fused kernels (issue 21) ----
+/** The fused kernels of instantiations.def's LLCOMM_FUSED_VARIANT lines (kernels/allreduce/<kind>.cu). */
+export type FusedKernelKind = 'fused_rmsnorm_oneshot' | 'fused_rmsnorm_twoshot' | 'rmsnorm' | 'allreduce_many'
+export interface FusedKernel {
+  kind: FusedKernelKind
+  dtype: Dtype
+  kernelName: string
+  /** Path relative to kernels/. */
+  sourceFile: string
+  /** The C struct of its one parameter (kernels/llcomm/fused_abi.cuh). */
+  paramsStruct: 'LlcommFusedNormParams' | 'LlcommAllReduceManyParams'
+}
+const FUSED_LINE = /^LLCOMM_FUSED_VARIANT\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*$/
+const FUSED_KINDS: readonly FusedKernelKind[] = [
+  'fused_rmsnorm_oneshot',
+  'fused_rmsnorm_twoshot',
+  'rmsnorm',
+  'allreduce_many',
+]
+
+/** Parses the LLCOMM_FUSED_VARIANT(kind, dtype) lines of instantiations.def. */
+export function parseFusedInstantiations(text: string): FusedKernel[] {
+  const out: FusedKernel[] = []
+  for (const raw of text.split('\n')) {
+    const line = raw.trim()
+    if (!line.startsWith('LLCOMM_FUSED_VARIANT(')) continue
+    const m = FUSED_LINE.exec(line)
+    if (!m) throw new LlcommError('INVALID_ARGUMENT', `cannot parse instantiation line: ${line}`)
+    const [, kind, dtype] = m
+    if (!FUSED_KINDS.includes(kind as FusedKernelKind))
+      throw new LlcommError('INVALID_ARGUMENT', `unknown fused kernel in ${line}`)
+    if (!DTYPE_NAMES.includes(dtype as Dtype)) throw new LlcommError('INVALID_ARGUMENT', `unknown dtype in ${line}`)
+    out.push({
+      kind: kind as FusedKernelKind,
+      dtype: dtype as Dtype,
+      kernelName: `llcomm_${kind}_${dtype}`,
+      sourceFile: `allreduce/${kind}.cu`,
+      paramsStruct: kind === 'allreduce_many' ? 'LlcommAllReduceManyParams' : 'LlcommFusedNormParams',
+    })
+  }
+  return out
+}
+
+export const FUSED_KERNELS: readonly FusedKernel[] = Object.freeze(
+  parseFusedInstantiations(readFileSync(join(kernelsDirectory(), INSTANTIATIONS_FILE), 'utf8')).map((k) =>
+    Object.freeze(k),
+  ),
+)
+
+export function selectFusedKernel(kind: FusedKernelKind, dtype: Dtype): FusedKernel {
+  const k = FUSED_KERNELS.find((x) => x.kind === kind && x.dtype === dtype)
+  if (!k) throw new LlcommError('UNSUPPORTED_DTYPE', `no ${kind} kernel for dtype ${dtype}`, { kind, dtype })
+  return k
+}

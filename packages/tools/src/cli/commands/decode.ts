@@ -22,7 +22,7 @@ import {
   planSummary,
   validateDecodeDocument,
 } from '../../decode/report.js'
-import { type DecodeAlgorithm, decodeStep } from '../../decode/step.js'
+import { type DecodeAlgorithm, decodeStep, FUSED_DECODE_VARIANTS, isFusedDecodeVariant } from '../../decode/step.js'
 import { estimateDecode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
 import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../model/latency-tables.js'
@@ -48,6 +48,7 @@ export interface DecodeFlags {
   from?: string
   progress?: boolean
   timeoutMs?: string
+  fused?: boolean
 }
 
 /** --algorithms for decode: the bench names plus `none` (the step without AllReduce). */
@@ -132,6 +133,10 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
     const algorithms: DecodeAlgorithm[] = [
       ...(none ? [NO_ALLREDUCE_NAME as DecodeAlgorithm] : []),
       ...named.filter((a): a is AlgorithmName => a !== 'auto'),
+      // --fused: the AllReduce + RMSNorm pairs fused, unfused with the same RMSNorm, after NCCL, and without AllReduce
+      ...(flags.fused
+        ? FUSED_DECODE_VARIANTS.filter((v) => v !== 'nccl+rmsnorm' || comm.algorithms.includes('nccl'))
+        : []),
     ]
     if (comm.size === 1 && algorithms.some((a) => a !== NO_ALLREDUCE_NAME))
       throw new LlcommError('INVALID_ARGUMENT', 'a TP 1 step has no AllReduce: give --algorithms none')
@@ -158,7 +163,7 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
     const benchUs: Record<string, number> = {}
     if (benchIters > 0) {
       for (const a of algorithms) {
-        if (a === NO_ALLREDUCE_NAME) continue
+        if (a === NO_ALLREDUCE_NAME || isFusedDecodeVariant(a)) continue // no plain AllReduce to bench alone
         const r = await comm.benchmark({
           algorithm: a,
           dtype: 'bf16',
@@ -212,7 +217,9 @@ export async function runDecodeCommand(flags: DecodeFlags): Promise<void> {
     }
     await emit(doc, flags)
     // Without AllReduce each rank adds only its own partial sum: the ranks are expected to differ there.
-    const bad = rows.filter((r) => !r.finite || (r.algorithm !== NO_ALLREDUCE_NAME && !r.ranksAgree))
+    const bad = rows.filter(
+      (r) => !r.finite || (r.algorithm !== NO_ALLREDUCE_NAME && r.algorithm !== 'none+rmsnorm' && !r.ranksAgree),
+    )
     if (bad.length > 0)
       throw new LlcommError(
         'INVALID_ARGUMENT',
@@ -260,5 +267,9 @@ export function register(program: Command): void {
     .option('--progress', 'show a progress bar on stderr (default: when stderr is a terminal)')
     .option('--no-progress', 'never show a progress bar')
     .option('--timeout-ms <ms>', 'per-wait deadline inside the ranks')
+    .option(
+      '--fused',
+      'also run the step with fused AllReduce + RMSNorm (fused, fused-oneshot, fused-twoshot) beside unfused, nccl+rmsnorm and none+rmsnorm (the same RMSNorm kernel)',
+    )
     .action(async (flags: DecodeFlags) => runDecodeCommand(flags))
 }

@@ -1,0 +1,232 @@
+// Residual add and RMSNorm, block-level, shared by the fused kernels and the reference RMSNorm kernel
+// (kernels/allreduce/rmsnorm.cu), so that the fused call and AllReduce-then-RMSNorm do exactly the same arithmetic
+// on the same bits: bit-identical results (the fused kernels' AllReduce sum is the same rank-order f32 sum, rounded
+// to the dtype, as every llcomm AllReduce kernel's output).
+//
+// The arithmetic, per element i of a row (all f32, round to nearest even, no contraction):
+//   r_i  = residual_i + sum_i        (rounded to the dtype unless the residual stream is f32; = sum_i with no residual)
+//   per thread t: q_t = fma chain over the elements of slots t, t + blockDim, ... (16-byte slots, element order)
+//   level 1: lane l < 32: a_l = q_l + q_{l+32} + q_{l+64} + ... (in that order)
+//   total = a_0 + a_1 + ... + a_31 (thread 0, in that order)
+//   inv  = rsqrtf(total / hidden + eps);  out_i = dtype((r_i * inv) * weight_i)
+// The order depends on blockDim, so every kernel that uses it runs LLCOMM_THREADS threads (the emulator test runs
+// all of them with its own, equal, thread count).
+#pragma once
+#include "llcomm/dtype.cuh"
+#include "llcomm/fused_abi.cuh"
+#include "llcomm/ll_buffer.cuh"
+
+#if LLC_HAS_DEVICE
+
+// Floats of shared memory llcRmsNormRow needs (one per thread, 32 level-1 sums, the total).
+#define LLCOMM_NORM_SHARED_FLOATS (LLCOMM_THREADS + 33)
+
+// A weak 16-byte load of data other threads of this block stored before a __syncthreads: as llcLoadWeakV4, with a
+// "memory" clobber so that the compiler cannot hoist it above the barrier (llcLoadWeakV4 has none: its callers read
+// only what their own thread wrote). The barrier orders the stores before it at block scope (CUDA memory model).
+#if defined(LLCOMM_HOST_EMULATION)
+LLC_DEVICE LlcWords4 llcLoadAfterBarrierV4(const void* p) { return llcLoadWeakV4(p); }
+#else
+LLC_DEVICE LlcWords4 llcLoadAfterBarrierV4(const void* p) {
+  LlcWords4 v;
+  asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "l"(p)
+               : "memory");
+  return v;
+}
+#endif
+
+// Two f32 to two FP8 e4m3 bytes (lo in the lower byte): round to nearest even, saturated to the largest finite value
+// (+-448), NaN to NaN. One cvt for the pair (sm_89+). The emulator supplies its own llcE4m3x2FromF32.
+#if !defined(LLCOMM_HOST_EMULATION)
+LLC_DEVICE llc_u16 llcE4m3x2FromF32(float lo, float hi) {
+  llc_u16 h;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(hi), "f"(lo));
+#else
+  h = 0;
+  __trap(); // no FP8 conversion before sm_89: the host refuses an e4m3 output there
+#endif
+  return h;
+}
+#endif
+
+// The elements of one 16-byte slot of dtype DT as floats (f32: 4, 16-bit types: 8).
+template <int DT>
+struct LlcSlotFloats {
+  static constexpr int kElems = 16 / LlcDtype<DT>::kElemBytes;
+  float v[kElems];
+  LLC_DEVICE void unpack(const llc_u32* w) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) LlcDtype<DT>::setWord(v + i * LlcDtype<DT>::kPerWord, w[i]);
+  }
+  LLC_DEVICE void pack(llc_u32* w) const {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = LlcDtype<DT>::packWord(v + i * LlcDtype<DT>::kPerWord);
+  }
+};
+
+// The residual elements of one slot of x (elements [elem0, elem0 + kElems) of a contiguous run starting at `base`):
+// dtype DT, or f32 when `f32` (then 16-bit types take two 16-byte vectors). Weak accesses: the residual is this
+// rank's own memory; the add pass reads and writes each element in one thread, the norm passes read what other
+// threads of the block wrote before a __syncthreads (hence llcLoadAfterBarrierV4).
+template <int DT, bool kAfterBarrier = true>
+LLC_DEVICE void llcLoadResidualSlot(const char* base, llc_u64 elem0, bool f32, LlcSlotFloats<DT>& r) {
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  const auto load = [](const char* p) { return kAfterBarrier ? llcLoadAfterBarrierV4(p) : llcLoadWeakV4(p); };
+  if (f32 && LlcDtype<DT>::kElemBytes == 2) {
+#pragma unroll
+    for (int h = 0; h < E / 4; ++h) {
+      const LlcWords4 v = load(base + 4 * elem0 + 16 * h);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) r.v[4 * h + i] = __uint_as_float(v.w[i]);
+    }
+  } else {
+    const LlcWords4 v = load(base + LlcDtype<DT>::kElemBytes * elem0);
+    r.unpack(v.w);
+  }
+}
+template <int DT>
+LLC_DEVICE void llcStoreResidualSlot(char* base, llc_u64 elem0, bool f32, const LlcSlotFloats<DT>& r) {
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  if (f32 && LlcDtype<DT>::kElemBytes == 2) {
+#pragma unroll
+    for (int h = 0; h < E / 4; ++h) {
+      LlcWords4 v;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v.w[i] = __float_as_uint(r.v[4 * h + i]);
+      llcStoreWeakV4(base + 4 * elem0 + 16 * h, v);
+    }
+  } else {
+    LlcWords4 v;
+    r.pack(v.w);
+    llcStoreWeakV4(base + LlcDtype<DT>::kElemBytes * elem0, v);
+  }
+}
+
+// The residual add of one slot in two steps, so that the residual load can be issued before the slot's receive and
+// overlap its wait: llcResidualBefore loads the slot's residual (zeros with NO_RESIDUAL_IN); llcResidualAfter adds
+// the reduced words (dtype DT) and stores residual[elem0 ..] = residual + sum. With a residual in the dtype the sum
+// is rounded to the dtype (pack); with an f32 residual it stays f32. Only this thread touches these elements in the
+// add pass, so the plain weak load is enough.
+template <int DT>
+LLC_DEVICE LlcSlotFloats<DT> llcResidualBefore(const char* base, llc_u64 elem0, llc_u32 flags) {
+  LlcSlotFloats<DT> r;
+  if ((flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u)
+    llcLoadResidualSlot<DT, false>(base, elem0, (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u, r);
+  else
+#pragma unroll
+    for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) r.v[i] = 0.0f;
+  return r;
+}
+template <int DT>
+LLC_DEVICE void llcResidualAfter(char* base, llc_u64 elem0, llc_u32 flags, const LlcSlotFloats<DT>& r,
+                                 const llc_u32* sumWords) {
+  LlcSlotFloats<DT> s;
+  s.unpack(sumWords);
+  // NO_RESIDUAL_IN: residual = sum, stored as is (no add)
+  if ((flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u)
+#pragma unroll
+    for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) s.v[i] = __fadd_rn(r.v[i], s.v[i]);
+  llcStoreResidualSlot<DT>(base, elem0, (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u, s);
+}
+template <int DT>
+LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, const llc_u32* sumWords) {
+  llcResidualAfter<DT>(base, elem0, flags, llcResidualBefore<DT>(base, elem0, flags), sumWords);
+}
+
+// RMSNorm of one row, block-wide (every thread calls it; the row's residual was written by threads of this block
+// before a __syncthreads, which makes those global stores visible here). `red`: LLCOMM_NORM_SHARED_FLOATS floats of
+// shared memory. Ends with a __syncthreads, so `red` may be reused by the next row.
+template <int DT>
+LLC_DEVICE void llcRmsNormRow(const char* residualRow, bool residualF32, const char* weight, char* outRow,
+                              llc_u32 hidden, float eps, float* red, bool outE4m3, float outScale) {
+  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  const llc_u32 slots = hidden * eb / 16u;
+  const llc_u32 t = threadIdx.x, nt = blockDim.x;
+  float q = 0.0f;
+  for (llc_u32 j = t; j < slots; j += nt) {
+    LlcSlotFloats<DT> r;
+    llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, residualF32, r);
+#pragma unroll
+    for (int i = 0; i < E; ++i) q = __fmaf_rn(r.v[i], r.v[i], q);
+  }
+  red[t] = q;
+  __syncthreads(); // every thread's partial is in shared memory
+  if (t < 32u) {
+    float a = red[t];
+    for (llc_u32 k = t + 32u; k < nt; k += 32u) a = __fadd_rn(a, red[k]);
+    red[nt + t] = a;
+    __syncwarp(); // warp 0's level-1 sums are visible to thread 0
+    if (t == 0u) {
+      float total = red[nt];
+      for (llc_u32 l = 1; l < 32u && l < nt; ++l) total = __fadd_rn(total, red[nt + l]);
+      red[nt + 32u] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(hidden)), eps));
+    }
+  }
+  __syncthreads(); // the row's inverse RMS is visible to every thread
+  const float inv = red[nt + 32u];
+  for (llc_u32 j = t; j < slots; j += nt) {
+    LlcSlotFloats<DT> r, w;
+    llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, residualF32, r);
+    const LlcWords4 wv = llcLoadWeakV4(weight + 16ull * j);
+    w.unpack(wv.w);
+#pragma unroll
+    for (int i = 0; i < E; ++i) r.v[i] = __fmul_rn(__fmul_rn(r.v[i], inv), w.v[i]);
+    if (outE4m3) {
+      // E bytes per slot (8 or 4): one or two words of four e4m3 values, lowest element in the lowest byte.
+      llc_u32 q[2] = {0, 0};
+#pragma unroll
+      for (int i = 0; i < E; i += 2) {
+        const llc_u32 pair = llcE4m3x2FromF32(__fmul_rn(r.v[i], outScale), __fmul_rn(r.v[i + 1], outScale));
+        q[i / 4] |= pair << (8 * (i % 4));
+      }
+      if (E == 8)
+        llcStoreWeak2(outRow + 8ull * j, q);
+      else
+        llcStoreWeak1(outRow + 4ull * j, q);
+      continue;
+    }
+    LlcWords4 o;
+    r.pack(o.w);
+    llcStoreWeakV4(outRow + 16ull * j, o);
+  }
+  __syncthreads(); // `red` is read by every thread before the next row overwrites it
+}
+
+// The element-count and byte facts of a fused call's block: its rows, their message bytes (whole 16-byte slots).
+struct LlcFusedRows {
+  LlcRange rows;
+  llc_u64 rowBytes;  // hidden * elemBytes of x
+  llc_u64 resRowBytes; // hidden * elemBytes of the residual
+  llc_u64 bytes;     // rows.size() * rowBytes
+};
+template <int DT>
+LLC_DEVICE LlcFusedRows llcFusedRows(const LlcommFusedNormParams& p, llc_u32 channel) {
+  LlcFusedRows f;
+  f.rows = llcPiece(p.rows, p.blocksPerRank, channel, 1);
+  f.rowBytes = static_cast<llc_u64>(p.hidden) * LlcDtype<DT>::kElemBytes;
+  f.resRowBytes = static_cast<llc_u64>(p.hidden) * ((p.flags & LLCOMM_FUSED_RESIDUAL_F32) ? 4u : LlcDtype<DT>::kElemBytes);
+  f.bytes = f.rows.size() * f.rowBytes;
+  return f;
+}
+
+// The RMSNorm pass of a fused block: every row of the block, after its residual rows were written.
+template <int DT>
+LLC_DEVICE void llcFusedNormRows(const LlcommFusedNormParams& p, llc_u32 rank, const LlcFusedRows& f, float* red) {
+  const char* residual = reinterpret_cast<const char*>(p.residual[rank]);
+  char* out = reinterpret_cast<char*>(p.out[rank]);
+  const char* weight = reinterpret_cast<const char*>(p.weight[rank]);
+  const bool f32 = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+  const float eps = __uint_as_float(p.epsBits);
+  const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
+  const float outScale = __uint_as_float(p.outScaleBits);
+  const llc_u64 outRowBytes = e4m3 ? p.hidden : f.rowBytes;
+  for (llc_u64 row = f.rows.begin; row < f.rows.end; ++row)
+    llcRmsNormRow<DT>(residual + row * f.resRowBytes, f32, weight, out + row * outRowBytes, p.hidden, eps, red, e4m3,
+                      outScale);
+}
+
+#endif // LLC_HAS_DEVICE

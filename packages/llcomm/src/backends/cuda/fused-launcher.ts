@@ -1,0 +1,451 @@
+/**
+ * Launches of the fused kernels (issue 21): AllReduce + residual add + RMSNorm (one-shot and two-shot sentinel), the
+ * reference RMSNorm kernel of the unfused composition, and allReduceMany. Pure planning functions (which kernel, how
+ * many blocks, how rows or buffers are split over launches: the same on every rank) and a launcher that packs the
+ * parameters once per call and issues them allocation-free, as allreduce-launcher.ts does for the AllReduce.
+ *
+ * Row layout: x, residual and out are [rows][hidden] row-major and contiguous per rank; hidden * elementBytes must
+ * be a multiple of 16 (every row starts on a 16-byte boundary; the kernels move whole 16-byte slots).
+ */
+import type { Dtype } from '../../api/types.js'
+import { DTYPE_BYTES } from '../../api/types.js'
+import { LlcommError } from '../../errors.js'
+import { type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
+import { f32Bits, LLCOMM_THREADS } from './abi.js'
+import type { CommunicatorDeviceState } from './allreduce-launcher.js'
+import type { DeviceSet, LaunchGroup } from './devices.js'
+import {
+  LLCOMM_FUSED_NO_RESIDUAL_IN,
+  LLCOMM_FUSED_OUT_E4M3,
+  LLCOMM_FUSED_RESIDUAL_F32,
+  LLCOMM_MANY_MAX_BUFFERS,
+  packAllReduceManyParams,
+  packFusedNormParams,
+} from './fused-abi.js'
+import {
+  DEFAULT_BUFFER_BYTES,
+  deviceBufferLayout,
+  type FusedKernel,
+  maxBlocksPerRank,
+  selectFusedKernel,
+  TARGET_BYTES_PER_BLOCK,
+} from './kernel-table.js'
+import type { KernelModules } from './modules.js'
+
+export type FusedNormAlgorithm = 'oneshot' | 'twoshot'
+
+const floor16 = (x: number) => Math.floor(x / 16) * 16
+
+/**
+ * Most rows one block (channel) of the fused kernel can carry in one launch, from the sentinel lanes exactly as the
+ * kernel computes them (0: a single row does not fit). One-shot: a block's rows are one message in one lane of
+ * channelHalf / nranks bytes. Two-shot: the message is split in nranks parts (each rounded up to a 16-byte slot)
+ * and a part must fit one lane of channelHalf / (2 nranks) bytes.
+ */
+export function fusedRowsPerBlock(
+  algorithm: FusedNormAlgorithm,
+  nranks: number,
+  hidden: number,
+  dtype: Dtype,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): number {
+  const s = deviceBufferLayout(nranks, bufferBytes).sentinel.channelHalfBytes
+  const eb = DTYPE_BYTES[dtype]
+  const rowBytes = hidden * eb
+  if (algorithm === 'oneshot') return Math.floor(floor16(Math.floor(s / nranks)) / rowBytes)
+  const lane = floor16(Math.floor(s / (2 * nranks)))
+  const e = 16 / eb
+  const fits = (k: number) => Math.ceil(Math.ceil((k * hidden) / nranks) / e) * e * eb <= lane
+  let k = Math.floor((nranks * lane) / rowBytes)
+  while (k > 0 && !fits(k)) k--
+  return k
+}
+
+export interface FusedNormLaunchPlan {
+  /** First row and row count of the launch, and its blocks per rank. */
+  firstRow: number
+  rows: number
+  blocksPerRank: number
+}
+export interface FusedNormPlan {
+  algorithm: FusedNormAlgorithm
+  launches: FusedNormLaunchPlan[]
+}
+
+/** Checks a [rows][hidden] shape of the fused and reference RMSNorm kernels. */
+export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void {
+  if (!Number.isInteger(rows) || rows < 1 || rows > 0x7fffffff)
+    throw new LlcommError('INVALID_ARGUMENT', `rows must be a positive integer, got ${rows}`)
+  if (!Number.isInteger(hidden) || hidden < 1 || hidden > 0x7fffffff)
+    throw new LlcommError('INVALID_ARGUMENT', `hidden must be a positive integer, got ${hidden}`)
+  if (!(dtype in DTYPE_BYTES)) throw new LlcommError('UNSUPPORTED_DTYPE', `unknown dtype ${dtype}`)
+  if ((hidden * DTYPE_BYTES[dtype]) % 16 !== 0)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `hidden ${hidden} × ${DTYPE_BYTES[dtype]} bytes is not a multiple of 16 (rows must start on 16-byte boundaries)`,
+      { hidden, dtype },
+    )
+}
+
+/**
+ * Which fused kernel and which launches: 'auto' takes the one-shot when all rows fit one launch, else the two-shot
+ * (a first rule, to be replaced by measured crossovers: scripts/bench-fused.sh prints both side by side). Rows beyond
+ * one launch's capacity go to further launches (each a complete fused call on its rows). Blocks: one row per block
+ * up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
+ */
+export function planFusedNorm(
+  algorithm: FusedNormAlgorithm | 'auto',
+  nranks: number,
+  rows: number,
+  hidden: number,
+  dtype: Dtype,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): FusedNormPlan {
+  checkNormShape(rows, hidden, dtype)
+  const maxBlocks = maxBlocksPerRank(nranks)
+  const perBlock = {
+    oneshot: fusedRowsPerBlock('oneshot', nranks, hidden, dtype, bufferBytes),
+    twoshot: fusedRowsPerBlock('twoshot', nranks, hidden, dtype, bufferBytes),
+  }
+  let alg: FusedNormAlgorithm
+  if (algorithm === 'auto') alg = perBlock.oneshot * maxBlocks >= rows ? 'oneshot' : 'twoshot'
+  else alg = algorithm
+  const k = perBlock[alg]
+  if (k < 1) {
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `a row of ${hidden} ${dtype} does not fit the ${alg} fused kernel's lanes at ${nranks} ranks with bufferBytes ${bufferBytes}; use a larger bufferBytes${alg === 'oneshot' ? " or algorithm 'twoshot'" : ''}`,
+      { hidden, dtype, nranks, bufferBytes, algorithm: alg },
+    )
+  }
+  const perLaunch = k * maxBlocks
+  const launches: FusedNormLaunchPlan[] = []
+  for (let first = 0; first < rows; first += perLaunch) {
+    const n = Math.min(perLaunch, rows - first)
+    let blocks = Math.min(maxBlocks, n)
+    while (Math.ceil(n / blocks) > k) blocks++ // cannot pass maxBlocks: n <= k * maxBlocks
+    launches.push({ firstRow: first, rows: n, blocksPerRank: blocks })
+  }
+  return { algorithm: alg, launches }
+}
+
+/** One piece of one buffer in an allReduceMany launch. */
+export interface ManyPiece {
+  buffer: number
+  /** First element of the piece in its buffer, and its element count. */
+  offset: number
+  count: number
+}
+export interface ManyLaunchPlan {
+  pieces: ManyPiece[]
+  blocksPerRank: number
+}
+
+/**
+ * Packs buffers into allreduce_many launches: consecutive buffers share a launch while their slots fit the
+ * launch's lanes (maxBlocksPerRank channels of channelHalf / nranks bytes) and at most LLCOMM_MANY_MAX_BUFFERS
+ * pieces; a buffer larger than one launch is split at 16-byte boundaries. Usually one launch for the whole group.
+ * Blocks: one per TARGET_BYTES_PER_BLOCK.sentinel bytes, raised until every channel's slots fit its lane.
+ */
+export function planAllReduceMany(
+  counts: readonly number[],
+  dtype: Dtype,
+  nranks: number,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): ManyLaunchPlan[] {
+  if (!Array.isArray(counts) || counts.length < 1)
+    throw new LlcommError('INVALID_ARGUMENT', 'allReduceMany needs at least one buffer')
+  for (const c of counts)
+    if (!Number.isInteger(c) || c < 0)
+      throw new LlcommError('INVALID_ARGUMENT', `allReduceMany counts must be non-negative integers, got ${c}`)
+  const eb = DTYPE_BYTES[dtype]
+  const laneSlots = floor16(Math.floor(deviceBufferLayout(nranks, bufferBytes).sentinel.channelHalfBytes / nranks)) / 16
+  const maxBlocks = maxBlocksPerRank(nranks)
+  const maxSlots = laneSlots * maxBlocks
+  const slotsOf = (n: number) => Math.ceil((n * eb) / 16)
+  const launches: ManyLaunchPlan[] = []
+  let cur: ManyPiece[] = []
+  let curSlots = 0
+  const close = () => {
+    if (cur.length === 0) return
+    let blocks = Math.min(maxBlocks, Math.max(1, Math.ceil((curSlots * 16) / TARGET_BYTES_PER_BLOCK.sentinel)))
+    while (Math.ceil(curSlots / blocks) > laneSlots) blocks++
+    launches.push({ pieces: cur, blocksPerRank: blocks })
+    cur = []
+    curSlots = 0
+  }
+  counts.forEach((count, buffer) => {
+    let offset = 0
+    while (offset < count) {
+      if (cur.length === LLCOMM_MANY_MAX_BUFFERS || curSlots === maxSlots) close()
+      const room = maxSlots - curSlots
+      const n = Math.min(count - offset, (room * 16) / eb)
+      cur.push({ buffer, offset, count: n })
+      curSlots += slotsOf(n)
+      offset += n
+    }
+  })
+  close()
+  return launches
+}
+
+// ---- the launcher ----
+export interface FusedNormCall {
+  /** x, residual (read and written), out, weight: one device pointer per rank, by global rank. */
+  inputs: readonly DevicePtr[]
+  residuals: readonly DevicePtr[]
+  outputs: readonly DevicePtr[]
+  weights: readonly DevicePtr[]
+  rows: number
+  hidden: number
+  eps: number
+  dtype: Dtype
+  /** The residual stream is f32 (else x's dtype). */
+  residualF32?: boolean
+  /** residual = allreduce(x), ignoring the residual's contents (the first layer). */
+  noResidualIn?: boolean
+  algorithm?: FusedNormAlgorithm | 'auto'
+  pdl?: boolean
+  /**
+   * 'e4m3': the normalized output as FP8 e4m3, one byte per element: e4m3(y × outScale), round to nearest even,
+   * saturated to ±448 (sm_89+). Default: x's dtype.
+   */
+  outDtype?: 'e4m3'
+  /** The e4m3 output's per-tensor scale (the reciprocal of the dequantization scale). Default 1. */
+  outScale?: number
+}
+export interface FusedManyCall {
+  inputs: readonly (readonly DevicePtr[])[]
+  outputs: readonly (readonly DevicePtr[])[]
+  counts: readonly number[]
+  dtype: Dtype
+  pdl?: boolean
+}
+
+interface PackedLaunch {
+  group: LaunchGroup
+  launch: PreparedLaunch
+  params: Uint8Array
+}
+/** A fused call packed once: issue() launches it again (same pointers and shape) without allocating. */
+export interface PreparedFusedCall {
+  /** 'oneshot' / 'twoshot' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
+  algorithm: string
+  launches: number
+  issue(streams: readonly CuStream[]): void
+}
+
+export class FusedLauncher {
+  private readonly driver: CudaDriver
+  private readonly devices: DeviceSet
+  private readonly modules: KernelModules
+  private readonly state: CommunicatorDeviceState
+  private readonly configs = new Map<string, PreparedLaunch>()
+
+  constructor(driver: CudaDriver, devices: DeviceSet, modules: KernelModules, state: CommunicatorDeviceState) {
+    this.driver = driver
+    this.devices = devices
+    this.modules = modules
+    this.state = state
+  }
+
+  /** Launch config for one device, built on first use (with the co-residency check when cooperative) and cached. */
+  private launchFor(
+    k: FusedKernel,
+    group: LaunchGroup,
+    grid: number,
+    cooperative: boolean,
+    pdl: boolean,
+    bytes: number,
+  ) {
+    const key = `${k.kernelName}|${group.index}|${grid}|${cooperative ? 1 : 0}|${pdl ? 1 : 0}`
+    let l = this.configs.get(key)
+    if (l) return l
+    const f = this.modules.function(group, k.sourceFile, k.kernelName)
+    this.driver.setCurrent(group.context)
+    if (cooperative) {
+      const perSm = this.driver.occupancyMaxActiveBlocksPerSm(f, LLCOMM_THREADS, 0)
+      if (grid > perSm * group.smCount) {
+        throw new LlcommError(
+          'INVALID_ARGUMENT',
+          `${k.kernelName}: ${grid} blocks on device ${group.ordinal} cannot all be co-resident (at most ${perSm} per SM × ${group.smCount} SMs); use fewer virtual ranks per device`,
+          { kernel: k.kernelName, device: group.ordinal, grid },
+        )
+      }
+      if (!group.cooperativeLaunch)
+        throw new LlcommError('NO_DEVICE', `device ${group.ordinal} does not support cooperative launch`, {
+          device: group.ordinal,
+        })
+    }
+    // The kernels use static shared memory only (under 48 KB): no dynamic-shared attribute to set.
+    l = new PreparedLaunch(
+      this.driver,
+      f,
+      k.kernelName,
+      { gridDimX: grid, blockDimX: LLCOMM_THREADS, sharedBytes: 0 },
+      { cooperative, pdl },
+      bytes,
+    )
+    this.configs.set(key, l)
+    return l
+  }
+
+  private checkPointers(what: string, list: readonly DevicePtr[]): void {
+    if (!Array.isArray(list) || list.length !== this.state.nranks)
+      throw new LlcommError('INVALID_ARGUMENT', `${what} needs one device pointer per rank (${this.state.nranks})`)
+    list.forEach((p, r) => {
+      if (!Number.isSafeInteger(p) || p <= 0)
+        throw new LlcommError('INVALID_ARGUMENT', `${what}[${r}] is not a device pointer`)
+      if (p % 16 !== 0)
+        throw new LlcommError('MISALIGNED_BUFFER', `${what}[${r}] = 0x${p.toString(16)} is not 16-byte aligned`, {
+          rank: r,
+          what,
+        })
+    })
+  }
+
+  private normFlags(call: FusedNormCall): number {
+    return (
+      (call.residualF32 && call.dtype !== 'f32' ? LLCOMM_FUSED_RESIDUAL_F32 : 0) |
+      (call.noResidualIn ? LLCOMM_FUSED_NO_RESIDUAL_IN : 0) |
+      (call.outDtype === 'e4m3' ? LLCOMM_FUSED_OUT_E4M3 : 0)
+    )
+  }
+
+  /** Packs a fused AllReduce + residual + RMSNorm (reference: false) or the reference RMSNorm alone (true). */
+  prepareNorm(call: FusedNormCall, reference: boolean): PreparedFusedCall {
+    const s = this.state
+    for (const [what, list] of [
+      ['inputs', call.inputs],
+      ['residuals', call.residuals],
+      ['outputs', call.outputs],
+      ['weights', call.weights],
+    ] as const)
+      this.checkPointers(what, list)
+    if (!Number.isFinite(call.eps) || call.eps < 0)
+      throw new LlcommError('INVALID_ARGUMENT', `eps must be a finite non-negative number, got ${call.eps}`)
+    checkNormShape(call.rows, call.hidden, call.dtype)
+    if (call.outDtype !== undefined && call.outDtype !== 'e4m3')
+      throw new LlcommError('UNSUPPORTED_DTYPE', `outDtype ${String(call.outDtype)}: only 'e4m3' (or x's dtype)`)
+    const outScale = call.outScale ?? 1
+    if (!Number.isFinite(outScale) || outScale <= 0)
+      throw new LlcommError('INVALID_ARGUMENT', `outScale must be a finite positive number, got ${call.outScale}`)
+    if (call.outDtype === 'e4m3')
+      for (const g of this.devices.groups)
+        if (Number(g.arch.replace(/\D/g, '')) < 89)
+          throw new LlcommError(
+            'UNSUPPORTED_DTYPE',
+            `an e4m3 output needs sm_89 or newer; device ${g.ordinal} is ${g.arch}`,
+          )
+    const eb = DTYPE_BYTES[call.dtype]
+    const oeb = call.outDtype === 'e4m3' ? 1 : eb
+    const resEb = call.residualF32 ? 4 : eb
+    const flags = this.normFlags(call)
+    const plan: FusedNormPlan = reference
+      ? { algorithm: 'oneshot', launches: [{ firstRow: 0, rows: call.rows, blocksPerRank: 1 }] }
+      : planFusedNorm(call.algorithm ?? 'auto', s.nranks, call.rows, call.hidden, call.dtype, s.bufferBytes)
+    const k = selectFusedKernel(reference ? 'rmsnorm' : `fused_rmsnorm_${plan.algorithm}`, call.dtype)
+    const big = (list: readonly DevicePtr[], offsetBytes: number) => list.map((p) => BigInt(p + offsetBytes))
+    const packed: PackedLaunch[] = []
+    for (const l of plan.launches) {
+      const xOff = l.firstRow * call.hidden * eb
+      const rOff = l.firstRow * call.hidden * resEb
+      const oOff = l.firstRow * call.hidden * oeb
+      for (const group of this.devices.groups) {
+        const params = packFusedNormParams({
+          input: big(call.inputs, xOff),
+          residual: big(call.residuals, rOff),
+          out: big(call.outputs, oOff),
+          weight: big(call.weights, 0),
+          recvBuf: s.recvBuf.map((p) => BigInt(p)),
+          scratch: s.scratch.map((p) => BigInt(p)),
+          errorWord: BigInt(s.errorWord),
+          timeoutNs: BigInt(Math.round(s.timeoutNs)),
+          sentinel: s.layout.sentinel,
+          rows: l.rows,
+          hidden: call.hidden,
+          epsBits: f32Bits(call.eps),
+          flags,
+          nranks: s.nranks,
+          ranksInLaunch: group.ranks.length,
+          blocksPerRank: l.blocksPerRank,
+          outScaleBits: f32Bits(outScale),
+          launchRanks: group.ranks,
+        })
+        const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
+        const launch = this.launchFor(k, group, grid, !reference, call.pdl ?? false, params.byteLength)
+        packed.push({ group, launch, params: new Uint8Array(params) })
+      }
+    }
+    return this.prepared(reference ? 'rmsnorm' : plan.algorithm, plan.launches.length, packed)
+  }
+
+  /** Packs an allReduceMany: every buffer reduced, usually in one launch (planAllReduceMany). */
+  prepareMany(call: FusedManyCall): PreparedFusedCall {
+    const s = this.state
+    const b = call.counts.length
+    if (
+      !Array.isArray(call.inputs) ||
+      !Array.isArray(call.outputs) ||
+      call.inputs.length !== b ||
+      call.outputs.length !== b
+    )
+      throw new LlcommError('INVALID_ARGUMENT', `inputs, outputs and counts need one entry per buffer (${b})`)
+    for (const [i, l] of call.inputs.entries()) this.checkPointers(`inputs[${i}]`, l)
+    for (const [i, l] of call.outputs.entries()) this.checkPointers(`outputs[${i}]`, l)
+    const eb = DTYPE_BYTES[call.dtype]
+    const plans = planAllReduceMany(call.counts, call.dtype, s.nranks, s.bufferBytes)
+    const k = selectFusedKernel('allreduce_many', call.dtype)
+    const packed: PackedLaunch[] = []
+    for (const plan of plans) {
+      const pieces = plan.pieces.filter((p) => p.count > 0)
+      if (pieces.length === 0) continue
+      for (const group of this.devices.groups) {
+        const params = packAllReduceManyParams({
+          inputs: pieces.map((p) => call.inputs[p.buffer].map((x) => BigInt(x + p.offset * eb))),
+          outputs: pieces.map((p) => call.outputs[p.buffer].map((x) => BigInt(x + p.offset * eb))),
+          counts: pieces.map((p) => p.count),
+          recvBuf: s.recvBuf.map((p) => BigInt(p)),
+          scratch: s.scratch.map((p) => BigInt(p)),
+          errorWord: BigInt(s.errorWord),
+          timeoutNs: BigInt(Math.round(s.timeoutNs)),
+          sentinel: s.layout.sentinel,
+          nranks: s.nranks,
+          ranksInLaunch: group.ranks.length,
+          blocksPerRank: plan.blocksPerRank,
+          launchRanks: group.ranks,
+        })
+        const launch = this.launchFor(
+          k,
+          group,
+          group.ranks.length * plan.blocksPerRank,
+          true,
+          call.pdl ?? false,
+          params.byteLength,
+        )
+        packed.push({ group, launch, params: new Uint8Array(params) })
+      }
+    }
+    return this.prepared('many', packed.length / this.devices.groups.length, packed)
+  }
+
+  private prepared(algorithm: string, launches: number, packed: PackedLaunch[]): PreparedFusedCall {
+    const multi = this.devices.multiDevice
+    return {
+      algorithm,
+      launches,
+      issue: (streams) => {
+        for (const { group, launch, params } of packed) {
+          if (multi) this.driver.setCurrent(group.context)
+          launch.setParams(params)
+          launch.launchOn(streams[group.index])
+        }
+      },
+    }
+  }
+
+  disposeAll(): void {
+    for (const l of this.configs.values()) l.dispose()
+    this.configs.clear()
+  }
+}

@@ -1,0 +1,561 @@
+// The fused AllReduce + residual add + RMSNorm and allReduceMany on the cuda backend (issue 21), virtual ranks on
+// device 0. For every dtype, 2 and 8 ranks, rows 1..64, hidden 4096, 8192 and odd sizes, one-shot and two-shot:
+//  - the new residual is bitwise the model of the kernels' arithmetic (rank-order f32 sum, rounded to the dtype, plus
+//    the residual), the output within the dtype's rounding of the float64 RMSNorm of that residual;
+//  - residual and output bitwise equal on every rank;
+//  - bitwise equal to the unfused composition (deviceAllReduce with oneshot-sentinel / twoshot-sentinel, then the
+//    reference deviceRmsNorm);
+// graph capture with replays on fresh data; allReduceMany against one AllReduce per buffer, device and host view.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type { Dtype, TensorArray } from '../../src/api/types.js'
+import { DTYPE_BYTES, DTYPES } from '../../src/api/types.js'
+import { type CudaCommunicator, createCudaCommunicator } from '../../src/backends/cuda/communicator.js'
+import { type FusedNormAlgorithm, fusedRowsPerBlock } from '../../src/backends/cuda/fused-launcher.js'
+import { DTYPE_CODECS } from '../../src/dtype/index.js'
+import { type CuStream, cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
+import { ON_GPU, REDUCED, recordCase, rng } from './gpu-harness.js'
+
+const POISON = 0x7fbfdead
+const EPS = 1e-5
+const RANKS = [2, 8]
+const ROWS = REDUCED ? [1, 16] : [1, 3, 16, 37, 64]
+const HIDDEN = REDUCED ? [4096] : [4096, 8192, 1000, 264]
+const TOLERANCE: Readonly<Record<Dtype, number>> = { f32: 2e-5, f16: 2e-3, bf16: 1.6e-2 }
+
+const d = () => cudaDriver()
+const elemBytes = (dtype: Dtype, f32: boolean) => (f32 ? 4 : DTYPE_BYTES[dtype])
+const newArray = (dtype: Dtype, n: number, f32 = false): TensorArray =>
+  f32 || dtype === 'f32' ? new Float32Array(n) : new Uint16Array(n)
+const value = (a: TensorArray, dtype: Dtype, i: number, f32 = false) =>
+  f32 || dtype === 'f32' ? (a as Float32Array)[i] : DTYPE_CODECS[dtype].decodeLane((a as Uint16Array)[i])
+const round = (dtype: Dtype, x: number) =>
+  dtype === 'f32' ? Math.fround(x) : DTYPE_CODECS[dtype].decodeLane(DTYPE_CODECS[dtype].encodeLane(Math.fround(x)))
+function fill(a: TensorArray, dtype: Dtype, f32: boolean, f: (i: number) => number): void {
+  for (let i = 0; i < a.length; i++) {
+    const x = Math.fround(f(i))
+    if (f32 || dtype === 'f32') (a as Float32Array)[i] = x
+    else (a as Uint16Array)[i] = DTYPE_CODECS[dtype].encodeLane(x)
+  }
+}
+function bitsEqual(a: ArrayBufferView, b: ArrayBufferView): number {
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
+  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength)
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return i
+  return -1
+}
+
+interface NormSet {
+  x: DevicePtr[]
+  residual: DevicePtr[]
+  out: DevicePtr[]
+  weight: DevicePtr[]
+  sum: DevicePtr[] // the unfused AllReduce's output
+  hostX: TensorArray[]
+  hostResidual: TensorArray
+  hostWeight: TensorArray
+}
+
+function alloc(bytes: number, free: DevicePtr[]): DevicePtr {
+  const p = d().memAlloc(Math.max(256, Math.ceil(bytes / 256) * 256))
+  free.push(p)
+  return p
+}
+
+/** Fresh data: x per rank in [-1, 1), the same residual on every rank (the tensor-parallel invariant), weights. */
+function makeNormSet(
+  comm: CudaCommunicator,
+  dtype: Dtype,
+  rows: number,
+  hidden: number,
+  residualF32: boolean,
+  seed: number,
+  free: DevicePtr[],
+): NormSet {
+  const random = rng(seed)
+  const n = rows * hidden
+  const eb = DTYPE_BYTES[dtype]
+  const reb = elemBytes(dtype, residualF32)
+  const hostX = Array.from({ length: comm.size }, () => {
+    const a = newArray(dtype, n)
+    fill(a, dtype, false, () => random() * 2 - 1)
+    return a
+  })
+  const hostResidual = newArray(dtype, n, residualF32)
+  fill(hostResidual, dtype, residualF32, () => random() * 4 - 2)
+  const hostWeight = newArray(dtype, hidden)
+  fill(hostWeight, dtype, false, () => 0.5 + random())
+  const set: NormSet = { x: [], residual: [], out: [], weight: [], sum: [], hostX, hostResidual, hostWeight }
+  for (let r = 0; r < comm.size; r++) {
+    set.x.push(alloc(n * eb, free))
+    set.residual.push(alloc(n * reb, free))
+    set.out.push(alloc(n * eb, free))
+    set.weight.push(alloc(hidden * eb, free))
+    set.sum.push(alloc(n * eb, free))
+    d().copyHtoD(set.x[r], hostX[r], n * eb)
+    d().copyHtoD(set.weight[r], hostWeight, hidden * eb)
+  }
+  resetNormSet(set, n, dtype, residualF32)
+  return set
+}
+function resetNormSet(set: NormSet, n: number, dtype: Dtype, residualF32: boolean): void {
+  for (let r = 0; r < set.x.length; r++) {
+    d().copyHtoD(set.residual[r], set.hostResidual, n * elemBytes(dtype, residualF32))
+    d().memsetD32(set.out[r], POISON, Math.ceil((n * DTYPE_BYTES[dtype]) / 4))
+  }
+}
+function readBack(ptrs: readonly DevicePtr[], dtype: Dtype, n: number, f32 = false): TensorArray[] {
+  return ptrs.map((p) => {
+    const a = newArray(dtype, n, f32)
+    d().copyDtoH(a, p, a.byteLength)
+    return a
+  })
+}
+
+/**
+ * The model of the kernels' arithmetic for the residual (bitwise) and the float64 RMSNorm (within tolerance):
+ * returns [wrong residual elements, output elements off, worst relative error].
+ */
+function checkAgainstModel(
+  set: NormSet,
+  res: TensorArray,
+  out: TensorArray,
+  dtype: Dtype,
+  rows: number,
+  hidden: number,
+  residualF32: boolean,
+): [number, number, number] {
+  let wrongRes = 0
+  let off = 0
+  let worst = 0
+  const r64 = new Float64Array(hidden)
+  for (let row = 0; row < rows; row++) {
+    let sq = 0
+    for (let i = 0; i < hidden; i++) {
+      const k = row * hidden + i
+      let s = value(set.hostX[0], dtype, k)
+      for (let q = 1; q < set.hostX.length; q++) s = Math.fround(s + value(set.hostX[q], dtype, k))
+      const sumT = round(dtype, s)
+      let r = Math.fround(value(set.hostResidual, dtype, k, residualF32) + sumT)
+      if (!residualF32) r = round(dtype, r)
+      if (value(res, dtype, k, residualF32) !== r) wrongRes++
+      r64[i] = r
+      sq += r * r
+    }
+    const inv = 1 / Math.sqrt(sq / hidden + EPS)
+    for (let i = 0; i < hidden; i++) {
+      const want = r64[i] * inv * value(set.hostWeight, dtype, i)
+      const got = value(out, dtype, row * hidden + i)
+      const rel = Math.abs(got - want) / Math.max(Math.abs(want), 1e-2)
+      worst = Math.max(worst, rel)
+      if (!(rel <= TOLERANCE[dtype])) off++
+    }
+  }
+  return [wrongRes, off, worst]
+}
+
+/** The fused kernels whose lanes hold at least one row of this shape (more rows go to further launches). */
+function algorithmsFor(comm: CudaCommunicator, dtype: Dtype, hidden: number): FusedNormAlgorithm[] {
+  return (['oneshot', 'twoshot'] as const).filter(
+    (a) => fusedRowsPerBlock(a, comm.size, hidden, dtype, comm.bufferBytes) > 0,
+  )
+}
+
+test('fused AllReduce + residual + RMSNorm: model-exact residual, RMSNorm within rounding, equal on every rank and to the unfused composition', {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    let seed = 100 * ranks
+    try {
+      for (const dtype of DTYPES as Dtype[])
+        for (const hidden of HIDDEN)
+          for (const rows of ROWS)
+            for (const residualF32 of dtype === 'bf16' ? [false, true] : [false])
+              for (const algorithm of algorithmsFor(comm, dtype, hidden)) {
+                const name = `fused/rmsnorm/${algorithm}/${dtype}${residualF32 ? '+f32res' : ''}/ranks=${ranks}/rows=${rows}/hidden=${hidden}`
+                const free: DevicePtr[] = []
+                try {
+                  const n = rows * hidden
+                  const set = makeNormSet(comm, dtype, rows, hidden, residualF32, seed++, free)
+                  const args = {
+                    inputs: set.x,
+                    residuals: set.residual,
+                    outputs: set.out,
+                    weights: set.weight,
+                    rows,
+                    hidden,
+                    eps: EPS,
+                    dtype,
+                    residualF32,
+                    algorithm,
+                    stream,
+                  }
+                  const info = comm.deviceAllReduceRmsNorm(args)
+                  d().streamSynchronize(stream)
+                  comm.checkDeviceError()
+                  const res = readBack(set.residual, dtype, n, residualF32)
+                  const out = readBack(set.out, dtype, n)
+                  // The unfused composition on fresh copies of the same inputs.
+                  resetNormSet(set, n, dtype, residualF32)
+                  comm.deviceAllReduce({
+                    inputs: set.x,
+                    outputs: set.sum,
+                    count: n,
+                    dtype,
+                    algorithm: algorithm === 'oneshot' ? 'oneshot-sentinel' : 'twoshot-sentinel',
+                    fallback: false,
+                    stream,
+                  })
+                  comm.deviceRmsNorm({ ...args, inputs: set.sum })
+                  d().streamSynchronize(stream)
+                  comm.checkDeviceError()
+                  const resU = readBack(set.residual, dtype, n, residualF32)
+                  const outU = readBack(set.out, dtype, n)
+                  let crossRank = 0
+                  let vsUnfused = 0
+                  for (let r = 0; r < ranks; r++) {
+                    if (bitsEqual(res[r], res[0]) >= 0 || bitsEqual(out[r], out[0]) >= 0) crossRank++
+                    if (bitsEqual(res[r], resU[r]) >= 0 || bitsEqual(out[r], outU[r]) >= 0) vsUnfused++
+                  }
+                  const [wrongRes, off, worst] = checkAgainstModel(
+                    set,
+                    res[0],
+                    out[0],
+                    dtype,
+                    rows,
+                    hidden,
+                    residualF32,
+                  )
+                  const passed =
+                    wrongRes === 0 && off === 0 && crossRank === 0 && vsUnfused === 0 && info.algorithm === algorithm
+                  recordCase({
+                    name,
+                    passed,
+                    wrongResidual: wrongRes,
+                    outOff: off,
+                    worstRelError: worst,
+                    crossRank,
+                    vsUnfused,
+                    launches: info.launches,
+                  })
+                  if (!passed)
+                    failures.push(
+                      `${name}: residual wrong ${wrongRes}, out off ${off} (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
+                    )
+                } catch (e) {
+                  const err = e as Error & { code?: string }
+                  recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+                  failures.push(`${name}: ${err.message}`)
+                } finally {
+                  for (const p of free) d().memFree(p)
+                }
+              }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+  assert.deepEqual(failures, [])
+})
+
+test('fused RMSNorm in a captured graph: replays on fresh data give the eager results', { skip: !ON_GPU }, async () => {
+  const ranks = 8
+  const replays = REDUCED ? 40 : 400
+  const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+  const { CapturedGraph } = await import('../../src/backends/cuda/graph.js')
+  const stream: CuStream = d().streamCreate()
+  const failures: string[] = []
+  const free: DevicePtr[] = []
+  try {
+    for (const [dtype, rows, hidden, algorithm] of [
+      ['bf16', 4, 4096, 'oneshot'],
+      ['bf16', 16, 8192, 'twoshot'],
+      ['f32', 2, 4096, 'twoshot'],
+    ] as const) {
+      const name = `fused/graph/${algorithm}/${dtype}/rows=${rows}/hidden=${hidden}`
+      const n = rows * hidden
+      const eb = DTYPE_BYTES[dtype]
+      const pool = Array.from({ length: 4 }, (_, k) => makeNormSet(comm, dtype, rows, hidden, false, 7000 + k, free))
+      // Expected: each pool set once, eagerly.
+      const expected = pool.map((s) => {
+        comm.deviceAllReduceRmsNorm({
+          inputs: s.x,
+          residuals: s.residual,
+          outputs: s.out,
+          weights: s.weight,
+          rows,
+          hidden,
+          eps: EPS,
+          dtype,
+          algorithm,
+          stream,
+        })
+        d().streamSynchronize(stream)
+        const e = { res: readBack(s.residual, dtype, n), out: readBack(s.out, dtype, n) }
+        resetNormSet(s, n, dtype, false)
+        return e
+      })
+      const work = makeNormSet(comm, dtype, rows, hidden, false, 1, free)
+      const call = comm.prepareDeviceAllReduceRmsNorm({
+        inputs: work.x,
+        residuals: work.residual,
+        outputs: work.out,
+        weights: work.weight,
+        rows,
+        hidden,
+        eps: EPS,
+        dtype,
+        algorithm,
+        stream,
+      })
+      const resultRes = pool.map(() => Array.from({ length: ranks }, () => alloc(n * eb, free)))
+      const resultOut = pool.map(() => Array.from({ length: ranks }, () => alloc(n * eb, free)))
+      // G_k: pool set k's x and initial residual into the work buffers, the fused call, the results out.
+      const graphs = pool.map((s, k) =>
+        CapturedGraph.capture(
+          d(),
+          [stream],
+          () => {},
+          () => {
+            for (let r = 0; r < ranks; r++) {
+              d().copyDtoDAsync(work.x[r], s.x[r], n * eb, stream)
+              d().copyDtoDAsync(work.residual[r], s.residual[r], n * eb, stream)
+            }
+            call.issue([stream])
+            for (let r = 0; r < ranks; r++) {
+              d().copyDtoDAsync(resultRes[k][r], work.residual[r], n * eb, stream)
+              d().copyDtoDAsync(resultOut[k][r], work.out[r], n * eb, stream)
+            }
+          },
+        ),
+      )
+      let bad = 0
+      let checked = 0
+      for (let i = 0; i < replays; i++) {
+        graphs[i % pool.length].replay(stream)
+        if ((i + 1) % (replays / 4) === 0) {
+          d().streamSynchronize(stream)
+          comm.checkDeviceError()
+          for (let k = 0; k < pool.length; k++) {
+            const res = readBack(resultRes[k], dtype, n)
+            const out = readBack(resultOut[k], dtype, n)
+            checked++
+            for (let r = 0; r < ranks; r++)
+              if (bitsEqual(res[r], expected[k].res[r]) >= 0 || bitsEqual(out[r], expected[k].out[r]) >= 0) {
+                bad++
+                break
+              }
+            for (const p of resultOut[k]) d().memsetD32Async(p, POISON, Math.ceil((n * eb) / 4), stream)
+          }
+        }
+      }
+      d().streamSynchronize(stream)
+      for (const g of graphs) g.destroy()
+      const passed = bad === 0 && checked > 0
+      recordCase({ name, passed, replays, checked, bad })
+      if (!passed) failures.push(`${name}: ${bad}/${checked} checks differ from the eager results`)
+    }
+  } finally {
+    for (const p of free) d().memFree(p)
+    d().streamDestroy(stream)
+    await comm.close()
+  }
+  assert.deepEqual(failures, [])
+})
+
+test('allReduceMany: one launch, bitwise equal to one oneshot-sentinel AllReduce per buffer (device and host view)', {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      for (const dtype of DTYPES as Dtype[])
+        for (const counts of [
+          [4096, 1, 37, 8192, 300],
+          [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+          [100_000, 17],
+        ]) {
+          const name = `fused/many/${dtype}/ranks=${ranks}/counts=${counts.join(',')}`
+          const free: DevicePtr[] = []
+          try {
+            const random = rng(ranks * 31 + counts.length)
+            const eb = DTYPE_BYTES[dtype]
+            const host = counts.map((c) =>
+              Array.from({ length: ranks }, () => {
+                const a = newArray(dtype, c)
+                fill(a, dtype, false, () => random() * 2 - 1)
+                return a
+              }),
+            )
+            const ins = counts.map((c, b) =>
+              host[b].map((a) => {
+                const p = alloc(c * eb, free)
+                d().copyHtoD(p, a, c * eb)
+                return p
+              }),
+            )
+            const outs = counts.map((c) => host[0].map(() => alloc(c * eb, free)))
+            const one = counts.map((c) => host[0].map(() => alloc(c * eb, free)))
+            const info = comm.deviceAllReduceMany({ inputs: ins, outputs: outs, counts, dtype, stream })
+            for (const [b, c] of counts.entries())
+              comm.deviceAllReduce({
+                inputs: ins[b],
+                outputs: one[b],
+                count: c,
+                dtype,
+                algorithm: 'oneshot-sentinel',
+                fallback: false,
+                stream,
+              })
+            d().streamSynchronize(stream)
+            comm.checkDeviceError()
+            let diffs = 0
+            for (const [b, c] of counts.entries()) {
+              const got = readBack(outs[b], dtype, c)
+              const want = readBack(one[b], dtype, c)
+              for (let r = 0; r < ranks; r++)
+                if (bitsEqual(got[r], want[r]) >= 0 || bitsEqual(got[r], got[0]) >= 0) diffs++
+            }
+            const hostView = await comm.allReduceMany(host, { dtype })
+            let hostDiffs = 0
+            for (const [b, c] of counts.entries()) {
+              const want = readBack(one[b], dtype, c)
+              for (let r = 0; r < ranks; r++) if (bitsEqual(hostView[b][r], want[r]) >= 0) hostDiffs++
+            }
+            const oneLaunch = counts.length <= 8 && counts.reduce((a, c) => a + c, 0) * eb <= 64 * 1024
+            const passed = diffs === 0 && hostDiffs === 0 && (!oneLaunch || info.launches === 1)
+            recordCase({ name, passed, diffs, hostDiffs, launches: info.launches })
+            if (!passed)
+              failures.push(`${name}: ${diffs} device / ${hostDiffs} host buffers differ; launches ${info.launches}`)
+          } catch (e) {
+            const err = e as Error & { code?: string }
+            recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+            failures.push(`${name}: ${err.message}`)
+          } finally {
+            for (const p of free) d().memFree(p)
+          }
+        }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+  assert.deepEqual(failures, [])
+})
+
+/** FP8 e4m3 bits to a number (no infinities; 0x7F / 0xFF are NaN). */
+function e4m3ToNumber(b: number): number {
+  const s = b & 0x80 ? -1 : 1
+  const e = (b >> 3) & 15
+  const m = b & 7
+  if (e === 15 && m === 7) return Number.NaN
+  return e === 0 ? s * m * 2 ** -9 : s * (1 + m / 8) * 2 ** (e - 7)
+}
+
+test('fused RMSNorm with an FP8 e4m3 output: within half a step of float64 × scale, equal on every rank and to the unfused composition', {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  const outScale = 4
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      for (const dtype of ['bf16', 'f32'] as Dtype[])
+        for (const rows of [1, 16])
+          for (const algorithm of algorithmsFor(comm, dtype, 4096)) {
+            const hidden = 4096
+            const name = `fused/rmsnorm-e4m3/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}`
+            const free: DevicePtr[] = []
+            try {
+              const n = rows * hidden
+              const set = makeNormSet(comm, dtype, rows, hidden, false, 4000 + rows, free)
+              const q = Array.from({ length: ranks }, () => alloc(n, free))
+              const args = {
+                inputs: set.x,
+                residuals: set.residual,
+                outputs: q,
+                weights: set.weight,
+                rows,
+                hidden,
+                eps: EPS,
+                dtype,
+                algorithm,
+                outDtype: 'e4m3' as const,
+                outScale,
+                stream,
+              }
+              comm.deviceAllReduceRmsNorm(args)
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              const res = readBack(set.residual, dtype, n)
+              const got = q.map((p) => {
+                const a = new Uint8Array(n)
+                d().copyDtoH(a, p, n)
+                return a
+              })
+              resetNormSet(set, n, dtype, false)
+              comm.deviceAllReduce({
+                inputs: set.x,
+                outputs: set.sum,
+                count: n,
+                dtype,
+                algorithm: algorithm === 'oneshot' ? 'oneshot-sentinel' : 'twoshot-sentinel',
+                fallback: false,
+                stream,
+              })
+              comm.deviceRmsNorm({ ...args, inputs: set.sum })
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              let crossRank = 0
+              let vsUnfused = 0
+              for (let r = 0; r < ranks; r++) {
+                const u = new Uint8Array(n)
+                d().copyDtoH(u, q[r], n)
+                if (bitsEqual(got[r], got[0]) >= 0) crossRank++
+                if (bitsEqual(got[r], u) >= 0) vsUnfused++
+              }
+              // The float64 RMSNorm of the (model-exact, checked in the test above) residual, times the scale.
+              let off = 0
+              let worst = 0
+              for (let row = 0; row < rows; row++) {
+                let sq = 0
+                for (let i = 0; i < hidden; i++) sq += value(res[0], dtype, row * hidden + i) ** 2
+                const inv = 1 / Math.sqrt(sq / hidden + EPS)
+                for (let i = 0; i < hidden; i++) {
+                  const k = row * hidden + i
+                  const want = Math.max(
+                    -448,
+                    Math.min(448, value(res[0], dtype, k) * inv * value(set.hostWeight, dtype, i) * outScale),
+                  )
+                  const rel = Math.abs(e4m3ToNumber(got[0][k]) - want) / Math.max(Math.abs(want), 1 / 64)
+                  worst = Math.max(worst, rel)
+                  if (!(rel <= 0.07)) off++
+                }
+              }
+              const passed = off === 0 && crossRank === 0 && vsUnfused === 0
+              recordCase({ name, passed, outOff: off, worstRelError: worst, crossRank, vsUnfused })
+              if (!passed)
+                failures.push(
+                  `${name}: ${off} off (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
+                )
+            } catch (e) {
+              const err = e as Error & { code?: string }
+              recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+              failures.push(`${name}: ${err.message}`)
+            } finally {
+              for (const p of free) d().memFree(p)
+            }
+          }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+  assert.deepEqual(failures, [])
+})

@@ -1,0 +1,547 @@
+// Runs the fused kernels (kernels/allreduce/fused_rmsnorm_*.cu, rmsnorm.cu, allreduce_many.cu) on emulated ranks
+// (host threads, emu.h) and checks them:
+//   norm: a sequence of fused AllReduce + residual + RMSNorm calls with fresh data on the same buffers. The residual
+//         must equal the float64 reference exactly (the data are exactly representable: multiples of 1/8), the
+//         output must be within the dtype's rounding of the float64 RMSNorm, every rank's residual and output must be
+//         bitwise equal, and both must be bitwise equal to the unfused composition: the exact AllReduce sum (what
+//         every llcomm AllReduce returns for these data) followed by the reference llcomm_rmsnorm_* kernel, run here
+//         too. Between calls the sentinel region must be fully re-armed; channel epochs and guard bytes are checked.
+//   many: a sequence of allReduceMany calls (several buffers of different sizes in one launch), each checked
+//         bitwise against one oneshot-sentinel call per buffer, run here too, and against the exact sum (NaN in ->
+//         NaN out for user values equal to the sentinel).
+// usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
+//                       EPS CALLS [ABSENT_RANK]
+//        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
+// prints one JSON object.
+#include "emu.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+// The float intrinsics of llcomm/rmsnorm.cuh (IEEE single, round to nearest even; rsqrtf is approximate on the GPU,
+// here 1/sqrt: every emulated rank and both compositions use the same one, which is what the bitwise checks need).
+inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
+inline float __fmul_rn(float a, float b) {
+  volatile float r = a * b;
+  return r;
+}
+inline float __fdiv_rn(float a, float b) {
+  volatile float r = a / b;
+  return r;
+}
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+// f32 -> FP8 e4m3 (cvt.rn.satfinite.e4m3x2.f32): round to nearest even, saturate to +-448, NaN -> 0x7F (sign kept).
+inline unsigned emuE4m3FromF32(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  const unsigned sign = (u >> 24) & 0x80u;
+  if (std::isnan(f)) return sign | 0x7Fu;
+  const double a = std::fabs(static_cast<double>(f));
+  if (a >= 464.0) return sign | 0x7Eu; // 448 and up to the midpoint to 480 (not a value) round to 448; above saturate
+  if (a < std::ldexp(1.0, -6)) return sign | static_cast<unsigned>(std::nearbyint(a * 512.0)); // subnormals (8: 2^-6)
+  int e;
+  const double m = std::frexp(a, &e); // a = m 2^e, m in [0.5, 1)
+  double q = std::nearbyint((m * 2 - 1) * 8);
+  int ex = e - 1;
+  if (q == 8) {
+    q = 0;
+    ex++;
+  }
+  return sign | static_cast<unsigned>(((ex + 7) << 3) | static_cast<int>(q));
+}
+inline llc_u16 llcE4m3x2FromF32(float lo, float hi) {
+  return static_cast<llc_u16>(emuE4m3FromF32(lo) | (emuE4m3FromF32(hi) << 8));
+}
+static double e4m3ToDouble(unsigned b) {
+  const double s = (b & 0x80u) ? -1 : 1;
+  const unsigned e = (b >> 3) & 15u, m = b & 7u;
+  if (e == 15 && m == 7) return std::nan("");
+  if (e == 0) return s * m * std::ldexp(1.0, -9);
+  return s * (1 + m / 8.0) * std::ldexp(1.0, static_cast<int>(e) - 7);
+}
+
+// Each source expands the instantiation table for its own kernels; the macros are cleared before the next one.
+#include "allreduce/oneshot_sentinel.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#undef LLCOMM_FUSED_VARIANT
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
+#undef LLCOMM_FUSED_VARIANT_rmsnorm
+#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "allreduce/fused_rmsnorm_oneshot.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#undef LLCOMM_FUSED_VARIANT
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
+#undef LLCOMM_FUSED_VARIANT_rmsnorm
+#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "allreduce/fused_rmsnorm_twoshot.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#undef LLCOMM_FUSED_VARIANT
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
+#undef LLCOMM_FUSED_VARIANT_rmsnorm
+#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "allreduce/rmsnorm.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#undef LLCOMM_FUSED_VARIANT
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
+#undef LLCOMM_FUSED_VARIANT_rmsnorm
+#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "allreduce/allreduce_many.cu"
+#undef LLCOMM_VARIANT
+#undef LLCOMM_VARIANT_oneshot_ll
+#undef LLCOMM_VARIANT_oneshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_atomic
+#undef LLCOMM_VARIANT_oneshot_barrier
+#undef LLCOMM_VARIANT_ring
+#undef LLCOMM_FUSED_VARIANT
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
+#undef LLCOMM_FUSED_VARIANT_rmsnorm
+#undef LLCOMM_FUSED_VARIANT_allreduce_many
+
+template <class P>
+static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned block) {
+  blockDim.x = block;
+  gridDim.x = grid;
+  const unsigned warpsPerBlock = (block + 31) / 32;
+  std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
+  std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
+  for (unsigned b = 0; b < grid; ++b) {
+    blockBarriers.push_back(std::make_unique<std::barrier<>>(block));
+    for (unsigned w = 0; w < warpsPerBlock; ++w)
+      warpBarriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, block - 32 * w)));
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(grid) * block);
+  for (unsigned b = 0; b < grid; ++b)
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([&, b, t] {
+        threadIdx.x = t;
+        blockIdx.x = b;
+        emuBlockBarrier = blockBarriers[b].get();
+        emuBlockSharedMem = shared[b].data();
+        emuWarpBarrier = warpBarriers[b * warpsPerBlock + t / 32].get();
+        fn(p);
+      });
+  for (auto& th : threads) th.join();
+}
+
+static constexpr size_t kGuard = 256;
+static constexpr unsigned char kGuardByte = 0xA5;
+struct Buffer {
+  std::vector<unsigned char> bytes; // [pad to 128][data][guard]
+  size_t size;
+  size_t lead;
+  explicit Buffer(size_t n, unsigned char fill) : bytes(n + 128 + kGuard, kGuardByte), size(n) {
+    lead = (128 - reinterpret_cast<uintptr_t>(bytes.data()) % 128) % 128;
+    std::memset(data(), fill, n);
+  }
+  unsigned char* data() { return bytes.data() + lead; }
+  llc_u64 addr() { return reinterpret_cast<llc_u64>(data()); }
+  bool guardIntact() const {
+    for (size_t i = 0; i < kGuard; ++i)
+      if (bytes[lead + size + i] != kGuardByte) return false;
+    return true;
+  }
+};
+
+static int dtypeOf(const std::string& s) {
+  return s == "f32" ? LLCOMM_DTYPE_F32 : s == "f16" ? LLCOMM_DTYPE_F16 : LLCOMM_DTYPE_BF16;
+}
+static double toDouble(int dt, llc_u32 bits) {
+  if (dt == LLCOMM_DTYPE_F32) return __uint_as_float(bits);
+  if (dt == LLCOMM_DTYPE_F16) return llcF32FromF16(static_cast<llc_u16>(bits));
+  return __uint_as_float(bits << 16);
+}
+static llc_u32 fromDouble(int dt, double v) {
+  if (dt == LLCOMM_DTYPE_F32) return __float_as_uint(static_cast<float>(v));
+  if (dt == LLCOMM_DTYPE_F16) return llcF16FromF32Rn(static_cast<float>(v));
+  return llcBf16FromF32Rn(static_cast<float>(v));
+}
+static llc_u32 getElem(Buffer& b, size_t eb, size_t i) {
+  llc_u32 v = 0;
+  std::memcpy(&v, b.data() + i * eb, eb);
+  return v;
+}
+static void setElem(Buffer& b, size_t eb, size_t i, llc_u32 v) { std::memcpy(b.data() + i * eb, &v, eb); }
+
+struct Rig {
+  unsigned n;
+  size_t recvBytes;
+  LlcommRegion sentinel;
+  std::vector<std::unique_ptr<Buffer>> recv, scratch;
+  Buffer errorWord{sizeof(LlcommErrorWord), 0};
+  Rig(unsigned n_, size_t recvBytes_, LlcommRegion s) : n(n_), recvBytes(recvBytes_), sentinel(s) {
+    for (unsigned r = 0; r < n; ++r) {
+      recv.push_back(std::make_unique<Buffer>(recvBytes, 0x5A));
+      std::memset(recv.back()->data() + s.offset, 0xFF, LLCOMM_MAX_CHANNELS * 2 * s.channelHalfBytes);
+      scratch.push_back(std::make_unique<Buffer>(LLCOMM_SCRATCH_BYTES, 0));
+    }
+  }
+  long notArmed() {
+    long bad = 0;
+    for (unsigned r = 0; r < n; ++r)
+      for (size_t i = 0; i < LLCOMM_MAX_CHANNELS * 2 * sentinel.channelHalfBytes; ++i)
+        if (recv[r]->data()[sentinel.offset + i] != 0xFF) bad++;
+    return bad;
+  }
+  long guardsBroken() {
+    long bad = 0;
+    for (unsigned r = 0; r < n; ++r)
+      if (!recv[r]->guardIntact() || !scratch[r]->guardIntact()) bad++;
+    return bad;
+  }
+  llc_u32 epoch(unsigned r, unsigned ch) {
+    llc_u32 e;
+    std::memcpy(&e, scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * ch, 4);
+    return e;
+  }
+  LlcommErrorWord error() {
+    LlcommErrorWord ew;
+    std::memcpy(&ew, errorWord.data(), sizeof ew);
+    return ew;
+  }
+};
+
+static std::string jsonError(const LlcommErrorWord& ew) {
+  char b[200];
+  std::snprintf(b, sizeof b, "{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u}",
+                ew.code, ew.rank, ew.peer, ew.epoch, ew.what, ew.slot, ew.channel);
+  return b;
+}
+
+using NormFn = void (*)(const LlcommFusedNormParams);
+template <int DT>
+static void normKernels(const std::string& kernel, NormFn& fused, NormFn& reference) {
+  if constexpr (DT == LLCOMM_DTYPE_F32) {
+    fused = kernel == "oneshot" ? &llcomm_fused_rmsnorm_oneshot_f32 : &llcomm_fused_rmsnorm_twoshot_f32;
+    reference = &llcomm_rmsnorm_f32;
+  } else if constexpr (DT == LLCOMM_DTYPE_F16) {
+    fused = kernel == "oneshot" ? &llcomm_fused_rmsnorm_oneshot_f16 : &llcomm_fused_rmsnorm_twoshot_f16;
+    reference = &llcomm_rmsnorm_f16;
+  } else {
+    fused = kernel == "oneshot" ? &llcomm_fused_rmsnorm_oneshot_bf16 : &llcomm_fused_rmsnorm_twoshot_bf16;
+    reference = &llcomm_rmsnorm_bf16;
+  }
+}
+
+static int runNorm(int argc, char** argv) {
+  if (argc < 16) return 2;
+  const std::string kernel = argv[2];
+  const int dt = dtypeOf(argv[3]);
+  const unsigned n = std::atoi(argv[4]), threads = std::atoi(argv[5]);
+  const double timeoutMs = std::atof(argv[6]);
+  const size_t recvBytes = std::strtoull(argv[7], nullptr, 10);
+  LlcommRegion s{std::strtoull(argv[8], nullptr, 10), std::strtoull(argv[9], nullptr, 10)};
+  const unsigned rows = std::atoi(argv[10]), hidden = std::atoi(argv[11]), blocks = std::atoi(argv[12]);
+  const unsigned flags = std::atoi(argv[13]);
+  const float eps = static_cast<float>(std::atof(argv[14]));
+  const int calls = std::atoi(argv[15]);
+  const int absent = argc > 16 ? std::atoi(argv[16]) : -1;
+  NormFn fused = nullptr, reference = nullptr;
+  if (dt == LLCOMM_DTYPE_F32) normKernels<LLCOMM_DTYPE_F32>(kernel, fused, reference);
+  else if (dt == LLCOMM_DTYPE_F16) normKernels<LLCOMM_DTYPE_F16>(kernel, fused, reference);
+  else normKernels<LLCOMM_DTYPE_BF16>(kernel, fused, reference);
+  const size_t eb = dt == LLCOMM_DTYPE_F32 ? 4 : 2;
+  const bool resF32 = (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0;
+  const bool noResidualIn = (flags & LLCOMM_FUSED_NO_RESIDUAL_IN) != 0;
+  const bool e4m3 = (flags & LLCOMM_FUSED_OUT_E4M3) != 0;
+  const float outScale = 4.0f; // per-tensor scale of an e4m3 output (spreads the values over its range)
+  const size_t oeb = e4m3 ? 1 : eb;
+  const size_t reb = resF32 ? 4 : eb;
+  const size_t elems = static_cast<size_t>(rows) * hidden;
+  Rig rig(n, recvBytes, s);
+  std::vector<unsigned> launchRanks;
+  for (unsigned r = 0; r < n; ++r)
+    if (static_cast<int>(r) != absent) launchRanks.push_back(r);
+  std::mt19937 rng(4242);
+  auto eighths = [&](int k) { return (static_cast<int>(rng() % (2 * k + 1)) - k) / 8.0; };
+  long residualMismatch = 0, outOff = 0, crossRank = 0, vsUnfused = 0, armed = 0, guards = 0, badEpochs = 0;
+  double worstRel = 0;
+  std::string first;
+  std::vector<unsigned> expectedEpoch(LLCOMM_MAX_CHANNELS, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < calls; ++c) {
+    std::vector<std::unique_ptr<Buffer>> x, res, out, weight, resRef, outRef;
+    Buffer sum(elems * eb, 0);
+    std::vector<double> sumD(elems, 0), resIn(elems);
+    for (size_t i = 0; i < elems; ++i) resIn[i] = eighths(32);
+    std::vector<double> w(hidden);
+    for (unsigned i = 0; i < hidden; ++i) w[i] = eighths(16);
+    for (unsigned r = 0; r < n; ++r) {
+      x.push_back(std::make_unique<Buffer>(elems * eb, 0));
+      res.push_back(std::make_unique<Buffer>(elems * reb, 0));
+      resRef.push_back(std::make_unique<Buffer>(elems * reb, 0));
+      out.push_back(std::make_unique<Buffer>(elems * eb, 0xCD));
+      outRef.push_back(std::make_unique<Buffer>(elems * eb, 0xCD));
+      weight.push_back(std::make_unique<Buffer>(hidden * eb, 0));
+      for (size_t i = 0; i < elems; ++i) {
+        const double v = eighths(8); // |partial sums| <= 8 n: exact in every dtype for n <= 16
+        sumD[i] += v;
+        setElem(*x[r], eb, i, fromDouble(dt, v));
+        const llc_u32 rb = resF32 ? __float_as_uint(static_cast<float>(resIn[i])) : fromDouble(dt, resIn[i]);
+        setElem(*res[r], reb, i, rb);
+        setElem(*resRef[r], reb, i, rb);
+      }
+      for (unsigned i = 0; i < hidden; ++i) setElem(*weight[r], eb, i, fromDouble(dt, w[i]));
+    }
+    for (size_t i = 0; i < elems; ++i) setElem(sum, eb, i, fromDouble(dt, sumD[i]));
+    LlcommFusedNormParams p;
+    std::memset(&p, 0, sizeof p);
+    for (unsigned r = 0; r < n; ++r) {
+      p.input[r] = x[r]->addr();
+      p.residual[r] = res[r]->addr();
+      p.out[r] = out[r]->addr();
+      p.weight[r] = weight[r]->addr();
+      p.recvBuf[r] = rig.recv[r]->addr();
+      p.scratch[r] = rig.scratch[r]->addr();
+    }
+    p.errorWord = rig.errorWord.addr();
+    p.timeoutNs = static_cast<llc_u64>(timeoutMs * 1e6);
+    p.sentinel = s;
+    p.rows = rows;
+    p.hidden = hidden;
+    p.epsBits = __float_as_uint(eps);
+    p.flags = flags;
+    p.outScaleBits = __float_as_uint(outScale);
+    p.nranks = n;
+    p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
+    p.blocksPerRank = blocks;
+    for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
+    emuLaunch(fused, p, p.ranksInLaunch * blocks, threads);
+    if (absent >= 0) break; // a timeout run: one call, the error word is checked by the caller
+    for (unsigned ch = 0; ch < blocks; ++ch)
+      if (static_cast<unsigned long long>((rows + blocks - 1) / blocks) * ch < rows) expectedEpoch[ch]++;
+    // The unfused composition: the AllReduce's output (the exact sum) into the reference kernel.
+    LlcommFusedNormParams q = p;
+    for (unsigned r = 0; r < n; ++r) {
+      q.input[r] = sum.addr();
+      q.residual[r] = resRef[r]->addr();
+      q.out[r] = outRef[r]->addr();
+    }
+    emuLaunch(reference, q, q.ranksInLaunch * rows, threads);
+    const double tol = e4m3 ? 0.07 : dt == LLCOMM_DTYPE_F32 ? 1e-5 : dt == LLCOMM_DTYPE_F16 ? 2e-3 : 1.6e-2;
+    for (unsigned row = 0; row < rows; ++row) {
+      std::vector<double> rD(hidden);
+      double sq = 0;
+      for (unsigned i = 0; i < hidden; ++i) {
+        const size_t k = static_cast<size_t>(row) * hidden + i;
+        rD[i] = (noResidualIn ? 0.0 : resIn[k]) + toDouble(dt, fromDouble(dt, sumD[k]));
+        if (!resF32) rD[i] = toDouble(dt, fromDouble(dt, rD[i]));
+        sq += rD[i] * rD[i];
+      }
+      const double inv = 1.0 / std::sqrt(sq / hidden + eps);
+      for (unsigned i = 0; i < hidden; ++i) {
+        const size_t k = static_cast<size_t>(row) * hidden + i;
+        double want = rD[i] * inv * toDouble(dt, fromDouble(dt, w[i]));
+        if (e4m3) want = std::max(-448.0, std::min(448.0, want * outScale));
+        const llc_u32 r0 = getElem(*res[launchRanks[0]], reb, k), o0 = getElem(*out[launchRanks[0]], oeb, k);
+        for (unsigned r : launchRanks) {
+          const llc_u32 rb = getElem(*res[r], reb, k), ob = getElem(*out[r], oeb, k);
+          if (rb != r0 || ob != o0) crossRank++;
+          if (rb != getElem(*resRef[r], reb, k) || ob != getElem(*outRef[r], oeb, k)) vsUnfused++;
+          const double gotR = resF32 ? __uint_as_float(rb) : toDouble(dt, rb);
+          if (gotR != rD[i]) {
+            if (residualMismatch++ == 0) {
+              char b[200];
+              std::snprintf(b, sizeof b, "call %d rank %u row %u elem %u: residual %g want %g", c, r, row, i, gotR, rD[i]);
+              first = b;
+            }
+          }
+          const double got = e4m3 ? e4m3ToDouble(ob) : toDouble(dt, ob);
+          // e4m3: half a step of a 3-bit mantissa (1/16 relative), 2^-10 absolute in the subnormal range
+          const double rel = std::fabs(got - want) / std::max(std::fabs(want), e4m3 ? 1.0 / 64 : 1e-3);
+          worstRel = std::max(worstRel, rel);
+          if (!(rel <= tol)) {
+            if (outOff++ == 0 && first.empty()) {
+              char b[200];
+              std::snprintf(b, sizeof b, "call %d rank %u row %u elem %u: out %g want %g", c, r, row, i, got, want);
+              first = b;
+            }
+          }
+        }
+      }
+    }
+    for (unsigned r = 0; r < n; ++r)
+      if (!x[r]->guardIntact() || !res[r]->guardIntact() || !out[r]->guardIntact() || !resRef[r]->guardIntact() ||
+          !outRef[r]->guardIntact())
+        guards++;
+    armed += rig.notArmed();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (absent < 0)
+    for (unsigned r = 0; r < n; ++r)
+      for (unsigned ch = 0; ch < LLCOMM_MAX_CHANNELS; ++ch)
+        if (rig.epoch(r, ch) != expectedEpoch[ch]) badEpochs++;
+  guards += rig.guardsBroken();
+  const bool ok = residualMismatch == 0 && outOff == 0 && crossRank == 0 && vsUnfused == 0 && armed == 0 &&
+                  guards == 0 && badEpochs == 0;
+  std::printf("{\"ok\":%s,\"residualMismatches\":%ld,\"outOutOfTolerance\":%ld,\"worstRelError\":%.3g,"
+              "\"crossRankDiffs\":%ld,\"diffsVsUnfused\":%ld,\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,"
+              "\"badEpochs\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f}\n",
+              ok ? "true" : "false", residualMismatch, outOff, worstRel, crossRank, vsUnfused, armed, guards, badEpochs,
+              first.c_str(), jsonError(rig.error()).c_str(), seconds);
+  return 0;
+}
+
+using ManyFn = void (*)(const LlcommAllReduceManyParams);
+using OneFn = void (*)(const LlcommAllReduceParams);
+
+static int runMany(int argc, char** argv) {
+  if (argc < 12) return 2;
+  const int dt = dtypeOf(argv[2]);
+  const unsigned n = std::atoi(argv[3]), threads = std::atoi(argv[4]);
+  const double timeoutMs = std::atof(argv[5]);
+  const size_t recvBytes = std::strtoull(argv[6], nullptr, 10);
+  LlcommRegion s{std::strtoull(argv[7], nullptr, 10), std::strtoull(argv[8], nullptr, 10)};
+  const unsigned blocks = std::atoi(argv[9]);
+  const int calls = std::atoi(argv[10]);
+  std::vector<size_t> counts;
+  for (int i = 11; i < argc; ++i) counts.push_back(std::strtoull(argv[i], nullptr, 10));
+  if (counts.empty() || counts.size() > LLCOMM_MANY_MAX_BUFFERS) return 2;
+  ManyFn many = dt == LLCOMM_DTYPE_F32   ? &llcomm_allreduce_many_f32
+                : dt == LLCOMM_DTYPE_F16 ? &llcomm_allreduce_many_f16
+                                         : &llcomm_allreduce_many_bf16;
+  OneFn one = dt == LLCOMM_DTYPE_F32   ? &llcomm_oneshot_sentinel_sentinel_f32_sum
+              : dt == LLCOMM_DTYPE_F16 ? &llcomm_oneshot_sentinel_sentinel_f16_sum
+                                       : &llcomm_oneshot_sentinel_sentinel_bf16_sum;
+  const size_t eb = dt == LLCOMM_DTYPE_F32 ? 4 : 2;
+  const llc_u32 sentinelElem = dt == LLCOMM_DTYPE_F32 ? 0xFFFFFFFFu : 0xFFFFu;
+  Rig rig(n, recvBytes, s);
+  std::mt19937 rng(777);
+  long mismatches = 0, vsPerBuffer = 0, crossRank = 0, armed = 0, guards = 0, nanChecked = 0;
+  std::string first;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < calls; ++c) {
+    const size_t B = counts.size();
+    std::vector<std::vector<std::unique_ptr<Buffer>>> in(B), out(B), outOne(B);
+    std::vector<std::vector<std::vector<llc_u32>>> bits(B);
+    LlcommAllReduceManyParams p;
+    std::memset(&p, 0, sizeof p);
+    for (size_t b = 0; b < B; ++b) {
+      bits[b].assign(n, std::vector<llc_u32>(counts[b]));
+      for (unsigned r = 0; r < n; ++r) {
+        in[b].push_back(std::make_unique<Buffer>(counts[b] * eb, 0));
+        out[b].push_back(std::make_unique<Buffer>(counts[b] * eb, 0xCD));
+        outOne[b].push_back(std::make_unique<Buffer>(counts[b] * eb, 0xCD));
+        for (size_t i = 0; i < counts[b]; ++i) {
+          llc_u32 v = fromDouble(dt, (static_cast<int>(rng() % 17) - 8) / 8.0);
+          if (r == n - 1 && i % 53 == 7) v = sentinelElem;
+          bits[b][r][i] = v;
+          setElem(*in[b][r], eb, i, v);
+        }
+        p.input[b][r] = in[b][r]->addr();
+        p.output[b][r] = out[b][r]->addr();
+      }
+      p.count[b] = counts[b];
+    }
+    for (unsigned r = 0; r < n; ++r) {
+      p.recvBuf[r] = rig.recv[r]->addr();
+      p.scratch[r] = rig.scratch[r]->addr();
+      p.launchRanks[r] = static_cast<llc_u8>(r);
+    }
+    p.errorWord = rig.errorWord.addr();
+    p.timeoutNs = static_cast<llc_u64>(timeoutMs * 1e6);
+    p.sentinel = s;
+    p.buffers = static_cast<llc_u32>(B);
+    p.nranks = n;
+    p.ranksInLaunch = n;
+    p.blocksPerRank = blocks;
+    emuLaunch(many, p, n * blocks, threads);
+    // One oneshot-sentinel call per buffer, one block each (the tests keep every buffer within one lane).
+    for (size_t b = 0; b < B; ++b) {
+      LlcommAllReduceParams q;
+      std::memset(&q, 0, sizeof q);
+      for (unsigned r = 0; r < n; ++r) {
+        q.input[r] = in[b][r]->addr();
+        q.output[r] = outOne[b][r]->addr();
+        q.recvBuf[r] = rig.recv[r]->addr();
+        q.scratch[r] = rig.scratch[r]->addr();
+        q.launchRanks[r] = static_cast<llc_u8>(r);
+      }
+      q.errorWord = rig.errorWord.addr();
+      q.count = counts[b];
+      q.timeoutNs = p.timeoutNs;
+      q.sentinel = s;
+      q.nranks = n;
+      q.ranksInLaunch = n;
+      q.blocksPerRank = 1;
+      emuLaunch(one, q, n, threads);
+    }
+    for (size_t b = 0; b < B; ++b)
+      for (size_t i = 0; i < counts[b]; ++i) {
+        double ref = 0;
+        bool nan = false;
+        for (unsigned r = 0; r < n; ++r) {
+          nan = nan || bits[b][r][i] == sentinelElem;
+          ref += toDouble(dt, bits[b][r][i]);
+        }
+        const llc_u32 g0 = getElem(*out[b][0], eb, i);
+        for (unsigned r = 0; r < n; ++r) {
+          const llc_u32 g = getElem(*out[b][r], eb, i);
+          if (g != g0) crossRank++;
+          if (g != getElem(*outOne[b][r], eb, i)) vsPerBuffer++;
+          const bool ok = nan ? std::isnan(toDouble(dt, g)) : g == fromDouble(dt, ref);
+          if (nan) nanChecked++;
+          if (!ok && mismatches++ == 0) {
+            char m[200];
+            std::snprintf(m, sizeof m, "call %d buffer %zu rank %u element %zu: got 0x%x want %g", c, b, r, i, g, ref);
+            first = m;
+          }
+        }
+      }
+    for (size_t b = 0; b < B; ++b)
+      for (unsigned r = 0; r < n; ++r)
+        if (!in[b][r]->guardIntact() || !out[b][r]->guardIntact() || !outOne[b][r]->guardIntact()) guards++;
+    armed += rig.notArmed();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  guards += rig.guardsBroken();
+  const LlcommErrorWord ew = rig.error();
+  const bool ok = mismatches == 0 && vsPerBuffer == 0 && crossRank == 0 && armed == 0 && guards == 0 && ew.code == 0;
+  std::printf("{\"ok\":%s,\"mismatches\":%ld,\"diffsVsPerBuffer\":%ld,\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
+              "\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f}\n",
+              ok ? "true" : "false", mismatches, vsPerBuffer, crossRank, nanChecked, armed, guards, first.c_str(),
+              jsonError(ew).c_str(), seconds);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const int rc = mode == "norm" ? runNorm(argc, argv) : mode == "many" ? runMany(argc, argv) : 2;
+  if (rc == 2) std::fprintf(stderr, "usage: see fused_emulator.cpp\n");
+  return rc;
+}

@@ -1,0 +1,244 @@
+/**
+ * The fused kernels' host side without a GPU: fused_abi.cuh's structs compiled on the host against fused-abi.ts's
+ * layouts (offsetof/sizeof, constants, declared fields), the packers, the instantiation lines, and the launch plans
+ * (rows and buffers over blocks and launches, lanes never overfilled).
+ */
+
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import type { Dtype } from 'llcomm/internal'
+import {
+  ALLREDUCE_MANY_PARAMS_LAYOUT,
+  deviceBufferLayout,
+  FUSED_ABI_CONSTANTS,
+  FUSED_ABI_STRUCTS,
+  FUSED_KERNELS,
+  FUSED_NORM_PARAMS_LAYOUT,
+  fusedRowsPerBlock,
+  kernelsDirectory,
+  LLCOMM_MANY_MAX_BUFFERS,
+  maxBlocksPerRank,
+  packAllReduceManyParams,
+  packFusedNormParams,
+  parseFusedInstantiations,
+  planAllReduceMany,
+  planFusedNorm,
+} from 'llcomm/internal'
+import { findHostCxx, SKIP_NVCC } from './toolchain.js'
+
+test('fused-abi.ts layouts match offsetof/sizeof of fused_abi.cuh compiled on the host', (t) => {
+  const cxx = findHostCxx()
+  if (!cxx) {
+    if (SKIP_NVCC) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+    throw new Error('no C++ compiler for the fused ABI check')
+  }
+  const lines = ['#include <cstddef>', '#include <cstdio>', '#include "llcomm/fused_abi.cuh"', 'int main() {']
+  for (const s of FUSED_ABI_STRUCTS) {
+    lines.push(`  std::printf("S ${s.cName} %zu\\n", sizeof(${s.cName}));`)
+    for (const f of s.fields)
+      lines.push(
+        `  std::printf("F ${s.cName} ${f.name} %zu %zu\\n", offsetof(${s.cName}, ${f.name}), sizeof(((${s.cName}*)0)->${f.name}));`,
+      )
+  }
+  for (const name of Object.keys(FUSED_ABI_CONSTANTS))
+    lines.push(`  std::printf("C ${name} %llu\\n", (unsigned long long)(${name}));`)
+  lines.push('  return 0;', '}')
+  const work = mkdtempSync(join(tmpdir(), 'llcomm-fused-abi-'))
+  try {
+    const src = join(work, 'fused_abi.cpp')
+    const exe = join(work, 'fused_abi')
+    writeFileSync(src, lines.join('\n'))
+    const isNvcc = cxx.endsWith('nvcc')
+    execFileSync(cxx, [...(isNvcc ? ['-x', 'c++'] : []), '-std=c++17', '-I', kernelsDirectory(), src, '-o', exe], {
+      stdio: 'pipe',
+    })
+    const out = execFileSync(exe, { encoding: 'utf8' }).trim().split('\n')
+    const sizes = new Map<string, number>()
+    const fields = new Map<string, [number, number]>()
+    const consts = new Map<string, number>()
+    for (const l of out) {
+      const w = l.split(' ')
+      if (w[0] === 'S') sizes.set(w[1], Number(w[2]))
+      else if (w[0] === 'F') fields.set(`${w[1]}.${w[2]}`, [Number(w[3]), Number(w[4])])
+      else consts.set(w[1], Number(w[2]))
+    }
+    for (const s of FUSED_ABI_STRUCTS) {
+      assert.equal(sizes.get(s.cName), s.bytes, `sizeof(${s.cName})`)
+      for (const f of s.fields)
+        assert.deepEqual(fields.get(`${s.cName}.${f.name}`), [f.offset, f.bytes], `${s.cName}.${f.name}`)
+    }
+    for (const [name, v] of Object.entries(FUSED_ABI_CONSTANTS)) assert.equal(consts.get(name), v, name)
+    // Under 32764 bytes, the largest kernel parameter block CUDA 12.1+ takes.
+    assert.ok(ALLREDUCE_MANY_PARAMS_LAYOUT.bytes <= 32764)
+    assert.ok(FUSED_NORM_PARAMS_LAYOUT.bytes <= 4096, 'the fused RMSNorm params stay within the classic 4 KB')
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+})
+
+test('fused_abi.cuh declares exactly the fields fused-abi.ts lays out, in order', () => {
+  const header = readFileSync(join(kernelsDirectory(), 'llcomm', 'fused_abi.cuh'), 'utf8')
+  const kinds: Record<string, string> = { llc_u8: 'u8', llc_u32: 'u32', llc_u64: 'u64' }
+  for (const s of FUSED_ABI_STRUCTS) {
+    const body = new RegExp(`struct ${s.cName} \\{([^}]*)\\};`).exec(header)?.[1]
+    assert.ok(body, `struct ${s.cName} not found`)
+    const declared: string[] = []
+    for (const m of body.replace(/\/\/[^\n]*/g, '').matchAll(/(\w+)\s+(\w+)(?:\[[^\]]+\])*\s*;/g)) {
+      const [, type, name] = m
+      if (type === 'LlcommRegion') declared.push(`${name}.offset:u64`, `${name}.channelHalfBytes:u64`)
+      else declared.push(`${name}:${kinds[type] ?? type}`)
+    }
+    assert.deepEqual(
+      declared,
+      s.fields.map((f) => `${f.name}:${f.kind}`),
+    )
+  }
+})
+
+test('the packers put pointers at their rank (and buffer) and refuse misaligned ones', () => {
+  const L = deviceBufferLayout(2)
+  const base = {
+    recvBuf: [0x100000n, 0x200000n],
+    scratch: [0x300000n, 0x400000n],
+    errorWord: 0x500000n,
+    timeoutNs: 1000n,
+    sentinel: L.sentinel,
+    nranks: 2,
+    ranksInLaunch: 2,
+    blocksPerRank: 3,
+    launchRanks: [0, 1],
+  }
+  const norm = packFusedNormParams({
+    ...base,
+    input: [0x1000n, 0x2000n],
+    residual: [0x3000n, 0x4000n],
+    out: [0x5000n, 0x6000n],
+    weight: [0x7000n, 0x8000n],
+    rows: 5,
+    hidden: 4096,
+    epsBits: 0x3727c5ac,
+    flags: 1,
+  })
+  const F = FUSED_NORM_PARAMS_LAYOUT.byName
+  assert.equal(norm.readBigUInt64LE(F.residual.offset + 8), 0x4000n)
+  assert.equal(norm.readUInt32LE(F.hidden.offset), 4096)
+  assert.equal(norm.readUInt32LE(F.flags.offset), 1)
+  assert.equal(norm.readUInt8(F.launchRanks.offset + 1), 1)
+  assert.throws(
+    () =>
+      packFusedNormParams({
+        ...base,
+        input: [0x1008n, 0x2000n],
+        residual: [0x3000n, 0x4000n],
+        out: [0x5000n, 0x6000n],
+        weight: [0x7000n, 0x8000n],
+        rows: 1,
+        hidden: 8,
+        epsBits: 0,
+        flags: 0,
+      }),
+    (e: Error & { code?: string }) => e.code === 'MISALIGNED_BUFFER',
+  )
+  const many = packAllReduceManyParams({
+    ...base,
+    inputs: [
+      [0x1000n, 0x2000n],
+      [0x3000n, 0x4000n],
+    ],
+    outputs: [
+      [0x5000n, 0x6000n],
+      [0x7000n, 0x8000n],
+    ],
+    counts: [10, 20],
+  })
+  const M = ALLREDUCE_MANY_PARAMS_LAYOUT.byName
+  assert.equal(many.readBigUInt64LE(M.input.offset + (64 + 1) * 8), 0x4000n, 'input[1][1]')
+  assert.equal(many.readBigUInt64LE(M.output.offset + 64 * 8), 0x7000n, 'output[1][0]')
+  assert.equal(many.readBigUInt64LE(M.count.offset + 8), 20n)
+  assert.equal(many.readUInt32LE(M.buffers.offset), 2)
+  assert.throws(
+    () => packAllReduceManyParams({ ...base, inputs: [], outputs: [], counts: [] }),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT',
+  )
+})
+
+test('the LLCOMM_FUSED_VARIANT lines give every fused kernel in every dtype', () => {
+  for (const kind of ['fused_rmsnorm_oneshot', 'fused_rmsnorm_twoshot', 'rmsnorm', 'allreduce_many'])
+    for (const dtype of ['f32', 'f16', 'bf16'])
+      assert.ok(
+        FUSED_KERNELS.some((k) => k.kind === kind && k.dtype === dtype && k.kernelName === `llcomm_${kind}_${dtype}`),
+        `${kind} ${dtype}`,
+      )
+  assert.throws(() => parseFusedInstantiations('LLCOMM_FUSED_VARIANT(nope, f32)'), /unknown fused kernel/)
+})
+
+test('planFusedNorm: every launch fits the lanes, rows are covered once, one-shot while it fits one launch', () => {
+  const dtypes: Dtype[] = ['f32', 'f16', 'bf16']
+  for (const nranks of [2, 3, 8, 16])
+    for (const dtype of dtypes)
+      for (const hidden of [8, 1000, 4096, 8192])
+        for (const rows of [1, 2, 7, 16, 17, 64, 300]) {
+          if ((hidden * (dtype === 'f32' ? 4 : 2)) % 16 !== 0) continue
+          for (const alg of ['oneshot', 'twoshot', 'auto'] as const) {
+            const k1 = fusedRowsPerBlock('oneshot', nranks, hidden, dtype)
+            const k2 = fusedRowsPerBlock('twoshot', nranks, hidden, dtype)
+            if (
+              (alg === 'oneshot' && k1 === 0) ||
+              (alg !== 'oneshot' && k2 === 0 && !(alg === 'auto' && k1 * maxBlocksPerRank(nranks) >= rows))
+            ) {
+              assert.throws(() => planFusedNorm(alg, nranks, rows, hidden, dtype), /does not fit/)
+              continue
+            }
+            const plan = planFusedNorm(alg, nranks, rows, hidden, dtype)
+            if (alg !== 'auto') assert.equal(plan.algorithm, alg)
+            else assert.equal(plan.algorithm, k1 * maxBlocksPerRank(nranks) >= rows ? 'oneshot' : 'twoshot')
+            const k = plan.algorithm === 'oneshot' ? k1 : k2
+            let next = 0
+            for (const l of plan.launches) {
+              assert.equal(l.firstRow, next)
+              assert.ok(l.blocksPerRank >= 1 && l.blocksPerRank <= maxBlocksPerRank(nranks))
+              assert.ok(Math.ceil(l.rows / l.blocksPerRank) <= k, 'rows per block within the lane')
+              next += l.rows
+            }
+            assert.equal(next, rows)
+          }
+        }
+  // 8192 f32 at 8 ranks: 32 KB rows do not fit a one-shot lane (8 KB) but fit the two-shot's 8 parts of 4 KB.
+  assert.equal(fusedRowsPerBlock('oneshot', 8, 8192, 'f32'), 0)
+  assert.equal(fusedRowsPerBlock('twoshot', 8, 8192, 'f32'), 1)
+  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'f32').algorithm, 'twoshot')
+  assert.throws(() => planFusedNorm('auto', 2, 1, 4095, 'bf16'), /multiple of 16/)
+})
+
+test('planAllReduceMany: pieces cover every buffer once, at most 8 per launch, within the lanes', () => {
+  for (const nranks of [2, 8])
+    for (const dtype of ['f32', 'bf16'] as Dtype[])
+      for (const counts of [
+        [1],
+        [4096, 8192, 3, 0, 100],
+        Array.from({ length: 19 }, (_, i) => 64 * i + 1),
+        [3_000_000, 17],
+      ]) {
+        const plans = planAllReduceMany(counts, dtype, nranks)
+        const eb = dtype === 'f32' ? 4 : 2
+        const lane = Math.floor(Math.floor(deviceBufferLayout(nranks).sentinel.channelHalfBytes / nranks) / 16)
+        const covered = counts.map(() => 0)
+        for (const p of plans) {
+          assert.ok(p.pieces.length >= 1 && p.pieces.length <= LLCOMM_MANY_MAX_BUFFERS)
+          const slots = p.pieces.reduce((a, x) => a + Math.ceil((x.count * eb) / 16), 0)
+          assert.ok(Math.ceil(slots / p.blocksPerRank) <= lane, 'channel slots within a lane')
+          assert.ok(p.blocksPerRank <= maxBlocksPerRank(nranks))
+          for (const x of p.pieces) {
+            assert.equal(x.offset, covered[x.buffer], 'pieces in order, no gap')
+            assert.equal((x.offset * eb) % 16, 0, 'pieces start on 16-byte boundaries')
+            covered[x.buffer] += x.count
+          }
+        }
+        assert.deepEqual(covered, counts)
+        if (counts.length <= 8 && counts.every((c) => c < 10_000)) assert.equal(plans.length, 1, 'one launch')
+      }
+})

@@ -1,0 +1,282 @@
+/**
+ * Runs the fused kernels' device code on host threads (test/kernels/emulator/fused_emulator.cpp, emu.h) with launch
+ * shapes from fused-launcher.ts and buffer layouts from kernel-table.ts:
+ *  - fused AllReduce + residual add + RMSNorm, one-shot and two-shot, every dtype, residual in the dtype or f32, with
+ *    and without a residual input, output in the dtype or FP8 e4m3: the residual exact against float64, the output within the dtype's rounding of
+ *    the float64 RMSNorm, every rank bitwise equal, and bitwise equal to the unfused composition (the AllReduce sum,
+ *    then the reference llcomm_rmsnorm_* kernel), over a sequence of calls on the same buffers (sentinel slots
+ *    re-armed, channel epochs counted, no write past a buffer);
+ *  - allReduceMany against one oneshot-sentinel call per buffer (bitwise) and the exact sum;
+ *  - a rank that never arrives ends the fused launch with a TIMEOUT naming rank, peer and epoch.
+ * It tests the logic, not the GPU memory model and not the speed.
+ */
+
+import assert from 'node:assert/strict'
+import { execFile, execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import type { Dtype } from 'llcomm/internal'
+import {
+  deviceBufferLayout,
+  type FusedNormAlgorithm,
+  kernelsDirectory,
+  LLCOMM_FUSED_NO_RESIDUAL_IN,
+  LLCOMM_FUSED_OUT_E4M3,
+  LLCOMM_FUSED_RESIDUAL_F32,
+  planAllReduceMany,
+  planFusedNorm,
+} from 'llcomm/internal'
+import { findHostCxx, SKIP_NVCC } from './toolchain.js'
+
+const THREADS_PER_BLOCK = 32 // the kernels stride by blockDim; one warp keeps the emulated grid small
+const WAIT_TIMEOUT_MS = 60_000
+const CONCURRENCY = 2
+
+let work = ''
+let exe = ''
+
+before(() => {
+  const cxx = findHostCxx()
+  if (!cxx || cxx.endsWith('nvcc')) {
+    if (SKIP_NVCC) return
+    throw new Error('the fused kernel emulation test needs a C++20 host compiler (g++ >= 12 or clang++ with _Float16)')
+  }
+  work = mkdtempSync(join(tmpdir(), 'llcomm-fused-emu-'))
+  exe = join(work, 'fused_emulator')
+  const root = join(kernelsDirectory(), '..')
+  execFileSync(
+    cxx,
+    [
+      '-std=c++20',
+      '-O1',
+      '-pthread',
+      '-I',
+      kernelsDirectory(),
+      '-I',
+      join(root, 'test/kernels/emulator'),
+      join(root, 'test/kernels/emulator/fused_emulator.cpp'),
+      '-o',
+      exe,
+    ],
+    { stdio: 'pipe' },
+  )
+})
+after(() => {
+  if (work) rmSync(work, { recursive: true, force: true })
+})
+
+interface ErrorWord {
+  code: number
+  rank: number
+  peer: number
+  epoch: number
+  what: number
+  slot: number
+  channel: number
+}
+interface NormResult {
+  ok: boolean
+  residualMismatches: number
+  outOutOfTolerance: number
+  worstRelError: number
+  crossRankDiffs: number
+  diffsVsUnfused: number
+  sentinelBytesNotArmed: number
+  guardsBroken: number
+  badEpochs: number
+  first: string
+  error: ErrorWord
+}
+interface ManyResult {
+  ok: boolean
+  mismatches: number
+  diffsVsPerBuffer: number
+  crossRankDiffs: number
+  nanChecked: number
+  sentinelBytesNotArmed: number
+  guardsBroken: number
+  first: string
+  error: ErrorWord
+}
+
+interface NormCase {
+  kind: 'norm'
+  algorithm: FusedNormAlgorithm
+  dtype: Dtype
+  nranks: number
+  rows: number
+  hidden: number
+  flags: number
+  calls: number
+  bufferBytes?: number
+  absentRank?: number
+  timeoutMs?: number
+}
+interface ManyCase {
+  kind: 'many'
+  dtype: Dtype
+  nranks: number
+  counts: number[]
+  calls: number
+}
+type Case = NormCase | ManyCase
+
+function argsOf(c: Case): string[] {
+  const L = deviceBufferLayout(c.nranks, c.kind === 'norm' ? c.bufferBytes : undefined)
+  const common = [
+    String(c.nranks),
+    String(THREADS_PER_BLOCK),
+    String(c.kind === 'norm' ? (c.timeoutMs ?? WAIT_TIMEOUT_MS) : WAIT_TIMEOUT_MS),
+    String(L.recvBufBytes),
+    String(L.sentinel.offset),
+    String(L.sentinel.channelHalfBytes),
+  ]
+  if (c.kind === 'many') {
+    const plans = planAllReduceMany(c.counts, c.dtype, c.nranks)
+    assert.equal(plans.length, 1, 'a case is one launch')
+    return ['many', c.dtype, ...common, String(plans[0].blocksPerRank), String(c.calls), ...c.counts.map(String)]
+  }
+  const plan = planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype, c.bufferBytes)
+  assert.equal(plan.launches.length, 1, 'a case is one launch')
+  return [
+    'norm',
+    c.algorithm,
+    c.dtype,
+    ...common,
+    String(c.rows),
+    String(c.hidden),
+    String(plan.launches[0].blocksPerRank),
+    String(c.flags),
+    c.dtype === 'f16' ? '1e-3' : '1e-5',
+    String(c.calls),
+    ...(c.absentRank !== undefined ? [String(c.absentRank)] : []),
+  ]
+}
+
+function runCase<R>(c: Case): Promise<R> {
+  return new Promise((resolve, reject) => {
+    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`fused_emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
+      resolve(JSON.parse(stdout) as R)
+    })
+  })
+}
+async function runAll<R>(cases: Case[]): Promise<{ c: Case; r: R }[]> {
+  const out: { c: Case; r: R }[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < cases.length) {
+        const c = cases[next++]
+        out.push({ c, r: await runCase<R>(c) })
+      }
+    }),
+  )
+  return out
+}
+const label = (c: Case) => JSON.stringify(c)
+
+test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: NormCase[] = []
+  const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
+  const flagSets = [
+    0,
+    LLCOMM_FUSED_RESIDUAL_F32,
+    LLCOMM_FUSED_NO_RESIDUAL_IN,
+    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32, // FP8 e4m3 output with a per-tensor scale (the emulator's: 4)
+  ]
+  for (const algorithm of ['oneshot', 'twoshot'] as const)
+    dtypes.forEach((dtype, i) => {
+      for (const flags of flagSets)
+        cases.push({ kind: 'norm', algorithm, dtype, nranks: 3, rows: 5, hidden: 264, flags, calls: 3 })
+      // several rows per block (17 rows over 16 channels), an odd-looking hidden, 2 and 8 ranks
+      cases.push({ kind: 'norm', algorithm, dtype, nranks: 2, rows: 17, hidden: 200, flags: flagSets[i], calls: 2 })
+      cases.push({
+        kind: 'norm',
+        algorithm,
+        dtype,
+        nranks: 8,
+        rows: 2,
+        hidden: 1000,
+        flags: flagSets[(i + 1) % 4],
+        calls: 2,
+      })
+    })
+  // A model-sized row: bf16 4096 at 4 ranks, one row (one block per rank, many slots per thread).
+  for (const algorithm of ['oneshot', 'twoshot'] as const)
+    cases.push({
+      kind: 'norm',
+      algorithm,
+      dtype: 'bf16',
+      nranks: 4,
+      rows: 1,
+      hidden: 4096,
+      flags: LLCOMM_FUSED_RESIDUAL_F32,
+      calls: 2,
+    })
+  // f32 8192 at 8 ranks: a row (32 KB) fills the two-shot's 8 parts of 4 KB exactly (no one-shot lane holds it).
+  cases.push({ kind: 'norm', algorithm: 'twoshot', dtype: 'f32', nranks: 8, rows: 3, hidden: 8192, flags: 0, calls: 2 })
+  const started = Date.now()
+  const results = await runAll<NormResult>(cases)
+  t.diagnostic(`${cases.length} emulated fused runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
+    assert.equal(
+      r.outOutOfTolerance,
+      0,
+      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
+    )
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
+test('allReduceMany: bit-identical to one oneshot-sentinel call per buffer, exact, NaN in -> NaN out', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: ManyCase[] = [
+    { kind: 'many', dtype: 'bf16', nranks: 3, counts: [1, 7, 100, 4096, 33], calls: 2 },
+    { kind: 'many', dtype: 'f16', nranks: 2, counts: [3000, 5, 8, 9, 10, 11, 12, 13], calls: 2 },
+    { kind: 'many', dtype: 'f32', nranks: 8, counts: [1000, 1, 255], calls: 2 },
+  ]
+  for (const { c, r } of await runAll<ManyResult>(cases)) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: wrong elements, first: ${r.first}`)
+    assert.equal(r.diffsVsPerBuffer, 0, `${label(c)}: differs from one call per buffer`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.ok(r.nanChecked > 0, `${label(c)}: the sentinel-as-data probe did not run`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
+test('fused RMSNorm with a rank that never arrives: the launch ends with a TIMEOUT naming the waiter, peer and epoch', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: NormCase[] = (['oneshot', 'twoshot'] as const).map((algorithm) => ({
+    kind: 'norm',
+    algorithm,
+    dtype: 'bf16',
+    nranks: 3,
+    rows: 2,
+    hidden: 256,
+    flags: 0,
+    calls: 1,
+    absentRank: 1,
+    timeoutMs: 300,
+  }))
+  for (const { c, r } of await runAll<NormResult>(cases)) {
+    assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)
+    assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)
+    assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
+    assert.equal(r.error.epoch, 1, `${label(c)}: epoch of the first call`)
+    assert.equal(r.error.what, 2, `${label(c)}: waiting for a sentinel slot`)
+  }
+})
