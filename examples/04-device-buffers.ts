@@ -19,7 +19,7 @@ if (comm) {
       const host = Array.from({ length: ranks }, (_, r) =>
         Float32Array.from({ length: count }, (_, i) => ((i * 7 + r * 13 + round) % 101) - 50),
       )
-      host.forEach((x, r) => comm.upload(inputs[r], x, streamOfRank(r)))
+      for (const [r, x] of host.entries()) comm.upload(inputs[r], x, streamOfRank(r))
       return Float32Array.from({ length: count }, (_, i) => host.reduce((s, x) => s + x[i], 0))
     }
     const check = async (expected: Float32Array, what: string) => {

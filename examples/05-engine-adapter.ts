@@ -37,7 +37,8 @@ if (comm) {
     const count = 16 * 4096
     const buffers: DevicePtr[] = Array.from({ length: comm.size }, (_, r) => comm.allocate(r, count * 2))
     const ones = new Uint16Array(count).fill(0x3f80) // bf16 1.0
-    buffers.forEach((b, r) => comm.upload(b, ones, streams[comm.launchGroupDevices.indexOf(comm.devices[r])]))
+    for (const [r, b] of buffers.entries())
+      comm.upload(b, ones, streams[comm.launchGroupDevices.indexOf(comm.devices[r])])
     const info = group.allReduceSum(buffers, count, 'bf16')
     for (const s of streams) await comm.synchronize(s)
     const got = new Uint16Array(count)

@@ -17,6 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import type { Dtype } from 'llcomm/internal'
 import {
   deviceBufferLayout,
@@ -45,7 +46,7 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-fused-emu-'))
   exe = join(work, 'fused_emulator')
-  const root = join(kernelsDirectory(), '..')
+  const emulatorDir = fileURLToPath(new URL('../../test/kernels/emulator/', import.meta.url))
   execFileSync(
     cxx,
     [
@@ -55,8 +56,8 @@ before(() => {
       '-I',
       kernelsDirectory(),
       '-I',
-      join(root, 'test/kernels/emulator'),
-      join(root, 'test/kernels/emulator/fused_emulator.cpp'),
+      emulatorDir,
+      join(emulatorDir, 'fused_emulator.cpp'),
       '-o',
       exe,
     ],

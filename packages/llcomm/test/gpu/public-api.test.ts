@@ -44,7 +44,7 @@ async function syncAll(rig: Rig): Promise<void> {
 }
 
 function upload(rig: Rig, ptrs: readonly DevicePtr[], inputs: readonly TensorArray[]): void {
-  ptrs.forEach((p, r) => rig.comm.upload(p, inputs[r], rig.streamOfRank(r)))
+  for (const [r, p] of ptrs.entries()) rig.comm.upload(p, inputs[r], rig.streamOfRank(r))
 }
 
 function download(rig: Rig, ptrs: readonly DevicePtr[], dtype: Dtype, count: number): TensorArray[] {
