@@ -16,7 +16,7 @@ function inputs(ranks: number, count: number, value = 1): Float32Array[] {
 }
 
 for (const algorithm of [...BARRIER_FREE_ALGORITHMS, 'oneshot-barrier', 'ring'] as const) {
-  test(`${algorithm}: a rank that skips a call gives TIMEOUT (rank, peer, epoch) in time, then the communicator recovers`, async () => {
+  test(`${algorithm}: a rank that skips a call gives TIMEOUT (rank, peer, epoch) in time, then recover() brings it back`, async () => {
     const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 4, timeoutMs: TIMEOUT_MS })
     try {
       await comm.allReduce(inputs(4, 100), { algorithm }) // epochs advance before the failure
@@ -32,6 +32,7 @@ for (const algorithm of [...BARRIER_FREE_ALGORITHMS, 'oneshot-barrier', 'ring'] 
       })
       const elapsedMs = performance.now() - started
       assert.ok(elapsedMs < TIMEOUT_MS * 10 + 2000, `timed out after ${elapsedMs} ms`)
+      await comm.recover()
       for (let i = 0; i < 3; i++) {
         const out = await comm.allReduce(inputs(4, 300, i), { algorithm })
         for (const o of out) assert.ok(o.every((x) => x === 4 * i + 6))

@@ -79,11 +79,11 @@ test('driver-view inputs: count, types, lengths', () => {
   )
   assert.equal(
     code(() => validateHostInputs([new Uint16Array(3), new Uint16Array(3)], 2, 'f32')),
-    'LENGTH_MISMATCH',
+    'INVALID_ARGUMENT',
   )
   assert.equal(
     code(() => validateHostInputs([new Float32Array(3), new Float32Array(3)], 2, 'f16')),
-    'LENGTH_MISMATCH',
+    'INVALID_ARGUMENT',
   )
   assert.equal(
     code(() => validateHostInputs([new Float32Array(3), new Float32Array(3)], 2, 'f64' as 'f32')),
