@@ -22,6 +22,7 @@ import {
   resolveSizes,
 } from '../../bench/options.js'
 import { shouldShowProgress } from '../../bench/progress.js'
+import { checkSweepFits } from '../../bench/memory-fit.js'
 import { elementCount, parseSizeBytes } from '../../bench/sizes.js'
 import { formatBenchReport } from '../../bench/table.js'
 import { LlcommError } from '../../errors.js'
@@ -129,6 +130,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
     note: (line) => process.stderr.write(`${line}\n`),
   })
   try {
+    checkSweepFits(comm.backend, comm.size, sizesFor(comm.backend))
     if (comm.backend === 'cpu' && flags.pdl !== undefined && flags.pdl !== 'off')
       throw new LlcommError('INVALID_ARGUMENT', '--pdl is a cuda option (programmatic dependent launch)')
     const doc = await measureBench(
