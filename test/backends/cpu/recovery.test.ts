@@ -80,18 +80,20 @@ test('a failed call poisons: peers stop at once, and a later call of any rank re
   assertCorrect(results, 4, 4, call(4).count)
 })
 
-test('close() wakes a rank blocked in a call: CLOSED at once, not TIMEOUT at its deadline', async () => {
-  const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 2, timeoutMs: 20_000, bufferBytes: 8192 })
-  const [h0] = comm.rankHandles()
-  const started = performance.now()
-  const pending = runWorker(h0, [call(1)]) // rank 1 never calls
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  await comm.close()
-  const [result] = await pending
-  const elapsedMs = performance.now() - started
-  assert.equal(result.error?.code, 'CLOSED')
-  assert.ok(elapsedMs < 5000, `the blocked rank returned after ${elapsedMs} ms`)
-})
+for (const how of ['close', 'destroy'] as const) {
+  test(`${how}() wakes a rank blocked in a call: CLOSED at once, not TIMEOUT at its deadline`, async () => {
+    const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 2, timeoutMs: 20_000, bufferBytes: 8192 })
+    const [h0] = comm.rankHandles()
+    const started = performance.now()
+    const pending = runWorker(h0, [call(1)]) // rank 1 never calls
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await comm[how]()
+    const [result] = await pending
+    const elapsedMs = performance.now() - started
+    assert.equal(result.error?.code, 'CLOSED')
+    assert.ok(elapsedMs < 5000, `the blocked rank returned after ${elapsedMs} ms`)
+  })
+}
 
 test('a worker that dies: its peers get WORKER_FAILED at once, a new worker attaches the rank and all recover', async () => {
   const ranks = 3
