@@ -44,12 +44,18 @@ if (!commit) {
 
 const d = cudaDriver()
 const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
-const algorithms = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'twoshot-atomic', 'oneshot-barrier', 'ring'].filter(
-  (a) => comm.algorithms.includes(a),
-)
+const algorithms = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+].filter((a) => comm.algorithms.includes(a))
 const configs = []
 for (const algorithm of algorithms)
-  for (const dtype of ['f32', 'bf16']) for (const count of [257, 4099, 65_537]) configs.push({ algorithm, dtype, count })
+  for (const dtype of ['f32', 'bf16'])
+    for (const count of [257, 4099, 65_537]) configs.push({ algorithm, dtype, count })
 const perConfig = Math.ceil(totalCalls / configs.length)
 
 const value = (set, rank, i) => ((i * 7 + rank * 5 + set * 3) % 17) - 8
@@ -142,8 +148,17 @@ try {
     calls += perConfig
     wrong += cfgWrong
     checks += cfgChecks
-    results.push({ ...cfg, replays: perConfig, setsChecked: cfgChecks, wrong: cfgWrong, ms: Math.round(ms), ...(error ? { error } : {}) })
-    console.log(`${algorithm} ${dtype} ${count}: ${perConfig} replays, ${cfgChecks} sets checked, ${cfgWrong} wrong${error ? `, ${error}` : ''}`)
+    results.push({
+      ...cfg,
+      replays: perConfig,
+      setsChecked: cfgChecks,
+      wrong: cfgWrong,
+      ms: Math.round(ms),
+      ...(error ? { error } : {}),
+    })
+    console.log(
+      `${algorithm} ${dtype} ${count}: ${perConfig} replays, ${cfgChecks} sets checked, ${cfgWrong} wrong${error ? `, ${error}` : ''}`,
+    )
     if (error) await comm.recover()
   }
 } finally {

@@ -3,7 +3,14 @@
 // inside bf16's 8-bit significand) and outputs are compared bit for bit with the expected sum.
 import { DTYPE_CODECS } from '../dist/src/dtype/index.js'
 
-export const ALGORITHMS = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'twoshot-atomic', 'oneshot-barrier', 'ring']
+export const ALGORITHMS = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+]
 export const DTYPES = ['f32', 'bf16', 'f16']
 /** Element counts: mostly small (the decode-step regime), some chunked (above the 8 KB test buffer). */
 export const COUNTS = [1, 2, 7, 33, 64, 255, 256, 1000, 1023, 4099, 20_000]

@@ -59,7 +59,13 @@ const doc = {
   what: 'cpu long run: back-to-back per-rank AllReduce calls across the channel epoch wrap, every output checked',
   date,
   commit,
-  machine: { hostname: hostname(), cpu: cpus()[0]?.model, cores: availableParallelism(), memoryBytes: totalmem(), node: process.version },
+  machine: {
+    hostname: hostname(),
+    cpu: cpus()[0]?.model,
+    cores: availableParallelism(),
+    memoryBytes: totalmem(),
+    node: process.version,
+  },
   command: `node scripts/long-run.mjs ${args.join(' ')}`.trim(),
   ranks,
   bufferBytes: 8192,
@@ -76,5 +82,7 @@ const doc = {
 }
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(out, `${JSON.stringify(doc, null, 2)}\n`)
-console.log(`${calls} calls x ${ranks} ranks in ${elapsedS.toFixed(1)} s: ${wrong} wrong, ${doc.errors} errors, crossed the wrap: ${doc.crossedWrap} -> ${out}`)
+console.log(
+  `${calls} calls x ${ranks} ranks in ${elapsedS.toFixed(1)} s: ${wrong} wrong, ${doc.errors} errors, crossed the wrap: ${doc.crossedWrap} -> ${out}`,
+)
 process.exitCode = wrong === 0 && doc.errors === 0 && doc.crossedWrap ? 0 : 1

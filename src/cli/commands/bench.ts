@@ -9,6 +9,7 @@ import type { Backend } from '../../api/types.js'
 import { formatSideBySide, readBaselineDocument, sideBySide } from '../../bench/baseline.js'
 import { measureBench } from '../../bench/bench-run.js'
 import { type BenchDocument, readBenchDocument } from '../../bench/document.js'
+import { checkSweepFits } from '../../bench/memory-fit.js'
 import { openCommunicator } from '../../bench/open-communicator.js'
 import {
   algorithmsFor,
@@ -22,7 +23,6 @@ import {
   resolveSizes,
 } from '../../bench/options.js'
 import { shouldShowProgress } from '../../bench/progress.js'
-import { checkSweepFits } from '../../bench/memory-fit.js'
 import { elementCount, parseSizeBytes } from '../../bench/sizes.js'
 import { formatBenchReport } from '../../bench/table.js'
 import { LlcommError } from '../../errors.js'
