@@ -440,19 +440,29 @@ export class CpuCommunicator extends CommunicatorBase {
 }
 
 /**
- * Throws the first error among the responses, naming the root cause: a rank's own failure before the aborts it
- * caused in its peers (details.aborted), and among timeouts one whose awaited peer did not itself time out (ranks
- * waiting on a waiter, as around a ring, name the waiter).
+ * Throws the first error among the responses, naming the root cause: among timeouts (a rank's own, or a wait that
+ * stopped because another rank's call failed: details.aborted, which still names the peer it was waiting for), one
+ * whose awaited peer was not itself waiting (ranks waiting on a waiter, as around a ring, name the waiter), a rank's
+ * own failure before the aborts it caused otherwise.
  */
 function throwOnFailure(responses: WorkerResponse[]): void {
   const errors = responses.flatMap((r) => (r.ok ? [] : [LlcommError.fromJSON(r.error)]))
   if (errors.length === 0) return
-  const own = errors.filter((e) => e.details.aborted !== true)
-  const candidates = own.length > 0 ? own : errors
-  const timeouts = candidates.filter((e) => e.code === 'TIMEOUT')
+  const own = (e: LlcommError) => e.details.aborted !== true
+  const timeouts = errors.filter((e) => e.code === 'TIMEOUT')
   if (timeouts.length > 0) {
     const waiting = new Set(timeouts.map((e) => e.details.rank))
-    throw timeouts.find((e) => !waiting.has(e.details.peer)) ?? timeouts[0]
+    const rootCause = (e: LlcommError) => !waiting.has(e.details.peer)
+    const root =
+      timeouts.find((e) => rootCause(e) && own(e)) ?? timeouts.find(rootCause) ?? timeouts.find(own) ?? timeouts[0]
+    if (own(root)) throw root
+    // A rank that stopped at the poison was waiting for a peer that never came: name that wait as the timeout.
+    throw LlcommError.timeout({
+      rank: root.details.rank as number,
+      peer: root.details.peer as number,
+      epoch: root.details.epoch as number,
+      waitingFor: `stopped when the call of rank ${String(root.details.failedRank)} timed out`,
+    })
   }
-  throw candidates[0]
+  throw errors.find(own) ?? errors[0]
 }

@@ -205,7 +205,13 @@ export class RankControl {
       throw new LlcommError(
         POISON_CODES[kind] ?? 'WORKER_FAILED',
         `rank ${this.rank} stopped waiting at epoch ${this.epoch}: the call of rank ${failed} failed; recover() first`,
-        { rank: this.rank, peer: peer >= 0 ? peer : failed, epoch: this.epoch, failedRank: failed, aborted: true },
+        {
+          rank: this.rank,
+          peer: peer >= 0 ? peer : this.laggardPeer(),
+          epoch: this.epoch,
+          failedRank: failed,
+          aborted: true,
+        },
       )
     }
   }
