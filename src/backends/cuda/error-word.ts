@@ -28,9 +28,20 @@ export function decodeErrorWord(words: Uint32Array): DecodedErrorWord {
 export function errorFromWord(words: Uint32Array): LlcommError | undefined {
   const w = decodeErrorWord(words)
   if (w.code === 0) return undefined
-  if (w.code !== ERR_TIMEOUT) {
-    return new LlcommError('CUDA_ERROR', `device error word holds unknown code ${w.code}`, { ...w })
-  }
+  const describe = DEVICE_ERRORS[w.code]
+  if (describe) return describe(w)
+  return new LlcommError('CUDA_ERROR', `device error word holds unknown code ${w.code}`, { ...w })
+}
+
+/**
+ * The host error for each device error code (abi.cuh LLCOMM_ERR_*), in one table: a new device code (e.g. the
+ * call-signature MISMATCH) is one more entry here, and the communicator's poisoning and recover() apply to it as is.
+ */
+const DEVICE_ERRORS: Readonly<Record<number, (w: DecodedErrorWord) => LlcommError>> = {
+  [ERR_TIMEOUT]: timeoutFromWord,
+}
+
+function timeoutFromWord(w: DecodedErrorWord): LlcommError {
   const what = WAIT_NAMES[w.what] ?? `wait kind ${w.what}`
   return LlcommError.timeout({
     rank: w.rank,
