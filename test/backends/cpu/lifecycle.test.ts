@@ -108,3 +108,18 @@ test('an open communicator does not keep Node alive', () => {
   assert.match(r.stdout, /sum 6/)
   assert.ok(performance.now() - started < 20_000)
 })
+
+test('after a dead worker (WORKER_FAILED), recover() starts fresh workers and the next calls are right', async () => {
+  const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 3 })
+  try {
+    await comm.testHooks.crashWorker(1)
+    await assert.rejects(comm.allReduce(inputs(3, 10)), (e) => isLlcommError(e, 'WORKER_FAILED'))
+    await comm.recover()
+    for (let i = 0; i < 3; i++) {
+      const out = await comm.allReduce(inputs(3, 100, i), { algorithm: 'oneshot-ll' })
+      for (const o of out) assert.ok(o.every((x) => x === 3 * i + 3))
+    }
+  } finally {
+    await comm.close()
+  }
+})

@@ -130,3 +130,18 @@ test('createCommunicator({ backend: "cuda" }) on a machine without a usable driv
     isLlcommError(e, 'INVALID_ARGUMENT'),
   )
 })
+
+test('unknown or mistyped communicator options are INVALID_ARGUMENT before any library is loaded', async () => {
+  const { createCudaCommunicator } = await import('../../../src/backends/cuda/communicator.js')
+  const { createCommunicator } = await import('../../../src/communicator/create.js')
+  for (const options of [
+    { backend: 'cuda', devices: [0], bufferByte: 4096 },
+    { backend: 'cuda', devices: [0], timeoutMs: -1 },
+    { backend: 'cuda', devices: [0], bufferBytes: 2 ** 33 },
+    { backend: 'cuda', devices: [0], deterministic: 'yes' },
+    { backend: 'cuda', devices: [0], ranks: 2 },
+  ]) {
+    await assert.rejects(createCudaCommunicator(options as never), (e) => isLlcommError(e, 'INVALID_ARGUMENT'))
+    await assert.rejects(createCommunicator(options as never), (e) => isLlcommError(e, 'INVALID_ARGUMENT'))
+  }
+})
