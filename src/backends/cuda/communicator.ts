@@ -36,7 +36,7 @@ import type {
   ReduceOp,
   TensorArray,
 } from '../../api/types.js'
-import { DTYPE_BYTES, DTYPES } from '../../api/types.js'
+import { ALL_ALGORITHMS, DTYPE_BYTES, DTYPES } from '../../api/types.js'
 import { CommunicatorBase, type PreparedCall } from '../../communicator/base.js'
 import {
   DEFAULT_TIMEOUT_MS as COMMON_DEFAULT_TIMEOUT_MS,
@@ -102,6 +102,7 @@ export interface PreparedDeviceAllReduce extends DeviceAllReduceInfo {
 }
 
 const NCCL_ALGORITHMS: readonly AlgorithmName[] = ['nccl', 'nccl-symmetric']
+const ANY_ALGORITHM: readonly AlgorithmChoice[] = ['auto', ...ALL_ALGORITHMS]
 const AUTO_PREFERENCE: readonly AlgorithmName[] = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'nccl', 'ring']
 /** Kernel algorithms that serve any shape, in the order a fallback tries them when NCCL is not usable. */
 const FALLBACK_KERNELS: readonly AlgorithmName[] = ['ring', 'oneshot-barrier']
@@ -592,7 +593,8 @@ export class CudaCommunicator extends CommunicatorBase {
     inputs: T[],
     options: AllReduceOptions | undefined,
   ): PreparedCall<AllReduceOutputs<T>> {
-    const validated = validateAllReduceOptions(options, this.algorithms)
+    // Every name is accepted here: the resolver decides availability, and falls back when allowed (nccl on one GPU).
+    const validated = validateAllReduceOptions(options, ANY_ALGORITHM)
     const { dtype, op } = validated
     const count = validateHostInputs(inputs, this.size, dtype)
     const bytes = count * DTYPE_BYTES[dtype]
@@ -675,7 +677,7 @@ export class CudaCommunicator extends CommunicatorBase {
   }
 
   protected kPrepareBenchmark(request: BenchmarkRequest): PreparedCall<BenchmarkResult> {
-    validateBenchmarkRequest(request, this.algorithms)
+    validateBenchmarkRequest(request, ANY_ALGORITHM)
     const copy = { ...request }
     return () => {
       this.assertOpen()
