@@ -103,6 +103,8 @@ interface Case {
   calls: string[]
   absentRank?: number
   timeoutMs?: number
+  /** Every channel's epoch word starts here (LLCOMM_EMU_STORED_EPOCH), e.g. just below the u32 wrap. */
+  storedEpoch?: number
 }
 
 function argsOf(c: Case): string[] {
@@ -129,7 +131,9 @@ function argsOf(c: Case): string[] {
 
 function runCase(c: Case): Promise<EmuResult> {
   return new Promise((resolve, reject) => {
-    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+    const env =
+      c.storedEpoch === undefined ? process.env : { ...process.env, LLCOMM_EMU_STORED_EPOCH: String(c.storedEpoch) }
+    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as EmuResult)
     })
@@ -226,5 +230,25 @@ test('a rank that never arrives: every launch ends, with a TIMEOUT that names a 
     assert.ok(r.error.what >= 1 && r.error.what <= 5, `${label(c)}: wait kind ${r.error.what}`)
     if (c.v.algorithm !== 'twoshot-atomic' && c.v.algorithm !== 'ring')
       assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
+  }
+})
+
+test('channel epochs across the u32 wrap: every kernel exact, epoch 0 (the zero fill) never reused', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // Stored 0xFFFFFFFE: the first call runs at 0xFFFFFFFF (half 1), the second wraps into half 0, which no call has
+  // written yet on any channel: its LL slots and scratch flags still hold the zero fill.
+  const cases: Case[] = oneDtypeEach((i) => (['bf16', 'f32'] as const)[i % 2]).map((v) => ({
+    v,
+    nranks: 3,
+    bufferBytes: 16384,
+    calls: ['7', 'max', '33', 'max', '1', 'max'],
+    storedEpoch: 0xfffffffe,
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls across the wrap`)
+    assert.ok(r.ok, label(c))
   }
 })

@@ -1,7 +1,8 @@
 import type { Communicator, CommunicatorOptions, CpuCommunicatorOptions, CudaCommunicatorOptions } from './api/types.js'
 import type { CpuCommunicator } from './backends/cpu/communicator.js'
 import type { CudaCommunicator } from './backends/cuda/communicator.js'
-import { LlcommError } from './errors.js'
+import { validateCommunicatorOptions } from './communicator/options.js'
+import { LlcommError, toLlcommError } from './errors.js'
 
 /**
  * The one entry point, typed by backend: `{ backend: 'cpu' }` gives a CpuCommunicator, `{ backend: 'cuda' }` a
@@ -15,19 +16,25 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
   if (options === null || typeof options !== 'object') {
     throw new LlcommError('INVALID_ARGUMENT', 'createCommunicator needs an options object')
   }
-  switch (options.backend) {
-    case 'cpu': {
-      const { createCpuCommunicator } = await import('./backends/cpu/communicator.js')
-      return createCpuCommunicator(options)
+  try {
+    switch (options.backend) {
+      case 'cpu': {
+        // The public keys only: a backend's test options are refused here.
+        validateCommunicatorOptions('cpu', options)
+        const { createCpuCommunicator } = await import('./backends/cpu/communicator.js')
+        return await createCpuCommunicator(options)
+      }
+      case 'cuda': {
+        validateCommunicatorOptions('cuda', options)
+        const { createCudaCommunicator } = await import('./backends/cuda/communicator.js')
+        return await createCudaCommunicator(options)
+      }
     }
-    case 'cuda': {
-      const { createCudaCommunicator } = await import('./backends/cuda/communicator.js')
-      return createCudaCommunicator(options)
-    }
-    default:
-      throw new LlcommError(
-        'INVALID_ARGUMENT',
-        `unknown backend ${JSON.stringify((options as { backend: unknown }).backend)}`,
-      )
+  } catch (e) {
+    throw toLlcommError(e, 'createCommunicator')
   }
+  throw new LlcommError(
+    'INVALID_ARGUMENT',
+    `unknown backend ${JSON.stringify((options as { backend: unknown }).backend)}`,
+  )
 }

@@ -19,8 +19,9 @@ export type LlcommErrorCode =
   | 'NCCL_ERROR'
   | 'NO_DEVICE'
   | 'TRACE_FORMAT' // diagnose could not read a trace
-  | 'MISMATCH' // peers disagree on a call's signature (count, dtype, op, algorithm, protocol, chunk): names both
-  | 'OUT_OF_MEMORY' // an allocation (device or host) failed
+  | 'MISMATCH' // ranks issued calls that differ (count, dtype, op, algorithm, protocol, chunk)
+  | 'OUT_OF_MEMORY' // an allocation (host SharedArrayBuffer, device memory) failed or would not fit
+  | 'INTERNAL' // an unexpected error inside llcomm (a bug): details.cause names the original error
   | 'PEER_FAILED' // a peer process died or left: names the rank
 
 export interface TimeoutDetails {
@@ -66,4 +67,18 @@ export class LlcommError extends Error {
 
 export function isLlcommError(e: unknown, code?: LlcommErrorCode): e is LlcommError {
   return e instanceof LlcommError && (code === undefined || e.code === code)
+}
+
+/**
+ * Any error as an LlcommError (the library's boundary: nothing else leaves it). LlcommErrors pass through; a failed
+ * allocation (RangeError "Array buffer allocation failed", "Invalid array buffer length") is OUT_OF_MEMORY; anything
+ * else is INTERNAL with the original error as `cause`.
+ */
+export function toLlcommError(e: unknown, what = 'llcomm'): LlcommError {
+  if (e instanceof LlcommError) return e
+  const message = e instanceof Error ? `${e.name}: ${e.message}` : String(e)
+  if (e instanceof RangeError && /allocation failed|array buffer length|Array buffer|memory/i.test(e.message)) {
+    return new LlcommError('OUT_OF_MEMORY', `${what}: ${message}`, { cause: message }, { cause: e })
+  }
+  return new LlcommError('INTERNAL', `${what}: unexpected ${message}`, { cause: message }, { cause: e })
 }

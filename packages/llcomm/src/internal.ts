@@ -6,6 +6,7 @@
  */
 
 export * from './algorithms/auto.js'
+export { BENCHMARK_INPUT_SETS } from './backends/cpu/benchmark-data.js'
 export * from './backends/cuda/abi.js'
 export * from './backends/cuda/allreduce-launcher.js'
 export {

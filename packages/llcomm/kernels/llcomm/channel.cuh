@@ -58,15 +58,18 @@ LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u3
 // The epoch of one channel of one rank. The word lives in the rank's scratch and is written only by this block,
 // at the end of the call; the next call (a later kernel in stream/graph order) reads it. The kernel boundary orders
 // that store before that load, so relaxed accesses suffice. Epoch 0 is the zero fill: calls use 1, 2, 3, ...
-// (32-bit: after 2^32 - 1 calls on one channel the host must re-create the communicator's buffers).
+// and never 0 again: after 0xFFFFFFFF comes 2 (nextEpoch), so a never-written LL slot or scratch flag (zero) is never
+// taken for the current epoch, and parity keeps alternating across the u32 wrap (0xFFFFFFFF odd, 2 even).
 struct LlcChannel {
   llc_u32* epochWord;
   llc_u32 epoch; // this call's epoch; its parity selects the buffer half
   llc_u32 index;
 
+  static LLC_DEVICE llc_u32 nextEpoch(llc_u32 stored) { return stored == 0xFFFFFFFFu ? 2u : stored + 1u; }
+
   LLC_DEVICE LlcChannel(llc_u64 scratchOfRank, llc_u32 channel)
       : epochWord(reinterpret_cast<llc_u32*>(scratchOfRank + LLCOMM_SCRATCH_EPOCHS_OFFSET) + channel),
-        epoch(llcLoadRelaxedSys(epochWord) + 1u), index(channel) {}
+        epoch(nextEpoch(llcLoadRelaxedSys(epochWord))), index(channel) {}
 
   LLC_DEVICE llc_u32 half() const { return epoch & 1u; }
 

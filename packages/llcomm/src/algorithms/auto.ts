@@ -51,7 +51,7 @@ export function loadTuningTable(path?: string): TuningTable {
       path: file,
     })
   }
-  if (!Array.isArray(table.entries)) {
+  if (table === null || typeof table !== 'object' || !Array.isArray(table.entries)) {
     throw new LlcommError('INVALID_ARGUMENT', `tuning table ${file} has no entries array`, { path: file })
   }
   return table

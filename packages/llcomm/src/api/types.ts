@@ -136,6 +136,12 @@ export interface Communicator extends AsyncDisposable {
   close(): Promise<void>
   /** Aborts in-flight work and frees every resource; idempotent and awaitable. */
   destroy(): Promise<void>
+  /**
+   * After a failed call (TIMEOUT, MISMATCH, WORKER_FAILED, a device error) every later call rejects with that code
+   * and no data until recover(): queued behind earlier calls, it brings every rank back to its initial state
+   * (buffers re-armed, epochs agreed) with no barrier of the caller's own.
+   */
+  recover(): Promise<void>
 }
 
 export const ALL_ALGORITHMS: readonly AlgorithmName[] = [

@@ -13,6 +13,7 @@ import {
   type TensorArray,
 } from '../api/types.js'
 import { LlcommError } from '../errors.js'
+import { ALLREDUCE_OPTION_KEYS, BENCHMARK_REQUEST_KEYS, checkKnownKeys, optionalBoolean } from './options.js'
 
 const OPS: readonly ReduceOp[] = ['sum']
 const PROTOCOLS: readonly LlProtocol[] = ['ll8', 'll16']
@@ -24,6 +25,8 @@ export interface ValidatedOptions {
   protocol?: LlProtocol
   pdl: boolean
   fallback: boolean
+  /** Set only when the caller passed it (the signature helper's deterministic mode reads it). */
+  deterministic?: boolean
 }
 
 /** Checks an AllReduceOptions object (defaults: auto, f32, sum, fallback on). */
@@ -35,6 +38,8 @@ export function validateAllReduceOptions(
     throw new LlcommError('INVALID_ARGUMENT', 'allReduce options must be an object')
   }
   const o = options ?? {}
+  checkKnownKeys(o, ALLREDUCE_OPTION_KEYS, 'allReduce')
+  const deterministic = optionalBoolean((o as { deterministic?: unknown }).deterministic, 'deterministic')
   const dtype = validateDtype(o.dtype ?? 'f32')
   const op = validateOp(o.op ?? 'sum')
   const algorithm = validateAlgorithm(o.algorithm ?? 'auto', available)
@@ -49,7 +54,16 @@ export function validateAllReduceOptions(
   if (o.pdl !== undefined && typeof o.pdl !== 'boolean') {
     throw new LlcommError('INVALID_ARGUMENT', 'pdl must be a boolean', { pdl: o.pdl })
   }
-  return { algorithm, dtype, op, protocol: o.protocol, pdl: o.pdl ?? false, fallback: o.fallback ?? true }
+  const validated: ValidatedOptions = {
+    algorithm,
+    dtype,
+    op,
+    protocol: o.protocol,
+    pdl: o.pdl ?? false,
+    fallback: o.fallback ?? true,
+  }
+  if (deterministic !== undefined) validated.deterministic = deterministic
+  return validated
 }
 
 export function validateDtype(dtype: unknown): Dtype {
@@ -84,18 +98,39 @@ export function expectedArrayName(dtype: Dtype): 'Float32Array' | 'Uint16Array' 
   return dtype === 'f32' ? 'Float32Array' : 'Uint16Array'
 }
 
-/** One rank's input: the right typed array for the dtype. Returns its length. */
+/**
+ * One rank's input: the right typed array for the dtype (else INVALID_ARGUMENT: a wrong type is not a length
+ * mismatch), over a buffer that is not detached. Returns its length.
+ */
 export function validateRankInput(input: unknown, dtype: Dtype, rank?: number): number {
   const ok = dtype === 'f32' ? input instanceof Float32Array : input instanceof Uint16Array
   if (!ok) {
     const got = ArrayBuffer.isView(input) ? input.constructor.name : typeof input
     throw new LlcommError(
-      'LENGTH_MISMATCH',
+      'INVALID_ARGUMENT',
       `${rank === undefined ? 'input' : `input of rank ${rank}`} must be a ${expectedArrayName(dtype)} for dtype ${dtype}, got ${got}`,
       { rank, dtype, got },
     )
   }
-  return (input as TensorArray).length
+  const array = input as TensorArray
+  if (array.length === 0 && isDetached(array)) {
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `${rank === undefined ? 'input' : `input of rank ${rank}`} is over a detached ArrayBuffer (transferred away)`,
+      { rank },
+    )
+  }
+  return array.length
+}
+
+/** A typed array over a detached buffer reads as length 0; only constructing a view over the buffer tells. */
+function isDetached(array: TensorArray): boolean {
+  try {
+    new Uint8Array(array.buffer, 0, 0)
+    return false
+  } catch {
+    return true
+  }
 }
 
 /** The driver view's inputs: one typed array per rank, the right type, equal lengths. Returns the element count. */
@@ -130,6 +165,7 @@ export function validateBenchmarkRequest(
   if (request === null || typeof request !== 'object') {
     throw new LlcommError('INVALID_ARGUMENT', 'benchmark needs a request object')
   }
+  checkKnownKeys(request, BENCHMARK_REQUEST_KEYS, 'benchmark')
   const options = validateAllReduceOptions(
     {
       algorithm: request.algorithm,

@@ -39,8 +39,8 @@ test('inputs: one per rank, the typed array of the dtype, equal lengths', () => 
   assert.throws(() => validateInputs([new Float32Array(3)], 2, 'f32'), code('INVALID_ARGUMENT'))
   assert.throws(() => validateInputs('x', 2, 'f32'), code('INVALID_ARGUMENT'))
   assert.throws(() => validateInputs([new Float32Array(3), new Float32Array(4)], 2, 'f32'), code('LENGTH_MISMATCH'))
-  assert.throws(() => validateInputs([new Uint16Array(3), new Uint16Array(3)], 2, 'f32'), code('LENGTH_MISMATCH'))
-  assert.throws(() => validateInputs([new Float32Array(3), new Float32Array(3)], 2, 'f16'), code('LENGTH_MISMATCH'))
+  assert.throws(() => validateInputs([new Uint16Array(3), new Uint16Array(3)], 2, 'f32'), code('INVALID_ARGUMENT'))
+  assert.throws(() => validateInputs([new Float32Array(3), new Float32Array(3)], 2, 'f16'), code('INVALID_ARGUMENT'))
   assert.throws(
     () =>
       validateInputs(
@@ -51,7 +51,7 @@ test('inputs: one per rank, the typed array of the dtype, equal lengths', () => 
         2,
         'f32',
       ),
-    code('LENGTH_MISMATCH'),
+    code('INVALID_ARGUMENT'),
   )
 })
 
@@ -81,7 +81,7 @@ test('a communicator rejects bad calls with their code and stays usable', async 
       comm.allReduce([new Float32Array(2), new Float32Array(3), new Float32Array(2)]),
       code('LENGTH_MISMATCH'),
     )
-    await assert.rejects(comm.allReduce(good, { dtype: 'f16' }), code('LENGTH_MISMATCH'))
+    await assert.rejects(comm.allReduce(good, { dtype: 'f16' }), code('INVALID_ARGUMENT'))
     await assert.rejects(comm.allReduce(good, { algorithm: 'nccl' }), code('UNSUPPORTED_ALGORITHM'))
     await assert.rejects(comm.allReduce(good, { op: 'prod' as never }), code('UNSUPPORTED_OP'))
     await assert.rejects(comm.allReduce(good, { dtype: 'int8' as never }), code('UNSUPPORTED_DTYPE'))

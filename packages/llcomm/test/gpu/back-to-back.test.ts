@@ -304,8 +304,11 @@ test('a peer that never arrives becomes TIMEOUT naming rank, peer and epoch', { 
     await assert.rejects(
       comm.allReduce(x),
       (e: Error & { code?: string }) => e.code === 'TIMEOUT',
-      'unusable after a timeout',
+      'poisoned after a timeout, until recover()',
     )
+    await comm.recover()
+    const again = await comm.allReduce(x, { algorithm: 'oneshot-ll', dtype: 'f32', fallback: false })
+    assert.deepEqual([...again[1]], [6, 8, 10, 12])
   } finally {
     await comm.close()
   }

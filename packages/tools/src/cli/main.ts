@@ -20,10 +20,27 @@ for (const register of [registerBench, registerTune, registerSol, registerModel,
   register(program)
 
 program.parseAsync(process.argv).catch((e: unknown) => {
+  const io = e as { code?: unknown; path?: unknown; syscall?: unknown; message?: unknown }
   if (e instanceof LlcommError) {
     process.stderr.write(`llcomm: ${e.code}: ${e.message}\n`)
+  } else if (e instanceof Error && typeof io.code === 'string' && typeof io.path === 'string') {
+    // A file the command reads or writes (--plot, --html, --json FILE, inputs): one line naming the path.
+    const verb = io.syscall === 'open' || io.syscall === 'read' ? 'open' : String(io.syscall ?? 'access')
+    process.stderr.write(`llcomm: cannot ${verb} ${io.path}: ${io.code} (${describeIoError(io.code)})\n`)
   } else {
     process.stderr.write(`llcomm: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`)
   }
   process.exitCode = 1
 })
+
+function describeIoError(code: string): string {
+  const known: Record<string, string> = {
+    ENOENT: 'no such file or directory',
+    EACCES: 'permission denied',
+    EISDIR: 'is a directory',
+    ENOTDIR: 'a parent is not a directory',
+    ENOSPC: 'no space left on the device',
+    EROFS: 'read-only file system',
+  }
+  return known[code] ?? 'file system error'
+}

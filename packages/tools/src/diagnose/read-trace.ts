@@ -143,7 +143,19 @@ export function readTraceFile(path: string): NormalizedTrace {
     throw new LlcommError('TRACE_FORMAT', `cannot read ${path}: ${(e as Error).message}`, { path })
   }
   const gz = buf.length >= 2 && buf[0] === 0x1f && buf[1] === 0x8b
-  return parseTraceText((gz ? gunzipSync(buf) : buf).toString('utf8'), path)
+  let text: Buffer = buf
+  if (gz) {
+    try {
+      text = gunzipSync(buf)
+    } catch (e) {
+      throw new LlcommError(
+        'TRACE_FORMAT',
+        `cannot decompress ${path}: ${(e as Error).message} (a truncated or damaged .gz file?)`,
+        { path },
+      )
+    }
+  }
+  return parseTraceText(text.toString('utf8'), path)
 }
 
 function fromOwnFormat(doc: Json, where: string): NormalizedTrace {

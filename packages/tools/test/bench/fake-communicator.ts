@@ -56,6 +56,7 @@ export function fakeCommunicator(script: FakeScript): Communicator & { requests:
     async destroy() {
       comm.closed = true
     },
+    async recover() {},
     async [Symbol.asyncDispose]() {
       comm.closed = true
     },

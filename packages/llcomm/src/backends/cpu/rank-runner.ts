@@ -6,6 +6,7 @@
 import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
 import type { AlgorithmName, Dtype } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
+import { POISON_KIND } from '../../protocol/cpu/layout.js'
 import { type ProtocolTestFaults, RankProtocol } from '../../protocol/cpu/rank-protocol.js'
 import { benchmarkDelayUs, busyWaitUs, RankBenchmarkData } from './benchmark-data.js'
 
@@ -65,7 +66,22 @@ export class RankRunner {
     const impl = CPU_ALGORITHMS[algorithm]
     if (!impl) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no cpu implementation of ${algorithm}`, { algorithm })
     this.protocol.useDtype(dtype)
-    return runChunked(this.protocol, impl, input, output)
+    const control = this.protocol.control
+    control.checkAbort(-1)
+    let chunks: number
+    try {
+      chunks = runChunked(this.protocol, impl, input, output)
+    } catch (e) {
+      // A failure of this rank's own (not an abort because of another's, not a close) poisons the channel, so that
+      // no rank returns data from this call or a later one until recovery (CONTROL.POISONED).
+      if (!(e instanceof LlcommError) || (e.code !== 'CLOSED' && e.details.aborted !== true)) {
+        control.poison(poisonKindOf(e))
+      }
+      throw e
+    }
+    // A peer may have failed after our last wait: then our output is not returned either.
+    control.checkAbort(-1)
+    return chunks
   }
 
   /**
@@ -108,4 +124,13 @@ export class RankRunner {
   reset(): void {
     this.protocol.reset()
   }
+}
+
+/** The CONTROL.POISONED value for a failure. */
+function poisonKindOf(e: unknown): number {
+  if (!(e instanceof LlcommError)) return POISON_KIND.OTHER
+  if (e.code === 'TIMEOUT') return POISON_KIND.TIMEOUT
+  if (e.code === 'MISMATCH') return POISON_KIND.MISMATCH
+  if (e.code === 'WORKER_FAILED') return POISON_KIND.WORKER_FAILED
+  return POISON_KIND.OTHER
 }

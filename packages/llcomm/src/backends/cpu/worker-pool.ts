@@ -36,6 +36,38 @@ export interface PoolOptions {
 
 const WORKER_URL = new URL('./worker.js', import.meta.url)
 
+/**
+ * The Node flags a rank worker starts with: the parent's process.execArgv minus those a worker thread refuses.
+ * Node refuses per-process flags in a Worker's execArgv (ERR_WORKER_INVALID_EXEC_ARGV, e.g. --max-old-space-size,
+ * --expose-gc, --stack-size, --jitless, --title, --abort-on-uncaught-exception) and --input-type outside
+ * -e/--print/stdin. We keep every flag a worker accepts (--conditions, --loader/--import, --enable-source-maps,
+ * --no-warnings, ...) so that module resolution and diagnostics match the parent, and drop the rest: the list of
+ * refused flags comes from Node's own error message, learnt once per process.
+ */
+let refusedExecArgv: readonly string[] = []
+
+export function workerExecArgv(parent: readonly string[] = process.execArgv): string[] {
+  return parent.filter((a) => !a.startsWith('--input-type') && !refusedExecArgv.includes(a))
+}
+
+function startWorker(options: { workerData: unknown; transferList: MessagePort[] }): Worker {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return new Worker(WORKER_URL, { ...options, execArgv: workerExecArgv() })
+    } catch (e) {
+      const code = (e as { code?: unknown }).code
+      const message = e instanceof Error ? e.message : String(e)
+      const listed = /flags: (.*)$/.exec(message)?.[1]?.split(', ')
+      if (code === 'ERR_WORKER_INVALID_EXEC_ARGV' && attempt === 0) {
+        // Node names the refused flags; without that list (another Node wording) start with no flags at all.
+        refusedExecArgv = listed && listed.length > 0 ? [...refusedExecArgv, ...listed] : [...process.execArgv]
+        continue
+      }
+      throw new LlcommError('WORKER_FAILED', `cannot start a rank worker: ${message}`, { code }, { cause: e })
+    }
+  }
+}
+
 export class WorkerPool {
   readonly size: number
   private readonly workers: RankWorker[] = []
@@ -65,9 +97,7 @@ export class WorkerPool {
         faults: options.faults,
         port: port2,
       }
-      // Inherit the parent's flags except --input-type, which Node accepts only with -e/--print/stdin.
-      const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'))
-      const worker = new Worker(WORKER_URL, { workerData: init, transferList: [port2], execArgv })
+      const worker = startWorker({ workerData: init, transferList: [port2] })
       const w: RankWorker = {
         rank,
         worker,

@@ -11,9 +11,18 @@
  *     Call `checkDeviceError()` after the caller's stream has finished to turn a device timeout into TIMEOUT.
  *   - `prepareDeviceAllReduce(args)`: the same, pre-packed, for hot loops: `issue()` is allocation-free.
  *   - `allReduce(inputs, options)` (SPEC §5 driver view): host arrays copied in and out, synchronous inside.
+ *
+ * Lifecycle, the call queue, poisoning and recovery are CommunicatorBase's (src/communicator/base.ts): driver-view
+ * calls (allReduce, benchmark, decodeStep) run one at a time in FIFO order, so the one staging pair is never used by
+ * two calls at once and grows only between calls; inputs are copied at submission. A device failure (the error
+ * word, or a stream that outlives its deadline) poisons every view until recover(), which waits for the internal
+ * streams, re-writes every rank's receive buffer and scratch to their initial contents (sentinels re-armed, every
+ * channel's epoch word back to 0 on every rank: the epochs agree on the device) and clears the error word. Device
+ * views (deviceAllReduce, prepareDeviceAllReduce) run on the caller's streams, outside the queue: after a failure
+ * there, synchronize those streams before recover().
  */
 
-import { chooseAlgorithm, loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
+import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
 import type {
   AlgorithmChoice,
   AlgorithmName,
@@ -21,7 +30,6 @@ import type {
   AllReduceOutputs,
   BenchmarkRequest,
   BenchmarkResult,
-  Communicator,
   CudaCommunicatorOptions,
   Dtype,
   LlProtocol,
@@ -29,7 +37,15 @@ import type {
   TensorArray,
 } from '../../api/types.js'
 import { ALL_ALGORITHMS, DTYPE_BYTES, DTYPES } from '../../api/types.js'
-import { LlcommError } from '../../errors.js'
+import { CommunicatorBase, type PreparedCall } from '../../communicator/base.js'
+import {
+  DEFAULT_TIMEOUT_MS as COMMON_DEFAULT_TIMEOUT_MS,
+  DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES_OF,
+  validateCommunicatorOptions,
+} from '../../communicator/options.js'
+import { type AlgorithmCapabilities, type ResolveCall, resolveAlgorithm } from '../../communicator/resolve.js'
+import { validateAllReduceOptions, validateBenchmarkRequest, validateInputs } from '../../communicator/validate.js'
+import { LlcommError, toLlcommError } from '../../errors.js'
 import {
   type CudaDriver,
   type CuStream,
@@ -38,7 +54,11 @@ import {
   nccl as loadNccl,
   nvrtc as loadNvrtc,
 } from '../../ffi/index.js'
-import { LLCOMM_ERROR_WORD_BYTES as ERROR_WORD_BYTES } from './abi.js'
+import {
+  LLCOMM_ERROR_WORD_BYTES as ERROR_WORD_BYTES,
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_SCRATCH_EPOCHS_OFFSET,
+} from './abi.js'
 import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
 import { runCudaBenchmark } from './benchmark.js'
 import type {
@@ -60,8 +80,8 @@ import { KernelModules } from './modules.js'
 import { NcclBaseline, ncclUnavailableReason } from './nccl-baseline.js'
 import { UserDeviceResources } from './user-resources.js'
 
-export const DEFAULT_TIMEOUT_MS = 10_000
-export const DEFAULT_BUFFER_BYTES = 1 << 20
+export const DEFAULT_TIMEOUT_MS = COMMON_DEFAULT_TIMEOUT_MS
+export const DEFAULT_BUFFER_BYTES = DEFAULT_BUFFER_BYTES_OF.cuda
 
 export type {
   CanServeQuery,
@@ -73,8 +93,8 @@ export type {
   PreparedDeviceAllReduce,
 } from './device-call.js'
 
-const ELEMENT_ARRAY: Readonly<Record<Dtype, string>> = { f32: 'Float32Array', f16: 'Uint16Array', bf16: 'Uint16Array' }
 const NCCL_ALGORITHMS: readonly AlgorithmName[] = ['nccl', 'nccl-symmetric']
+const ANY_ALGORITHM: readonly AlgorithmChoice[] = ['auto', ...ALL_ALGORITHMS]
 const AUTO_PREFERENCE: readonly AlgorithmName[] = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'nccl', 'ring']
 /** Kernel algorithms that serve any shape, in the order a fallback tries them when NCCL is not usable. */
 const FALLBACK_KERNELS: readonly AlgorithmName[] = ['ring', 'oneshot-barrier']
@@ -103,7 +123,7 @@ export async function createCudaCommunicator(options: CudaCommunicatorOptions): 
   return new CudaCommunicator(options)
 }
 
-export class CudaCommunicator implements Communicator {
+export class CudaCommunicator extends CommunicatorBase {
   readonly backend = 'cuda' as const
   readonly size: number
   readonly devices: readonly number[]
@@ -138,9 +158,36 @@ export class CudaCommunicator implements Communicator {
         symmetric?: { inputs: DevicePtr[]; outputs: DevicePtr[] }
       }
     | undefined
+  /** Set once releaseAll() has run (close or destroy): device memory, modules and contexts are gone. */
   private closed = false
   private lastStreams: readonly CuStream[] | undefined
+  /** A device failure seen by checkDeviceError or a stream wait: device views refuse to launch until recover(). */
   private broken: LlcommError | undefined
+  private readonly capabilities: AlgorithmCapabilities
+  /** Every rank's buffers at their initial contents (creation and recover()). */
+  private readonly layout: ReturnType<typeof deviceBufferLayout>
+
+  /** Hooks for tests and the long-run script (not public API). */
+  readonly testHooks = {
+    /**
+     * Sets every channel's epoch word on every rank to `stored` (the next call's epoch is stored + 1), e.g. just
+     * below 2^32 so that a run crosses the wrap. Only between calls (the internal streams idle).
+     */
+    setChannelEpochs: (stored: number): void => {
+      if (!Number.isInteger(stored) || stored < 0 || stored > 0xffffffff) {
+        throw new LlcommError('INVALID_ARGUMENT', 'setChannelEpochs needs a u32')
+      }
+      for (let r = 0; r < this.size; r++) {
+        this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+        this.driver.memsetD32(
+          (this.rankScratch[r] + LLCOMM_SCRATCH_EPOCHS_OFFSET) as DevicePtr,
+          stored >>> 0,
+          LLCOMM_MAX_CHANNELS,
+        )
+      }
+      this.synchronizeContexts()
+    },
+  }
   /**
    * The last few eager `deviceAllReduce` calls, packed (issue 4: the eager path must cost about what a C++ launch
    * loop costs). A call whose pointers, count, dtype, op, algorithm, protocol, pdl, fallback and streams all equal an
@@ -151,11 +198,11 @@ export class CudaCommunicator implements Communicator {
   private eagerNext = 0
 
   constructor(options: CudaCommunicatorOptions) {
+    super()
+    const common = validateCommunicatorOptions('cuda', options)
     const devices = validateDeviceList(options?.devices)
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
-    if (!(timeoutMs > 0) || !Number.isFinite(timeoutMs))
-      throw new LlcommError('INVALID_ARGUMENT', `timeoutMs must be > 0, got ${timeoutMs}`)
-    const bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES
+    const timeoutMs = common.timeoutMs
+    const bufferBytes = common.bufferBytes
     if (!Number.isInteger(bufferBytes) || bufferBytes < 4096 || bufferBytes % 256 !== 0) {
       throw new LlcommError(
         'INVALID_ARGUMENT',
@@ -175,36 +222,17 @@ export class CudaCommunicator implements Communicator {
     this.modules = new KernelModules(this.driver, nv, { headers: kernelSources(), cacheDir: options.cacheDir })
     try {
       const layout = deviceBufferLayout(this.size, bufferBytes)
+      this.layout = layout
       const recvBuf = this.rankRecvBuf
       const scratch = this.rankScratch
       for (let r = 0; r < this.size; r++) {
         const g = this.deviceSet.groups[this.deviceSet.rankGroup[r]]
         recvBuf[r] = this.allocs.alloc(g.context, layout.recvBufBytes, `recvBuf[${r}]`)
         scratch[r] = this.allocs.alloc(g.context, layout.scratchBytes, `scratch[${r}]`)
-        // Initial contents (contract): zero and sentinel ranges. Written once, synchronously, before any launch,
-        // so every later kernel sees them (cuMemsetD32 on the null stream completes before we return).
-        this.driver.memsetD32(recvBuf[r], 0, Math.ceil(layout.recvBufBytes / 4))
-        this.driver.memsetD32(scratch[r], 0, Math.ceil(layout.scratchBytes / 4))
-        for (const fill of layout.fills) {
-          if (fill.offset % 4 !== 0 || fill.bytes % 4 !== 0) {
-            throw new LlcommError(
-              'INVALID_ARGUMENT',
-              `deviceBufferLayout fill at ${fill.offset}+${fill.bytes} is not word-aligned`,
-            )
-          }
-          const base = fill.region === 'recv' ? recvBuf[r] : scratch[r]
-          this.driver.memsetD32((base + fill.offset) as DevicePtr, fill.word32, fill.bytes / 4)
-        }
       }
       const g0 = this.deviceSet.groups[0]
       this.errorWord = this.allocs.alloc(g0.context, ERROR_WORD_BYTES, 'errorWord')
-      this.driver.memsetD32(this.errorWord, 0, ERROR_WORD_BYTES / 4)
-      // cuMemsetD32 to device memory may return before it is done (null stream of that device's context), and the
-      // streams below are non-blocking: wait on every device's context, not only the current one.
-      for (const g of this.deviceSet.groups) {
-        this.deviceSet.use(g)
-        this.driver.contextSynchronize()
-      }
+      this.writeInitialContents()
       for (const g of this.deviceSet.groups) {
         this.deviceSet.use(g)
         this.internalStreams.push(this.driver.streamCreate())
@@ -239,6 +267,15 @@ export class CudaCommunicator implements Communicator {
     if (!this.ncclReason) usable.push('nccl')
     if (!this.ncclReason && symmetric) usable.push('nccl-symmetric')
     this.algorithms = [...usable, 'auto']
+    this.capabilities = {
+      backend: 'cuda',
+      ranks: this.size,
+      available: usable,
+      cannotServe: (algorithm, call) => this.cannotServe(algorithm, call),
+      autoPreference: AUTO_PREFERENCE,
+      fallbacks: ['nccl', ...FALLBACK_KERNELS],
+      tuning: this.tuning,
+    }
     this.libraries = { cuda: this.driver.libraryPath, nvrtc: nv.libraryPath, ...(ncclPath ? { nccl: ncclPath } : {}) }
 
     INTERNALS.set(this, {
@@ -271,15 +308,49 @@ export class CudaCommunicator implements Communicator {
     return { ...this.modules.stats }
   }
 
+  /**
+   * Every rank's receive buffer and scratch at their initial contents (the contract of deviceBufferLayout: zero and
+   * sentinel ranges; every channel's epoch word 0) and the error word clear. Synchronous: cuMemsetD32 on the null
+   * stream may return before it is done and our streams are non-blocking, so every device's context is synchronized
+   * before we return; every later launch then sees these contents. Only with no kernel of ours running.
+   */
+  private writeInitialContents(): void {
+    const layout = this.layout
+    for (let r = 0; r < this.size; r++) {
+      this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+      this.driver.memsetD32(this.rankRecvBuf[r], 0, Math.ceil(layout.recvBufBytes / 4))
+      this.driver.memsetD32(this.rankScratch[r], 0, Math.ceil(layout.scratchBytes / 4))
+      for (const fill of layout.fills) {
+        if (fill.offset % 4 !== 0 || fill.bytes % 4 !== 0) {
+          throw new LlcommError(
+            'INVALID_ARGUMENT',
+            `deviceBufferLayout fill at ${fill.offset}+${fill.bytes} is not word-aligned`,
+          )
+        }
+        const base = fill.region === 'recv' ? this.rankRecvBuf[r] : this.rankScratch[r]
+        this.driver.memsetD32((base + fill.offset) as DevicePtr, fill.word32, fill.bytes / 4)
+      }
+    }
+    this.deviceSet.use(this.deviceSet.groups[0])
+    this.driver.memsetD32(this.errorWord, 0, ERROR_WORD_BYTES / 4)
+    this.synchronizeContexts()
+  }
+
+  private synchronizeContexts(): void {
+    for (const g of this.deviceSet.groups) {
+      this.deviceSet.use(g)
+      this.driver.contextSynchronize()
+    }
+  }
+
+  /** Device views: refused once closed, and after a device failure until recover() (see the header). */
   private assertOpen(): void {
-    if (this.closed) throw new LlcommError('CLOSED', 'the communicator was closed')
+    if (this.closed || this.state !== 'open') throw new LlcommError('CLOSED', `the communicator is ${this.state}`)
     if (this.broken) {
       throw new LlcommError(
-        'TIMEOUT',
-        `the communicator is unusable after an earlier device timeout: ${this.broken.message}`,
-        {
-          ...this.broken.details,
-        },
+        this.broken.code,
+        `an earlier device call failed (${this.broken.message}); no call runs until recover()`,
+        { ...this.broken.details, poisonedBy: this.broken.toJSON() },
       )
     }
   }
@@ -298,42 +369,20 @@ export class CudaCommunicator implements Communicator {
     if (!DTYPES.includes(dtype))
       throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
     if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
-    if (requested !== 'auto' && !ALL_ALGORITHMS.includes(requested)) {
-      throw new LlcommError('UNSUPPORTED_ALGORITHM', `unknown algorithm ${JSON.stringify(requested)}`, {
-        algorithm: requested,
-      })
+    const call: ResolveCall = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback }
+    return resolveAlgorithm(requested, call, this.capabilities)
+  }
+
+  /** The cuda row of the capability table: NCCL needs its library and distinct GPUs; a kernel needs its variant. */
+  private cannotServe(algorithm: AlgorithmName, call: ResolveCall): string | undefined {
+    if (NCCL_ALGORITHMS.includes(algorithm)) {
+      if (this.ncclReason) return `${algorithm} is not usable here: ${this.ncclReason}`
+      if (!this.algorithms.includes(algorithm)) return `${algorithm} is not usable here: this NCCL has no windows`
+      return undefined
     }
-    const available = this.algorithms.filter((a): a is AlgorithmName => a !== 'auto')
-    if (requested === 'auto') {
-      const chosen = chooseAlgorithm(this.tuning, 'cuda', this.size, bytes, available, AUTO_PREFERENCE)
-      if (NCCL_ALGORITHMS.includes(chosen) || this.hasKernel(chosen, dtype, op)) return { algorithm: chosen }
-      requested = chosen
-    } else if (
-      available.includes(requested) &&
-      (NCCL_ALGORITHMS.includes(requested) || this.hasKernel(requested, dtype, op))
-    ) {
-      return { algorithm: requested }
-    }
-    const reason =
-      NCCL_ALGORITHMS.includes(requested) && this.ncclReason
-        ? `${requested} is not usable here: ${this.ncclReason}`
-        : `${requested} has no kernel for ${dtype}/${op} on this communicator`
-    if (!fallback) throw new LlcommError('UNSUPPORTED_ALGORITHM', reason, { algorithm: requested })
-    if (fallback === 'nccl' && !available.includes('nccl')) {
-      throw new LlcommError(
-        'UNSUPPORTED_ALGORITHM',
-        `${reason}, and the nccl fallback asked for is not usable here: ${this.ncclReason ?? 'not loaded'}`,
-        { algorithm: requested },
-      )
-    }
-    const to: AlgorithmName | undefined = available.includes('nccl')
-      ? 'nccl'
-      : FALLBACK_KERNELS.find((a) => this.hasKernel(a, dtype, op))
-    if (!to)
-      throw new LlcommError('UNSUPPORTED_ALGORITHM', `${reason}, and no fallback is available`, {
-        algorithm: requested,
-      })
-    return { algorithm: to, fallbackReason: reason }
+    return this.hasKernel(algorithm, call.dtype, call.op)
+      ? undefined
+      : `${algorithm} has no kernel for ${call.dtype}/${call.op} on this communicator`
   }
 
   private hasKernel(algorithm: AlgorithmName, dtype: Dtype, op: ReduceOp): boolean {
@@ -575,56 +624,67 @@ export class CudaCommunicator implements Communicator {
     return this.staging
   }
 
-  async allReduce<T extends TensorArray>(inputs: T[], options: AllReduceOptions = {}): Promise<AllReduceOutputs<T>> {
-    this.assertOpen()
-    const dtype = options.dtype ?? 'f32'
-    const op = options.op ?? 'sum'
+  /** The driver view's call, at submission: validated, resolved, the inputs copied (see the header). */
+  protected kPrepareAllReduce<T extends TensorArray>(
+    inputs: T[],
+    options: AllReduceOptions | undefined,
+  ): PreparedCall<AllReduceOutputs<T>> {
+    // Every name is accepted here: the resolver decides availability, and falls back when allowed (nccl on one GPU).
+    const validated = validateAllReduceOptions(options, ANY_ALGORITHM)
+    const { dtype, op } = validated
     const count = validateHostInputs(inputs, this.size, dtype)
     const bytes = count * DTYPE_BYTES[dtype]
     const { algorithm, fallbackReason } = this.resolveAlgorithm(
-      options.algorithm ?? 'auto',
+      validated.algorithm,
       dtype,
       op,
       bytes,
-      options.fallback ?? true,
+      validated.fallback,
     )
-    const outputs = inputs.map(() => (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count))) as T[]
-    let chunks = 0
-    if (count > 0) {
-      const buf = this.stagingFor(bytes, algorithm === 'nccl-symmetric')
-      for (let r = 0; r < this.size; r++) {
-        this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
-        this.driver.copyHtoD(buf.inputs[r], inputs[r], bytes)
-      }
-      // A pageable cuMemcpyHtoD returns once the data is staged; the DMA into device memory runs on the context's
-      // null stream, which our non-blocking streams do not wait for. Finish it on every device before the kernel.
-      for (const g of this.deviceSet.groups) {
-        this.deviceSet.use(g)
-        this.driver.contextSynchronize()
-      }
-      const info = this.deviceAllReduce({
-        inputs: buf.inputs,
-        outputs: buf.outputs,
-        count,
-        dtype,
-        op,
-        algorithm,
-        protocol: options.protocol,
-        pdl: options.pdl,
-        fallback: false,
-        streams: this.internalStreams,
-      })
-      chunks = info.chunks
-      await this.synchronizeInternal()
-      this.checkDeviceError()
-      for (let r = 0; r < this.size; r++) {
-        this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
-        this.driver.copyDtoH(outputs[r], buf.outputs[r], bytes)
-      }
+    let copies: T[]
+    try {
+      copies = inputs.map((x) => x.slice() as T)
+    } catch (e) {
+      throw toLlcommError(e, `copying ${this.size} inputs of ${bytes} bytes`)
     }
-    const result = outputs as AllReduceOutputs<T>
-    result.info = { algorithm, ...(fallbackReason ? { fallbackReason } : {}), chunks }
-    return result
+    return async () => {
+      this.assertOpen()
+      const outputs = copies.map(() => (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count))) as T[]
+      let chunks = 0
+      if (count > 0) {
+        // The queue runs one driver-view call at a time: the staging pair is this call's alone until it returns.
+        const buf = this.stagingFor(bytes, algorithm === 'nccl-symmetric')
+        for (let r = 0; r < this.size; r++) {
+          this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+          this.driver.copyHtoD(buf.inputs[r], copies[r], bytes)
+        }
+        // A pageable cuMemcpyHtoD returns once the data is staged; the DMA into device memory runs on the
+        // context's null stream, which our non-blocking streams do not wait for. Finish it on every device first.
+        this.synchronizeContexts()
+        const info = this.deviceAllReduce({
+          inputs: buf.inputs,
+          outputs: buf.outputs,
+          count,
+          dtype,
+          op,
+          algorithm,
+          protocol: validated.protocol,
+          pdl: validated.pdl,
+          fallback: false,
+          streams: this.internalStreams,
+        })
+        chunks = info.chunks
+        await this.synchronizeInternal()
+        this.checkDeviceError()
+        for (let r = 0; r < this.size; r++) {
+          this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+          this.driver.copyDtoH(outputs[r], buf.outputs[r], bytes)
+        }
+      }
+      const result = outputs as AllReduceOutputs<T>
+      result.info = { algorithm, ...(fallbackReason ? { fallbackReason } : {}), chunks }
+      return result
+    }
   }
 
   /**
@@ -652,9 +712,13 @@ export class CudaCommunicator implements Communicator {
     }
   }
 
-  async benchmark(request: BenchmarkRequest): Promise<BenchmarkResult> {
-    this.assertOpen()
-    return runCudaBenchmark(this, this.driver, this.deviceSet, this.allocs, this.modules, request)
+  protected kPrepareBenchmark(request: BenchmarkRequest): PreparedCall<BenchmarkResult> {
+    validateBenchmarkRequest(request, ANY_ALGORITHM)
+    const copy = { ...request }
+    return () => {
+      this.assertOpen()
+      return runCudaBenchmark(this, this.driver, this.deviceSet, this.allocs, this.modules, copy)
+    }
   }
 
   /**
@@ -753,9 +817,33 @@ export class CudaCommunicator implements Communicator {
     }
   }
 
-  /** Drains in-flight work, then frees everything in reverse order; idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return
+  /**
+   * Back to the initial state (see the header): every internal stream finished (kernels end at their own deadline,
+   * so this is bounded), every rank's buffers and epochs re-written, the error word cleared.
+   */
+  protected async kRecover(): Promise<void> {
+    if (this.closed) throw new LlcommError('CLOSED', 'the communicator was closed')
+    const deadline = performance.now() + this.timeoutMs * 2 + 5_000
+    for (const [i, s] of this.internalStreams.entries()) {
+      this.deviceSet.use(this.deviceSet.groups[i])
+      while (!this.driver.streamQuery(s)) {
+        if (performance.now() > deadline) {
+          throw new LlcommError(
+            'CUDA_ERROR',
+            `recover: the stream of device ${this.deviceSet.groups[i].ordinal} did not finish`,
+            { device: this.deviceSet.groups[i].ordinal },
+          )
+        }
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    }
+    this.writeInitialContents()
+    this.broken = undefined
+    this.lastStreams = undefined
+  }
+
+  /** After the queue has drained: waits for the internal streams, then frees everything in reverse order. */
+  protected async kClose(): Promise<void> {
     try {
       for (const [i, s] of this.internalStreams.entries()) {
         this.deviceSet.use(this.deviceSet.groups[i])
@@ -767,13 +855,9 @@ export class CudaCommunicator implements Communicator {
     this.releaseAll()
   }
 
-  /** Frees everything without draining (a hung kernel still ends at its own deadline). Idempotent. */
-  async destroy(): Promise<void> {
+  /** Frees everything without draining (a hung kernel still ends at its own deadline). */
+  protected async kDestroy(): Promise<void> {
     this.releaseAll()
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.close()
   }
 
   private releaseAll(): void {
@@ -880,20 +964,32 @@ export class CudaCommunicator implements Communicator {
    * 'auto' (default) the buffers go through one allreduce_many launch; with a forced algorithm, one allReduce per
    * buffer with it. Results are bit-identical to one allReduce per buffer with the one-shot sentinel kernel.
    */
-  async allReduceMany<T extends TensorArray>(
+  override allReduceMany<T extends TensorArray>(
     buffers: T[][],
     options: AllReduceOptions = {},
   ): Promise<AllReduceOutputs<T>[]> {
+    // A forced algorithm or op: one queued allReduce per buffer (the base's form).
+    if ((options.algorithm ?? 'auto') !== 'auto' || (options.op ?? 'sum') !== 'sum')
+      return super.allReduceMany(buffers, options)
+    return this.submit(() => {
+      if (!Array.isArray(buffers) || buffers.length === 0)
+        throw new LlcommError('INVALID_ARGUMENT', 'allReduceMany needs a non-empty array of buffers (buffers[b][rank])')
+      const dtype = options.dtype ?? 'f32'
+      const counts = buffers.map((inputs) => validateHostInputs(inputs, this.size, dtype))
+      // Read at submission (as allReduce does): later changes to the caller's arrays do not reach the result.
+      const copies = buffers.map((inputs) => inputs.map((x) => x.slice() as T))
+      return () => this.runAllReduceMany(copies, counts, dtype, options.pdl)
+    }, 'allReduceMany')
+  }
+
+  /** The queued body of the host-view allReduceMany: stage every buffer, one allreduce_many launch, copy out. */
+  private async runAllReduceMany<T extends TensorArray>(
+    buffers: T[][],
+    counts: number[],
+    dtype: Dtype,
+    pdl: boolean | undefined,
+  ): Promise<AllReduceOutputs<T>[]> {
     this.assertOpen()
-    if (!Array.isArray(buffers) || buffers.length === 0)
-      throw new LlcommError('INVALID_ARGUMENT', 'allReduceMany needs a non-empty array of buffers (buffers[b][rank])')
-    const dtype = options.dtype ?? 'f32'
-    const counts = buffers.map((inputs) => validateHostInputs(inputs, this.size, dtype))
-    if ((options.algorithm ?? 'auto') !== 'auto' || (options.op ?? 'sum') !== 'sum') {
-      const out: AllReduceOutputs<T>[] = []
-      for (const inputs of buffers) out.push(await this.allReduce(inputs, options))
-      return out
-    }
     const eb = DTYPE_BYTES[dtype]
     const offsets: number[] = []
     let total = 0
@@ -923,7 +1019,7 @@ export class CudaCommunicator implements Communicator {
         outputs: live.map(({ b }) => at(buf.outputs, b)),
         counts: live.map(({ c }) => c),
         dtype,
-        pdl: options.pdl,
+        pdl,
         streams: this.internalStreams,
       })
       launches = info.launches
@@ -988,27 +1084,11 @@ function sameEagerCall(c: EagerCall, args: DeviceAllReduceArgs): boolean {
   )
 }
 
-/** Checks the driver-view inputs; returns the element count. */
+/** Checks the driver-view inputs (the shared rules of src/communicator/validate.ts); returns the element count. */
 export function validateHostInputs(inputs: readonly TensorArray[], size: number, dtype: Dtype): number {
   if (!DTYPES.includes(dtype))
     throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
-  if (!Array.isArray(inputs) || inputs.length !== size) {
-    throw new LlcommError(
-      'INVALID_ARGUMENT',
-      `allReduce needs one input per rank (${size}), got ${Array.isArray(inputs) ? inputs.length : typeof inputs}`,
-    )
-  }
-  const want = dtype === 'f32' ? Float32Array : Uint16Array
-  const count = inputs[0]?.length ?? 0
-  for (const [r, x] of inputs.entries()) {
-    if (!(x instanceof want)) {
-      throw new LlcommError('LENGTH_MISMATCH', `input ${r} must be a ${ELEMENT_ARRAY[dtype]} for ${dtype}`, { rank: r })
-    }
-    if (x.length !== count) {
-      throw new LlcommError('LENGTH_MISMATCH', `input ${r} has ${x.length} elements, input 0 has ${count}`, { rank: r })
-    }
-  }
-  return count
+  return validateInputs(inputs, size, dtype)
 }
 
 /** Arguments of the fused AllReduce + residual + RMSNorm (and of the reference RMSNorm); pointers by global rank. */

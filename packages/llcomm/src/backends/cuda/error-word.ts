@@ -6,40 +6,42 @@
  */
 import { LlcommError } from '../../errors.js'
 import type { CudaDriver, DevicePtr } from '../../ffi/index.js'
-import { LLCOMM_ERR_TIMEOUT as ERR_TIMEOUT, LLCOMM_ERROR_WORD_BYTES, LLCOMM_WAIT_KINDS as WAIT_NAMES } from './abi.js'
+import {
+  decodeErrorWordBytes,
+  LLCOMM_ERR_TIMEOUT as ERR_TIMEOUT,
+  type ErrorWordFields,
+  LLCOMM_ERROR_WORD_BYTES,
+  LLCOMM_WAIT_KINDS as WAIT_NAMES,
+} from './abi.js'
 
 const ERROR_WORD_BYTES = LLCOMM_ERROR_WORD_BYTES
 const NO_PEER = 0xffffffff
 
-export interface DecodedErrorWord {
-  code: number
-  rank: number
-  peer: number
-  epoch: number
-  what: number
-  slot: number
-  channel: number
-}
+export type DecodedErrorWord = ErrorWordFields
 
+/** The one decoder of the error word: the field offsets of abi.ts's ERROR_WORD_LAYOUT (checked against abi.cuh). */
 export function decodeErrorWord(words: Uint32Array): DecodedErrorWord {
-  return {
-    code: words[0],
-    rank: words[1],
-    peer: words[2],
-    epoch: words[3],
-    what: words[4],
-    slot: words[5],
-    channel: words[6],
-  }
+  return decodeErrorWordBytes(new Uint8Array(words.buffer, words.byteOffset, words.byteLength))
 }
 
 /** The LlcommError for a non-zero error word, or undefined when the word is clear. */
 export function errorFromWord(words: Uint32Array): LlcommError | undefined {
   const w = decodeErrorWord(words)
   if (w.code === 0) return undefined
-  if (w.code !== ERR_TIMEOUT) {
-    return new LlcommError('CUDA_ERROR', `device error word holds unknown code ${w.code}`, { ...w })
-  }
+  const describe = DEVICE_ERRORS[w.code]
+  if (describe) return describe(w)
+  return new LlcommError('CUDA_ERROR', `device error word holds unknown code ${w.code}`, { ...w })
+}
+
+/**
+ * The host error for each device error code (abi.cuh LLCOMM_ERR_*), in one table: a new device code (e.g. the
+ * call-signature MISMATCH) is one more entry here, and the communicator's poisoning and recover() apply to it as is.
+ */
+const DEVICE_ERRORS: Readonly<Record<number, (w: DecodedErrorWord) => LlcommError>> = {
+  [ERR_TIMEOUT]: timeoutFromWord,
+}
+
+function timeoutFromWord(w: DecodedErrorWord): LlcommError {
   const what = WAIT_NAMES[w.what] ?? `wait kind ${w.what}`
   return LlcommError.timeout({
     rank: w.rank,

@@ -11,6 +11,7 @@ import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import { DTYPE_BYTES, LLCOMM_ALGORITHMS } from '../../api/types.js'
+import { DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES_OF_BACKEND } from '../../communicator/options.js'
 import { LlcommError } from '../../errors.js'
 import {
   type BufferRegion,
@@ -162,7 +163,7 @@ export function selectKernel(
 
 // ---- buffers ----
 /** Default payload capacity per buffer half (bytes, all channels together): CommunicatorOptions.bufferBytes. */
-export const DEFAULT_BUFFER_BYTES = 1 << 20
+export const DEFAULT_BUFFER_BYTES = DEFAULT_BUFFER_BYTES_OF_BACKEND.cuda
 
 export interface BufferFill {
   offset: number

@@ -46,7 +46,20 @@ export const CONTROL = {
    * of a rank that would only go back to sleep (see RankControl.ringDoorbells).
    */
   AWAITED_PEER: 6,
+  /**
+   * Rank 0's block only (high indices, apart from the per-rank words): a failed call poisons the channel. The
+   * failing rank stores POISON_RANK, then POISONED = a POISON_KIND (Atomics, sequentially consistent) and notifies
+   * every doorbell; every wait checks POISONED and CHANNEL_CLOSED (RankControl.checkAbort) and stops at once, and no
+   * call returns data while POISONED is set. Cleared only by recovery, with every rank idle.
+   */
+  POISON_RANK: 28,
+  POISONED: 29,
+  /** Rank 0's block only: arrivals at the per-rank view's recovery barrier (two per rank per recovery; only grows). */
+  RECOVERY_ARRIVALS: 30,
 } as const
+
+/** Values of CONTROL.POISONED: what failed (0: nothing). */
+export const POISON_KIND = { TIMEOUT: 1, MISMATCH: 2, WORKER_FAILED: 3, OTHER: 4 } as const
 
 export const LINE_WORDS = 32
 export const LINE_PAYLOAD_WORDS = 31

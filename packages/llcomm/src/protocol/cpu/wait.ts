@@ -3,8 +3,15 @@
  * advances it (no host-side counter ranks must agree on). Waits spin `spinIterations` times, then block in
  * Atomics.wait on the rank's doorbell, so progress never depends on having a core per rank.
  */
-import { LlcommError } from '../../errors.js'
-import { type ChannelLayout, CONTROL, controlIndex } from './layout.js'
+import { LlcommError, type LlcommErrorCode } from '../../errors.js'
+import { type ChannelLayout, CONTROL, controlIndex, POISON_KIND } from './layout.js'
+
+const POISON_CODES: Readonly<Record<number, LlcommErrorCode>> = {
+  [POISON_KIND.TIMEOUT]: 'TIMEOUT',
+  [POISON_KIND.MISMATCH]: 'MISMATCH',
+  [POISON_KIND.WORKER_FAILED]: 'WORKER_FAILED',
+  [POISON_KIND.OTHER]: 'WORKER_FAILED',
+}
 
 export interface WaitOptions {
   spinIterations: number
@@ -111,6 +118,7 @@ export class RankControl {
     for (let i = 0; i < this.spinIterations; i++) {
       if (ready()) return
       if ((i & (SPINS_PER_DEADLINE_CHECK - 1)) === SPINS_PER_DEADLINE_CHECK - 1) {
+        this.checkAbort(peer)
         const now = performance.now()
         if (deadline === 0) deadline = now + this.timeoutMs
         else if (now > deadline) break
@@ -127,6 +135,9 @@ export class RankControl {
         Atomics.store(i32, sleepingIndex, 1)
         const bell = Atomics.load(i32, bellIndex)
         if (ready()) return
+        // After the doorbell read: a poisoner or closer stores its word, then notifies every doorbell, so either
+        // we see the word here or its notify (after our doorbell read) ends the Atomics.wait below.
+        this.checkAbort(peer)
         const leftMs = deadline - performance.now()
         if (leftMs <= 0) {
           throw LlcommError.timeout({
@@ -176,6 +187,49 @@ export class RankControl {
     }
   }
 
+  /**
+   * Throws at once when the channel is closed (CLOSED) or poisoned by a failed call of another rank (that failure's
+   * code, naming the rank that failed): no wait outlives the call it serves. SC loads; see CONTROL.POISONED.
+   */
+  checkAbort(peer: number): void {
+    const i32 = this.i32
+    if (Atomics.load(i32, controlIndex(0, CONTROL.CHANNEL_CLOSED)) !== 0) {
+      throw new LlcommError('CLOSED', `rank ${this.rank}: the communicator was closed during the call`, {
+        rank: this.rank,
+        epoch: this.epoch,
+      })
+    }
+    const kind = Atomics.load(i32, controlIndex(0, CONTROL.POISONED))
+    if (kind !== 0) {
+      const failed = Atomics.load(i32, controlIndex(0, CONTROL.POISON_RANK))
+      throw new LlcommError(
+        POISON_CODES[kind] ?? 'WORKER_FAILED',
+        `rank ${this.rank} stopped waiting at epoch ${this.epoch}: the call of rank ${failed} failed; recover() first`,
+        {
+          rank: this.rank,
+          peer: peer >= 0 ? peer : this.laggardPeer(),
+          epoch: this.epoch,
+          failedRank: failed,
+          aborted: true,
+        },
+      )
+    }
+  }
+
+  /**
+   * Poisons the channel after this rank's call failed (see CONTROL.POISONED): the first failure wins (CAS), then
+   * every rank's doorbell is notified so that sleeping waiters re-check at once.
+   */
+  poison(kind: number): void {
+    const i32 = this.i32
+    if (Atomics.load(i32, controlIndex(0, CONTROL.POISONED)) !== 0) return
+    // POISON_RANK before POISONED: a waiter that sees POISONED (SC) also sees the rank. Two failing ranks may both
+    // store POISON_RANK; the CAS below picks one kind, and the rank names one of the failures: diagnostics only.
+    Atomics.store(i32, controlIndex(0, CONTROL.POISON_RANK), this.rank)
+    Atomics.compareExchange(i32, controlIndex(0, CONTROL.POISONED), 0, kind)
+    wakeEveryRank(i32, this.size)
+  }
+
   /** The peer with the smallest epoch (the likeliest missing one), for waits that cannot name a single peer. */
   laggardPeer(): number {
     let best = -1
@@ -189,5 +243,15 @@ export class RankControl {
       }
     }
     return best
+  }
+}
+
+/** Notifies every rank's doorbell (after a store to CONTROL.POISONED or CHANNEL_CLOSED: see checkAbort). */
+export function wakeEveryRank(i32: Int32Array, ranks: number): void {
+  for (let r = 0; r < ranks; r++) {
+    // The add makes a waiter that read the doorbell before it, but has not blocked yet, return from Atomics.wait
+    // at once (value changed); notify wakes one that has blocked.
+    Atomics.add(i32, controlIndex(r, CONTROL.DOORBELL), 1)
+    Atomics.notify(i32, controlIndex(r, CONTROL.DOORBELL))
   }
 }

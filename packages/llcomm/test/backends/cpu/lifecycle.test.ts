@@ -16,7 +16,7 @@ function inputs(ranks: number, count: number, value = 1): Float32Array[] {
 }
 
 for (const algorithm of [...BARRIER_FREE_ALGORITHMS, 'oneshot-barrier', 'ring'] as const) {
-  test(`${algorithm}: a rank that skips a call gives TIMEOUT (rank, peer, epoch) in time, then the communicator recovers`, async () => {
+  test(`${algorithm}: a rank that skips a call gives TIMEOUT (rank, peer, epoch) in time, then recover() brings it back`, async () => {
     const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 4, timeoutMs: TIMEOUT_MS })
     try {
       await comm.allReduce(inputs(4, 100), { algorithm }) // epochs advance before the failure
@@ -32,6 +32,7 @@ for (const algorithm of [...BARRIER_FREE_ALGORITHMS, 'oneshot-barrier', 'ring'] 
       })
       const elapsedMs = performance.now() - started
       assert.ok(elapsedMs < TIMEOUT_MS * 10 + 2000, `timed out after ${elapsedMs} ms`)
+      await comm.recover()
       for (let i = 0; i < 3; i++) {
         const out = await comm.allReduce(inputs(4, 300, i), { algorithm })
         for (const o of out) assert.ok(o.every((x) => x === 4 * i + 6))
@@ -106,4 +107,19 @@ test('an open communicator does not keep Node alive', () => {
   assert.equal(r.status, 0, r.stderr)
   assert.match(r.stdout, /sum 6/)
   assert.ok(performance.now() - started < 20_000)
+})
+
+test('after a dead worker (WORKER_FAILED), recover() starts fresh workers and the next calls are right', async () => {
+  const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 3 })
+  try {
+    await comm.testHooks.crashWorker(1)
+    await assert.rejects(comm.allReduce(inputs(3, 10)), (e) => isLlcommError(e, 'WORKER_FAILED'))
+    await comm.recover()
+    for (let i = 0; i < 3; i++) {
+      const out = await comm.allReduce(inputs(3, 100, i), { algorithm: 'oneshot-ll' })
+      for (const o of out) assert.ok(o.every((x) => x === 3 * i + 3))
+    }
+  } finally {
+    await comm.close()
+  }
 })

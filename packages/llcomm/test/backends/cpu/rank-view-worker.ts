@@ -19,11 +19,17 @@ export type Step =
     }
   /** Every rank arrives at a test barrier, resets its rank, arrives again (recovery after a TIMEOUT). */
   | { kind: 'reset' }
+  /** recover() alone: no test barrier (the library's recovery brings the ranks together itself). */
+  | { kind: 'recover' }
+  /** This rank's worker dies with an uncaught exception (the others go on). */
+  | { kind: 'die'; rank: number }
 
 export interface StepResult {
   output?: TensorArray
   algorithm?: string
   error?: { code: string; details: Record<string, unknown> }
+  /** How long the failed call took. */
+  elapsedMs?: number
 }
 
 const { handle, steps, barrier } = workerData as { handle: CpuRankHandle; steps: Step[]; barrier: SharedArrayBuffer }
@@ -51,11 +57,27 @@ for (const step of steps) {
     results.push({})
     continue
   }
+  if (step.kind === 'recover') {
+    try {
+      rank.recover()
+      results.push({})
+    } catch (e) {
+      if (!(e instanceof LlcommError)) throw e
+      results.push({ error: { code: e.code, details: e.details } })
+    }
+    continue
+  }
+  if (step.kind === 'die') {
+    if (step.rank === rank.rank) throw new Error(`rank ${rank.rank} dies (test)`)
+    results.push({})
+    continue
+  }
   if (step.skipRank === rank.rank) {
     results.push({})
     continue
   }
   if (step.jitterUs) busyWaitUs(benchmarkDelayUs(step.jitterUs, step.seed, 0, rank.rank))
+  const started = performance.now()
   try {
     const output = rank.allReduce(adversarialInput(step.dtype, step.count, step.seed, rank.rank), {
       algorithm: step.algorithm,
@@ -64,7 +86,7 @@ for (const step of steps) {
     results.push({ output, algorithm: output.info.algorithm })
   } catch (e) {
     if (!(e instanceof LlcommError)) throw e
-    results.push({ error: { code: e.code, details: e.details } })
+    results.push({ error: { code: e.code, details: e.details }, elapsedMs: performance.now() - started })
   }
 }
 rank.detach()

@@ -79,11 +79,11 @@ test('driver-view inputs: count, types, lengths', () => {
   )
   assert.equal(
     code(() => validateHostInputs([new Uint16Array(3), new Uint16Array(3)], 2, 'f32')),
-    'LENGTH_MISMATCH',
+    'INVALID_ARGUMENT',
   )
   assert.equal(
     code(() => validateHostInputs([new Float32Array(3), new Float32Array(3)], 2, 'f16')),
-    'LENGTH_MISMATCH',
+    'INVALID_ARGUMENT',
   )
   assert.equal(
     code(() => validateHostInputs([new Float32Array(3), new Float32Array(3)], 2, 'f64' as 'f32')),
@@ -129,4 +129,19 @@ test('createCommunicator({ backend: "cuda" }) on a machine without a usable driv
   await assert.rejects(createCommunicator({ backend: 'cuda', devices: [] }), (e: unknown) =>
     isLlcommError(e, 'INVALID_ARGUMENT'),
   )
+})
+
+test('unknown or mistyped communicator options are INVALID_ARGUMENT before any library is loaded', async () => {
+  const { createCudaCommunicator } = await import('../../../src/backends/cuda/communicator.js')
+  const { createCommunicator } = await import('../../../src/create.js')
+  for (const options of [
+    { backend: 'cuda', devices: [0], bufferByte: 4096 },
+    { backend: 'cuda', devices: [0], timeoutMs: -1 },
+    { backend: 'cuda', devices: [0], bufferBytes: 2 ** 33 },
+    { backend: 'cuda', devices: [0], deterministic: 'yes' },
+    { backend: 'cuda', devices: [0], ranks: 2 },
+  ]) {
+    await assert.rejects(createCudaCommunicator(options as never), (e) => isLlcommError(e, 'INVALID_ARGUMENT'))
+    await assert.rejects(createCommunicator(options as never), (e) => isLlcommError(e, 'INVALID_ARGUMENT'))
+  }
 })

@@ -10,6 +10,7 @@ import { LlcommError } from 'llcomm/internal'
 import { formatSideBySide, readBaselineDocument, sideBySide } from '../../bench/baseline.js'
 import { measureBench } from '../../bench/bench-run.js'
 import { type BenchDocument, readBenchDocument } from '../../bench/document.js'
+import { checkSweepFits } from '../../bench/memory-fit.js'
 import { openCommunicator } from '../../bench/open-communicator.js'
 import {
   algorithmsFor,
@@ -129,6 +130,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
     note: (line) => process.stderr.write(`${line}\n`),
   })
   try {
+    checkSweepFits(comm.backend, comm.size, sizesFor(comm.backend))
     if (comm.backend === 'cpu' && flags.pdl !== undefined && flags.pdl !== 'off')
       throw new LlcommError('INVALID_ARGUMENT', '--pdl is a cuda option (programmatic dependent launch)')
     const doc = await measureBench(
