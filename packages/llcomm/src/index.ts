@@ -10,7 +10,11 @@ export type {
   DeviceAllReduceInfo,
   DeviceFallback,
   DeviceGraph,
+  FusedManyCall,
+  FusedNormAlgorithm,
+  FusedNormCall,
   PreparedDeviceAllReduce,
+  PreparedFusedCall,
 } from './backends/cuda/communicator.js'
 export { createCommunicator } from './create.js'
 export type { LlcommErrorCode, TimeoutDetails } from './errors.js'

@@ -68,11 +68,14 @@ import type {
   DeviceAllReduceInfo,
   DeviceFallback,
   DeviceGraph,
+  FusedManyCall,
+  FusedNormCall,
   PreparedDeviceAllReduce,
+  PreparedFusedCall,
 } from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { readErrorWord } from './error-word.js'
-import { FusedLauncher, type FusedManyCall, type FusedNormCall, type PreparedFusedCall } from './fused-launcher.js'
+import { FusedLauncher } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
 import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
@@ -90,7 +93,11 @@ export type {
   DeviceAllReduceInfo,
   DeviceFallback,
   DeviceGraph,
+  FusedManyCall,
+  FusedNormAlgorithm,
+  FusedNormCall,
   PreparedDeviceAllReduce,
+  PreparedFusedCall,
 } from './device-call.js'
 
 const NCCL_ALGORITHMS: readonly AlgorithmName[] = ['nccl', 'nccl-symmetric']

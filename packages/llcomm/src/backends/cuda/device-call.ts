@@ -64,3 +64,48 @@ export interface DeviceGraph {
   launch(stream?: CuStream): void
   destroy(): void
 }
+
+// ---- the fused calls (issue 21: fused-launcher.ts launches them) ----
+
+export type FusedNormAlgorithm = 'oneshot' | 'twoshot'
+
+export interface FusedNormCall {
+  /** x, residual (read and written), out, weight: one device pointer per rank, by global rank. */
+  inputs: readonly DevicePtr[]
+  residuals: readonly DevicePtr[]
+  outputs: readonly DevicePtr[]
+  weights: readonly DevicePtr[]
+  rows: number
+  hidden: number
+  eps: number
+  dtype: Dtype
+  /** The residual stream is f32 (else x's dtype). */
+  residualF32?: boolean
+  /** residual = allreduce(x), ignoring the residual's contents (the first layer). */
+  noResidualIn?: boolean
+  algorithm?: FusedNormAlgorithm | 'auto'
+  pdl?: boolean
+  /**
+   * 'e4m3': the normalized output as FP8 e4m3, one byte per element: e4m3(y × outScale), round to nearest even,
+   * saturated to ±448 (sm_89+). Default: x's dtype.
+   */
+  outDtype?: 'e4m3'
+  /** The e4m3 output's per-tensor scale (the reciprocal of the dequantization scale). Default 1. */
+  outScale?: number
+}
+
+export interface FusedManyCall {
+  inputs: readonly (readonly DevicePtr[])[]
+  outputs: readonly (readonly DevicePtr[])[]
+  counts: readonly number[]
+  dtype: Dtype
+  pdl?: boolean
+}
+
+/** A fused call packed once: issue() launches it again (same pointers and shape) without allocating. */
+export interface PreparedFusedCall {
+  /** 'oneshot' / 'twoshot' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
+  algorithm: string
+  launches: number
+  issue(streams: readonly CuStream[]): void
+}

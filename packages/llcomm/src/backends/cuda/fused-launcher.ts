@@ -7,12 +7,14 @@
  * Row layout: x, residual and out are [rows][hidden] row-major and contiguous per rank; hidden * elementBytes must
  * be a multiple of 16 (every row starts on a 16-byte boundary; the kernels move whole 16-byte slots).
  */
+
 import type { Dtype } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
 import { f32Bits, LLCOMM_THREADS } from './abi.js'
 import type { CommunicatorDeviceState } from './allreduce-launcher.js'
+import type { FusedManyCall, FusedNormAlgorithm, FusedNormCall, PreparedFusedCall } from './device-call.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import {
   LLCOMM_FUSED_NO_RESIDUAL_IN,
@@ -31,8 +33,6 @@ import {
   TARGET_BYTES_PER_BLOCK,
 } from './kernel-table.js'
 import type { KernelModules } from './modules.js'
-
-export type FusedNormAlgorithm = 'oneshot' | 'twoshot'
 
 const floor16 = (x: number) => Math.floor(x / 16) * 16
 
@@ -190,50 +190,14 @@ export function planAllReduceMany(
 }
 
 // ---- the launcher ----
-export interface FusedNormCall {
-  /** x, residual (read and written), out, weight: one device pointer per rank, by global rank. */
-  inputs: readonly DevicePtr[]
-  residuals: readonly DevicePtr[]
-  outputs: readonly DevicePtr[]
-  weights: readonly DevicePtr[]
-  rows: number
-  hidden: number
-  eps: number
-  dtype: Dtype
-  /** The residual stream is f32 (else x's dtype). */
-  residualF32?: boolean
-  /** residual = allreduce(x), ignoring the residual's contents (the first layer). */
-  noResidualIn?: boolean
-  algorithm?: FusedNormAlgorithm | 'auto'
-  pdl?: boolean
-  /**
-   * 'e4m3': the normalized output as FP8 e4m3, one byte per element: e4m3(y × outScale), round to nearest even,
-   * saturated to ±448 (sm_89+). Default: x's dtype.
-   */
-  outDtype?: 'e4m3'
-  /** The e4m3 output's per-tensor scale (the reciprocal of the dequantization scale). Default 1. */
-  outScale?: number
-}
-export interface FusedManyCall {
-  inputs: readonly (readonly DevicePtr[])[]
-  outputs: readonly (readonly DevicePtr[])[]
-  counts: readonly number[]
-  dtype: Dtype
-  pdl?: boolean
-}
 
 interface PackedLaunch {
   group: LaunchGroup
   launch: PreparedLaunch
   params: Uint8Array
 }
-/** A fused call packed once: issue() launches it again (same pointers and shape) without allocating. */
-export interface PreparedFusedCall {
-  /** 'oneshot' / 'twoshot' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
-  algorithm: string
-  launches: number
-  issue(streams: readonly CuStream[]): void
-}
+
+export type { FusedManyCall, FusedNormAlgorithm, FusedNormCall, PreparedFusedCall } from './device-call.js'
 
 export class FusedLauncher {
   private readonly driver: CudaDriver
