@@ -19,6 +19,7 @@ export type LlcommErrorCode =
   | 'NCCL_ERROR'
   | 'NO_DEVICE'
   | 'TRACE_FORMAT' // diagnose could not read a trace
+  | 'SYSTEM_ERROR' // an operating-system call failed (shm_open, mmap, futex): details carry the call and errno
   | 'PEER_FAILED' // a peer process died (one process per rank): details carry rank, peer and, in a call, epoch
 
 export interface TimeoutDetails {

@@ -1,14 +1,24 @@
-import type { Communicator, CommunicatorOptions } from '../api/types.js'
+import type {
+  Communicator,
+  CommunicatorOptions,
+  ProcessCommunicator,
+  ProcessCommunicatorOptions,
+} from '../api/types.js'
 import { LlcommError } from '../errors.js'
 
 /**
  * The one entry point. Backends are imported lazily so that the cpu backend never loads koffi and the cuda
  * backend's libraries are looked up only when asked for.
  */
-export async function createCommunicator(options: CommunicatorOptions): Promise<Communicator> {
+export async function createCommunicator(options: ProcessCommunicatorOptions): Promise<ProcessCommunicator>
+export async function createCommunicator(options: CommunicatorOptions): Promise<Communicator>
+export async function createCommunicator(
+  options: CommunicatorOptions | ProcessCommunicatorOptions,
+): Promise<Communicator | ProcessCommunicator> {
   if (options === null || typeof options !== 'object') {
     throw new LlcommError('INVALID_ARGUMENT', 'createCommunicator needs an options object')
   }
+  if ('rendezvous' in options) return createProcessCommunicator(options)
   switch (options.backend) {
     case 'cpu': {
       const { createCpuCommunicator } = await import('../backends/cpu/communicator.js')
@@ -17,6 +27,21 @@ export async function createCommunicator(options: CommunicatorOptions): Promise<
     case 'cuda': {
       const { createCudaCommunicator } = await import('../backends/cuda/communicator.js')
       return createCudaCommunicator(options)
+    }
+    default:
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `unknown backend ${JSON.stringify((options as { backend: unknown }).backend)}`,
+      )
+  }
+}
+
+/** One process per rank (issue 20): `rendezvous` given, this process is `rank` of `worldSize`. */
+async function createProcessCommunicator(options: ProcessCommunicatorOptions): Promise<ProcessCommunicator> {
+  switch (options.backend) {
+    case 'cpu': {
+      const { createCpuProcessCommunicator } = await import('../backends/cpu/process-communicator.js')
+      return createCpuProcessCommunicator(options)
     }
     default:
       throw new LlcommError(

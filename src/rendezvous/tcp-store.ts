@@ -43,6 +43,8 @@ const HOST_ANSWER_GRACE_MS = 1000
 const CONNECT_RETRY_MS = 50
 /** Longest accepted line: a gathered value is a handle or an id (CUDA IPC handles, NCCL ids), never bulk data. */
 const MAX_LINE_BYTES = 1 << 20
+/** How long a host keeps refusing joins after a bad one (INVALID_ARGUMENT), for ranks still on their way. */
+const REFUSAL_LINGER_MS = 3000
 
 /** Splits a socket's bytes into JSON lines. */
 function onLines(socket: Socket, handle: (message: unknown) => void, onBad: (why: string) => void): void {
@@ -131,6 +133,7 @@ export class RendezvousHost {
       server.listen({ host: address.host, port: address.port, exclusive: true }, () => {
         server.removeAllListeners('error')
         server.on('error', () => undefined)
+        host.joinDeadline = performance.now() + timeoutMs
         host.joinTimer = setTimeout(() => {
           const missing = host.missingRanks()
           host.abort(
@@ -161,19 +164,40 @@ export class RendezvousHost {
       send(socket, { t: 'error', code, message, details })
       socket.end()
     }
-    this.stop()
+    if (code !== 'INVALID_ARGUMENT' || !this.server.listening) {
+      this.stop()
+      return
+    }
+    // A bad join: ranks still on their way would otherwise find nobody listening and wait out their deadline.
+    // Keep refusing joins with the same error for a short while (until every rank was seen, the join deadline,
+    // or REFUSAL_LINGER_MS), then stop listening.
+    if (this.joinTimer) clearTimeout(this.joinTimer)
+    this.joinTimer = undefined
+    this.lingering = true
+    const lingerMs = Math.max(0, Math.min(REFUSAL_LINGER_MS, this.joinDeadline - performance.now()))
+    this.lingerTimer = setTimeout(() => this.stop(), lingerMs)
+    if (this.seenRanks.size >= this.worldSize) this.stop()
   }
+
+  /** True while a failed join keeps refusing latecomers (see abort). */
+  lingering = false
+  private lingerTimer: NodeJS.Timeout | undefined
+  private readonly seenRanks = new Set<number>()
+  private joinDeadline = 0
 
   private stop(): void {
     if (this.joinTimer) clearTimeout(this.joinTimer)
     this.joinTimer = undefined
+    if (this.lingerTimer) clearTimeout(this.lingerTimer)
+    this.lingerTimer = undefined
+    this.lingering = false
     for (const g of this.gathers.values()) clearTimeout(g.timer)
     this.gathers.clear()
     if (this.server.listening) this.server.close()
   }
 
   private accept(socket: Socket): void {
-    if (this.failure || this.closed) {
+    if (this.closed || (this.failure && !this.lingering)) {
       socket.destroy()
       return
     }
@@ -192,6 +216,14 @@ export class RendezvousHost {
         const m = raw as ClientMessage
         if (m.t === 'join') {
           if (rank >= 0) return
+          if (Number.isInteger(m.rank) && m.rank >= 0 && m.rank < this.worldSize) this.seenRanks.add(m.rank)
+          const failure = this.failure
+          if (failure) {
+            send(socket, { t: 'error', ...failure })
+            socket.end()
+            if (this.lingering && this.seenRanks.size >= this.worldSize) this.stop()
+            return
+          }
           rank = this.join(socket, m)
         } else if (rank < 0) {
           socket.destroy()
@@ -421,7 +453,8 @@ export class Rendezvous {
       rv.pids = welcome as number[]
       return rv
     } catch (e) {
-      host?.destroy()
+      // A host refusing latecomers after a bad join stops by itself (see RendezvousHost.abort).
+      if (!host?.lingering) host?.destroy()
       throw e
     }
   }

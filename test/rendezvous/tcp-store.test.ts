@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import { isLlcommError, type LlcommError } from '../../src/errors.js'
 import { parseRendezvousAddress, resolveRendezvousSettings } from '../../src/rendezvous/address.js'
 import { findFreePort } from '../../src/rendezvous/free-port.js'
-import { type Rendezvous, joinRendezvous } from '../../src/rendezvous/tcp-store.js'
+import { joinRendezvous, type Rendezvous } from '../../src/rendezvous/tcp-store.js'
 
 async function address(): Promise<{ host: string; port: number }> {
   return { host: '127.0.0.1', port: await findFreePort() }
@@ -110,7 +110,20 @@ for (const [what, ranks, worldSizes, configs] of [
       const e = (r as PromiseRejectedResult).reason as LlcommError
       assert.ok(isLlcommError(e, 'INVALID_ARGUMENT'), String(e))
     }
+    // Ranks still on their way get the same answer (the host refuses joins for a while after a bad one) ...
+    const seen = new Set<number>(ranks.filter((r) => r < worldSizes[0]))
+    const late = Array.from({ length: worldSizes[0] }, (_, r) => r).filter((r) => !seen.has(r))
+    const lateResults = await Promise.allSettled(
+      late.map((rank) =>
+        joinRendezvous({ address: a, rank, worldSize: worldSizes[0], timeoutMs: 20_000, config: configs[0] }),
+      ),
+    )
+    for (const r of lateResults) {
+      assert.ok(isLlcommError((r as PromiseRejectedResult).reason, 'INVALID_ARGUMENT'), 'a latecomer is refused too')
+    }
     assert.ok(performance.now() - started < 5000, 'not after the 20 s deadline')
+    // ... and once every rank has been answered, nothing listens.
+    await new Promise((r) => setTimeout(r, 50))
     assert.equal(await listening(a.port), false)
   })
 }

@@ -9,7 +9,7 @@
  */
 import { f32FromBits, f32ToBits } from '../../dtype/f32.js'
 import type { RankControl } from './control.js'
-import { LINE_PAYLOAD_WORDS, LINE_WORDS, regionBase } from './layout.js'
+import { type ChannelMemory, LINE_PAYLOAD_WORDS, LINE_WORDS, regionBase } from './layout.js'
 
 export const LINE_IDENTITY_WORD = 0x80000000 | 0
 
@@ -24,7 +24,7 @@ export class AtomicLines {
   private readonly regionIndex: number[]
   readonly linesPerHalf: number
 
-  constructor(sab: SharedArrayBuffer, control: RankControl) {
+  constructor(sab: ChannelMemory, control: RankControl) {
     const layout = control.layout
     this.i32 = new Int32Array(sab)
     this.control = control
