@@ -44,7 +44,7 @@ const CONNECT_RETRY_MS = 50
 /** Longest accepted line: a gathered value is a handle or an id (CUDA IPC handles, NCCL ids), never bulk data. */
 const MAX_LINE_BYTES = 1 << 20
 /** How long a host keeps refusing joins after a bad one (INVALID_ARGUMENT), for ranks still on their way. */
-const REFUSAL_LINGER_MS = 3000
+const REFUSAL_LINGER_MS = 2000
 
 /** Splits a socket's bytes into JSON lines. */
 function onLines(socket: Socket, handle: (message: unknown) => void, onBad: (why: string) => void): void {

@@ -23,7 +23,8 @@ export const MATRIX_ALGORITHMS: readonly AlgorithmChoice[] = [
   'ring',
   'auto',
 ]
-const MATRIX_LENGTHS = [1, 7, 1000, 4097, 65537]
+const MATRIX_LENGTHS = (process.env.LLCOMM_TEST_LENGTHS ?? '1,7,1000,4097,65537').split(',').map(Number)
+const MATRIX_DTYPES = (process.env.LLCOMM_TEST_DTYPES?.split(',') ?? DTYPES) as readonly Dtype[]
 
 function report(result: Record<string, unknown>): void {
   process.stdout.write(`RESULT ${JSON.stringify({ rank, ...result })}\n`)
@@ -53,7 +54,7 @@ async function matrix(comm: CpuProcessCommunicator): Promise<Record<string, unkn
   const digests: Record<string, string> = {}
   let calls = 0
   for (const algorithm of MATRIX_ALGORITHMS) {
-    for (const dtype of DTYPES as readonly Dtype[]) {
+    for (const dtype of MATRIX_DTYPES) {
       for (const length of MATRIX_LENGTHS) {
         const seed = comm.size * 1000 + length
         const inputs = Array.from({ length: comm.size }, (_, r) => adversarialInput(dtype, length, seed, r))
@@ -121,7 +122,7 @@ async function killed(comm: CpuProcessCommunicator): Promise<Record<string, unkn
 /** The victim joins but never calls: the others get TIMEOUT naming it. */
 async function absent(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
   if (comm.rank === victim) {
-    await new Promise((r) => setTimeout(r, timeoutMs * 3))
+    await new Promise((r) => setTimeout(r, timeoutMs * 2))
     return {}
   }
   const started = performance.now()
