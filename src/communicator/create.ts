@@ -43,6 +43,10 @@ async function createProcessCommunicator(options: ProcessCommunicatorOptions): P
       const { createCpuProcessCommunicator } = await import('../backends/cpu/process-communicator.js')
       return createCpuProcessCommunicator(options)
     }
+    case 'cuda': {
+      const { createCudaProcessCommunicator } = await import('../backends/cuda/process-communicator.js')
+      return createCudaProcessCommunicator(options)
+    }
     default:
       throw new LlcommError(
         'INVALID_ARGUMENT',
