@@ -25,6 +25,8 @@ export interface SpawnOptions {
   env?: Record<string, string>
   /** Harness deadline: every child still running then is SIGKILLed and the run rejects. */
   deadlineMs: number
+  /** The rank program (default rank-main.js). */
+  script?: string
 }
 
 export async function runRanks(options: SpawnOptions): Promise<RankRun[]> {
@@ -34,7 +36,7 @@ export async function runRanks(options: SpawnOptions): Promise<RankRun[]> {
   const runs = ranks.map(
     (rank) =>
       new Promise<RankRun>((resolve) => {
-        const child = spawn(process.execPath, [RANK_MAIN], {
+        const child = spawn(process.execPath, [options.script ?? RANK_MAIN], {
           stdio: ['ignore', 'pipe', 'pipe'],
           env: {
             ...process.env,
