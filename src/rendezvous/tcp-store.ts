@@ -378,6 +378,16 @@ export class RendezvousHost {
     for (const s of this.sockets) s.destroy()
     this.sockets.clear()
   }
+
+  /** The connections no longer keep rank 0's process alive (after the rendezvous). */
+  unref(): void {
+    for (const s of this.sockets) s.unref()
+  }
+
+  /** They do again (while close() waits for every rank's bye). */
+  ref(): void {
+    for (const s of this.sockets) s.ref()
+  }
 }
 
 function peerFailedError(name: string, rank: number): HostMessage {
@@ -567,6 +577,7 @@ export class Rendezvous {
   /** After the rendezvous: the connection no longer keeps the process alive (peer-failed still arrives). */
   unref(): void {
     this.socket.unref()
+    this.host?.unref()
   }
 
   /** Says bye; on rank 0 also waits (up to `graceMs`) until every rank has left, then stops the host. */
@@ -574,6 +585,9 @@ export class Rendezvous {
     if (this.saidBye) return
     this.saidBye = true
     this.failAll(new LlcommError('CLOSED', 'the rendezvous is closed'))
+    // The goodbye must finish even when nothing else keeps the process alive (see unref).
+    this.socket.ref()
+    this.host?.ref()
     if (!this.socket.destroyed) {
       send(this.socket, { t: 'bye' })
       this.socket.end()

@@ -214,6 +214,26 @@ test('a world of one process: the same API, nothing left after close', async () 
   )
 })
 
+test('an open per-rank communicator does not keep Node alive (a forgotten close)', async () => {
+  const port = await findFreePort()
+  const script = `
+    import { createCommunicator } from ${JSON.stringify(new URL('../../src/communicator/create.js', import.meta.url).href)}
+    const comm = await createCommunicator({ backend: 'cpu', rank: 0, worldSize: 1, rendezvous: 'tcp://127.0.0.1:${port}' })
+    await comm.allReduce(new Float32Array(4))
+    console.log('done')`
+  const started = performance.now()
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    child.on('close', (c) => {
+      clearTimeout(timer)
+      resolve(c)
+    })
+  })
+  assert.equal(code, 0, 'exited by itself')
+  assert.ok(performance.now() - started < 10_000)
+})
+
 test('a segment whose creator died is removed by the next creation on the host (removeStaleSegments)', async () => {
   const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
   const deadPid = await new Promise<number>((resolve) => child.on('close', () => resolve(child.pid ?? 0)))

@@ -98,6 +98,9 @@ export async function openProcessChannel(
   }
   const seg = segment as SharedMemorySegment
   const pids = rv.pids
+  // A peer whose pid this process cannot see (another pid namespace sharing /dev/shm) is never declared dead on
+  // liveness grounds: its waits end in TIMEOUT at the deadline instead of a false PEER_FAILED.
+  const visible = pids.map((pid, r) => r === rv.rank || processAlive(pid))
   return {
     segment: seg,
     doorbell: {
@@ -111,7 +114,7 @@ export async function openProcessChannel(
         futexWake(seg.address + 4 * index)
       },
     },
-    peerAlive: (peer) => processAlive(pids[peer]),
+    peerAlive: (peer) => !visible[peer] || processAlive(pids[peer]),
   }
 }
 
