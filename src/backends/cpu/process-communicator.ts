@@ -17,7 +17,6 @@
 import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
-import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
 import { CPU_ALGORITHM_NAMES, resolveCpuAlgorithm } from '../../algorithms/cpu/resolve.js'
 import type {
   AlgorithmChoice,
@@ -32,10 +31,10 @@ import { validateAllReduceOptions, validateRankInput } from '../../communicator/
 import { wordsForCount } from '../../dtype/codec.js'
 import { LlcommError } from '../../errors.js'
 import { type ChannelLayout, computeChannelLayout } from '../../protocol/cpu/layout.js'
-import { RankProtocol } from '../../protocol/cpu/rank-protocol.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
 import { openProcessChannel, type ProcessChannel } from './process-channel.js'
+import { type RankBenchmarkCommand, type RankBenchmarkResult, RankRunner } from './rank-runner.js'
 import { readWords, writeWords } from './tensor-words.js'
 
 /** Defaults of the in-process backend (CPU_DEFAULTS in communicator.ts): the same numbers on this path. */
@@ -113,7 +112,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
   readonly layout: ChannelLayout
   private readonly rv: Rendezvous
   private readonly channel: ProcessChannel
-  private readonly protocol: RankProtocol
+  private readonly runner: RankRunner
   private readonly table: TuningTable
   private readonly timeoutMs: number
   private queue: Promise<unknown> = Promise.resolve()
@@ -138,7 +137,11 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
     this.table = table
     this.timeoutMs = wait.timeoutMs
     this.algorithms = ['auto', ...CPU_ALGORITHM_NAMES]
-    this.protocol = new RankProtocol(channel.segment.buffer, layout.ranks, layout.bufferBytes, this.rank, {
+    this.runner = new RankRunner({
+      sab: channel.segment.buffer,
+      ranks: layout.ranks,
+      bufferBytes: layout.bufferBytes,
+      rank: this.rank,
       timeoutMs: wait.timeoutMs,
       spinIterations: wait.spinIterations,
       doorbell: channel.doorbell,
@@ -154,7 +157,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
       this.broken = new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died (its process is gone)`, {
         rank: this.rank,
         peer: dead,
-        epoch: this.protocol.control.epoch,
+        epoch: this.runner.protocol.control.epoch,
       })
     }
     return this.broken
@@ -189,11 +192,8 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
         const inputWords = this.words(n, 0)
         const outputWords = this.words(n, 1)
         writeWords(input, validated.dtype, inputWords)
-        const impl = CPU_ALGORITHMS[resolved.algorithm.name]
-        if (!impl) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no cpu implementation of ${resolved.algorithm.name}`)
-        this.protocol.useDtype(validated.dtype)
         try {
-          info.chunks = runChunked(this.protocol, impl, inputWords, outputWords)
+          info.chunks = this.runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords)
         } catch (e) {
           // The ranks' epochs no longer agree: nothing after this call may run on the channel.
           this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
@@ -206,6 +206,25 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
     } catch (e) {
       return Promise.reject(e)
     }
+  }
+
+  /**
+   * The in-rank benchmark loop of the in-process backend (RankRunner.benchmark: back-to-back calls, arrival and
+   * finish times against `driverTimeOriginMs`, every output checked), on this process's rank; collective (every
+   * rank runs it with the same command). For `llcomm bench --processes`.
+   */
+  benchmarkRank(cmd: RankBenchmarkCommand): Promise<RankBenchmarkResult> {
+    const run = this.queue.then(() => {
+      this.ensureUsable()
+      try {
+        return this.runner.benchmark(cmd)
+      } catch (e) {
+        this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
+        throw e
+      }
+    })
+    this.queue = run.catch(() => undefined)
+    return run
   }
 
   /** Drains queued calls, leaves the group (rank 0 waits for the others to leave, up to timeoutMs), unmaps. */

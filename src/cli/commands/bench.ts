@@ -5,11 +5,11 @@
  * machine) without measuring.
  */
 import type { Command } from 'commander'
-import type { Backend } from '../../api/types.js'
+import type { Backend, Communicator } from '../../api/types.js'
 import { formatSideBySide, readBaselineDocument, sideBySide } from '../../bench/baseline.js'
 import { measureBench } from '../../bench/bench-run.js'
 import { type BenchDocument, readBenchDocument } from '../../bench/document.js'
-import { openCommunicator } from '../../bench/open-communicator.js'
+import { DEFAULT_CPU_RANKS, openCommunicator } from '../../bench/open-communicator.js'
 import {
   algorithmsFor,
   parseAlgorithms,
@@ -49,6 +49,8 @@ export interface BenchFlags {
   bufferBytes?: string
   progress?: boolean
   timeoutMs?: string
+  /** One process per rank (cpu): src/bench/process-group.ts. */
+  processes?: boolean
 }
 
 /**
@@ -120,14 +122,16 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
     resolveSizes(flags.sizes, flags.min, flags.max, { min: 8, max: DEFAULT_MAX_BYTES[b] })
   for (const bytes of sizesFor(backend ?? 'cpu')) for (const dtype of dtypes) elementCount(bytes, dtype)
 
-  const { comm, devices: usedDevices } = await openCommunicator({
-    backend,
-    ranks,
-    devices,
-    timeoutMs,
-    bufferBytes,
-    note: (line) => process.stderr.write(`${line}\n`),
-  })
+  const { comm, devices: usedDevices } = flags.processes
+    ? await openProcessGroup(backend, devices, ranks, timeoutMs, bufferBytes)
+    : await openCommunicator({
+        backend,
+        ranks,
+        devices,
+        timeoutMs,
+        bufferBytes,
+        note: (line) => process.stderr.write(`${line}\n`),
+      })
   try {
     if (comm.backend === 'cpu' && flags.pdl !== undefined && flags.pdl !== 'off')
       throw new LlcommError('INVALID_ARGUMENT', '--pdl is a cuda option (programmatic dependent launch)')
@@ -151,6 +155,22 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
   } finally {
     await comm.close()
   }
+}
+
+/** --processes: one Node process per rank on the cpu backend (the cuda per-process bench is not written yet). */
+async function openProcessGroup(
+  backend: Backend | undefined,
+  devices: number[] | undefined,
+  ranks: number | undefined,
+  timeoutMs: number | undefined,
+  bufferBytes: number | undefined,
+): Promise<{ comm: Communicator; devices?: number[] }> {
+  if (backend === 'cuda' || devices) {
+    throw new LlcommError('INVALID_ARGUMENT', '--processes runs the cpu backend only (use --backend cpu)')
+  }
+  const { startProcessGroup } = await import('../../bench/process-group.js')
+  process.stderr.write(`llcomm: backend cpu, one process per rank (${ranks ?? DEFAULT_CPU_RANKS} processes)\n`)
+  return { comm: await startProcessGroup({ ranks: ranks ?? DEFAULT_CPU_RANKS, timeoutMs, bufferBytes }) }
 }
 
 export function register(program: Command): void {
@@ -189,5 +209,6 @@ export function register(program: Command): void {
     )
     .option('--progress', 'show a progress bar on stderr (default: when stderr is a terminal)')
     .option('--no-progress', 'never show a progress bar')
+    .option('--processes', 'cpu: one Node process per rank (shared memory between processes) instead of worker threads')
     .action(async (flags: BenchFlags) => runBenchCommand(flags))
 }
