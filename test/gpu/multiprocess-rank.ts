@@ -85,6 +85,14 @@ async function main(): Promise<void> {
     const output = d.memAlloc(bytes) as DevicePtr
     const stream = d.streamCreate()
     try {
+      // One eager call first (collective, checked like the replays): modules and launch configs are made outside
+      // the capture, where the driver allows module loads; the capture then only records the launches.
+      const warm = Array.from({ length: comm.size }, (_, r) => inputOf(dtype, count, r, 4999 * 2))
+      d.copyHtoD(input, warm[rank], bytes)
+      d.contextSynchronize()
+      comm.deviceAllReduce({ input, output, count, dtype, algorithm, stream })
+      d.streamSynchronize(stream)
+      comm.checkDeviceError()
       d.beginCapture(stream)
       comm.deviceAllReduce({ input, output, count, dtype, algorithm, stream })
       const graph = d.endCapture(stream)
