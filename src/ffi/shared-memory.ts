@@ -10,6 +10,13 @@
  * place, with the same no-lost-wake-up contract: FUTEX_WAIT compares the word with `expected` after queueing the
  * waiter, under the futex bucket lock that FUTEX_WAKE takes.
  *
+ * What rests on the engine rather than the language: ECMAScript's memory model orders accesses between agents
+ * only for SharedArrayBuffer; for an ArrayBuffer that another process also maps, the ordering comes from V8
+ * emitting the same instructions for Atomics on either kind of buffer (x86-64: locked read-modify-writes and an
+ * xchg for Atomics.store; arm64: acquire/release and exclusive pairs) and from the hardware's coherence. Atomics
+ * ops stay in TurboFan's effect chain, so plain reads after an Atomics.load are not hoisted above it. The CI tests
+ * (test/process/) exercise it with checked outputs across real processes.
+ *
  * Lifetime: the mapping's ArrayBuffer must not be touched after unmap() (the pages are gone: a segfault, not an
  * exception); the owner (src/backends/cpu/process-*.ts) stops every use before unmapping. The name is unlinked
  * by its creator as soon as every process has mapped it, so /dev/shm holds nothing while the ranks run; the
