@@ -71,6 +71,22 @@ test('10,000 back-to-back checked calls at 2 processes, 300 at 6', async () => {
   }
 })
 
+test("waits that block at once (spinIterations 0) are woken by the writer's futex wake, not by the 50 ms liveness slice", async () => {
+  const runs = await runRanks({
+    worldSize: 2,
+    scenario: 'stress',
+    env: { LLCOMM_TEST_CALLS: '300', LLCOMM_TEST_SPIN: '0' },
+    deadlineMs: 60_000,
+  })
+  for (const r of runs) {
+    assert.equal(r.code, 0, r.stderr)
+    assert.equal(resultOf(r).wrong, 0)
+    // Without the wake every call would sleep out a liveness slice (LIVENESS_CHECK_MS = 50 ms).
+    assert.ok((resultOf(r).perCallUs as number) < 25_000, `${resultOf(r).perCallUs} us per call`)
+  }
+  assertNothingLeft(runs)
+})
+
 for (const victim of [2, 0]) {
   test(`a rank killed mid-run (rank ${victim}${victim === 0 ? ', the rendezvous host' : ''}): PEER_FAILED naming it on every other rank, fast`, async () => {
     const timeoutMs = 20_000
