@@ -122,6 +122,8 @@ export class ProcessGroupCommunicator implements Communicator {
     const rank = this.children.length
     this.children.push(child)
     this.waiters.push([])
+    // A send to a process that just died fails with EPIPE (see requestAll); the exit handler below names it.
+    child.on('error', () => undefined)
     child.on('message', (m: Reply) => {
       const w = this.waiters[rank].shift()
       if (!w) return
@@ -158,7 +160,15 @@ export class ProcessGroupCommunicator implements Communicator {
             }
             this.waiters[rank].push({ resolve, reject })
             const m = message(rank)
-            if (m !== undefined) child.send(m as never)
+            if (m === undefined) return
+            child.send(m as never, (e) => {
+              if (!e) return
+              reject(
+                new LlcommError('PEER_FAILED', `bench rank ${rank} (pid ${child.pid}) is gone: ${e.message}`, {
+                  peer: rank,
+                }),
+              )
+            })
           }),
       ),
     )
