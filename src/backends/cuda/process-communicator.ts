@@ -419,8 +419,18 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     if (!Number.isInteger(count) || count < 0) {
       throw new LlcommError('INVALID_ARGUMENT', `count must be a non-negative integer, got ${count}`)
     }
-    const input = asDevicePtr(request.input)
-    const output = asDevicePtr(request.output)
+    const pointer = (v: unknown, what: string): DevicePtr => {
+      if (typeof v !== 'number' && typeof v !== 'bigint') {
+        throw new LlcommError('INVALID_ARGUMENT', `${what} is not a device pointer (number or bigint)`)
+      }
+      try {
+        return asDevicePtr(v)
+      } catch (e) {
+        throw new LlcommError('INVALID_ARGUMENT', `${what}: ${(e as Error).message}`)
+      }
+    }
+    const input = pointer(request.input, 'input')
+    const output = pointer(request.output, 'output')
     for (const [what, p] of [
       ['input', input],
       ['output', output],
