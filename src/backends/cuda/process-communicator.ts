@@ -38,7 +38,7 @@ import type {
 } from '../../api/types.js'
 import { DTYPE_BYTES, DTYPES } from '../../api/types.js'
 import { validateRankInput } from '../../communicator/validate.js'
-import { LlcommError } from '../../errors.js'
+import { LlcommError, type LlcommErrorCode } from '../../errors.js'
 import {
   asDevicePtr,
   asStream,
@@ -76,6 +76,7 @@ const PREPARED_KEPT = 16
 interface ExportedBuffers {
   ok: boolean
   message?: string
+  code?: LlcommErrorCode
   recv?: string
   scratch?: string
   probe?: string
@@ -188,7 +189,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     try {
       mine = this.allocateAndExport()
     } catch (e) {
-      mine = { ok: false, message: (e as Error).message }
+      mine = { ok: false, message: (e as Error).message, code: e instanceof LlcommError ? e.code : undefined }
     }
     const all = await this.rv.allGather<ExportedBuffers>('llcomm/cuda/ipc', mine, timeoutMs)
     this.throwIfAnyFailed(all, 'set up its device buffers')
@@ -215,10 +216,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     ]
   }
 
-  private throwIfAnyFailed(reports: readonly { ok: boolean; message?: string }[], what: string): void {
+  private throwIfAnyFailed(
+    reports: readonly { ok: boolean; message?: string; code?: LlcommErrorCode }[],
+    what: string,
+  ): void {
     const bad = reports.findIndex((r) => !r.ok)
     if (bad < 0) return
-    throw new LlcommError('NO_DEVICE', `rank ${bad} could not ${what}: ${reports[bad].message}`, {
+    // The failing rank's own code (LIBRARY_NOT_FOUND, CUDA_ERROR, ...) on every rank; NO_DEVICE when it had none.
+    throw new LlcommError(reports[bad].code ?? 'NO_DEVICE', `rank ${bad} could not ${what}: ${reports[bad].message}`, {
       rank: this.rank,
       peer: bad,
     })
