@@ -19,7 +19,7 @@ import { makeInput, rng } from './gpu-harness.js'
 
 const rank = Number(process.env.LLCOMM_RANK)
 const SIZES = (process.env.LLCOMM_TEST_SIZES ?? '1,1000,65537').split(',').map(Number)
-const REPLAYS = Number(process.env.LLCOMM_TEST_REPLAYS ?? 50)
+const REPLAYS = Number(process.env.LLCOMM_TEST_REPLAYS ?? 20)
 
 function inputOf(dtype: Dtype, count: number, r: number, seed: number): TensorArray {
   return makeInput(dtype, count, seed % 2 === 0 ? 'random' : 'adversarial', r, rng(seed * 1009 + r))

@@ -20,7 +20,7 @@ for (const worldSize of REDUCED ? [2] : [2, 4]) {
       scenario: 'gpu',
       script: SCRIPT,
       env: REDUCED ? { LLCOMM_TEST_SIZES: '1000', LLCOMM_TEST_REPLAYS: '5' } : {},
-      deadlineMs: 540_000,
+      deadlineMs: 300_000,
     })
     const results = runs.map(
       (r) =>
