@@ -71,7 +71,7 @@ test('10,000 back-to-back checked calls at 2 processes, 300 at 6', async () => {
   }
 })
 
-test("waits that block at once (spinIterations 0) are woken by the writer's futex wake, not by the 50 ms liveness slice", async () => {
+test("waits that block at once (spinIterations 0) are woken by the writer's futex wake, not by the 100 ms liveness slice", async () => {
   const runs = await runRanks({
     worldSize: 2,
     scenario: 'stress',
@@ -81,8 +81,8 @@ test("waits that block at once (spinIterations 0) are woken by the writer's fute
   for (const r of runs) {
     assert.equal(r.code, 0, r.stderr)
     assert.equal(resultOf(r).wrong, 0)
-    // Without the wake every call would sleep out a liveness slice (LIVENESS_CHECK_MS = 50 ms).
-    assert.ok((resultOf(r).perCallUs as number) < 25_000, `${resultOf(r).perCallUs} us per call`)
+    // Without the wake every call would sleep out a liveness slice (LIVENESS_CHECK_MS = 100 ms).
+    assert.ok((resultOf(r).perCallUs as number) < 50_000, `${resultOf(r).perCallUs} us per call`)
   }
   assertNothingLeft(runs)
 })
@@ -130,7 +130,7 @@ test('a rank that joins but never calls: TIMEOUT naming it (rank, peer, epoch) w
     assert.equal(error.code, 'TIMEOUT', JSON.stringify(error))
     assert.equal(error.details.peer, 1)
     assert.equal(typeof error.details.epoch, 'number')
-    assert.ok((res.afterMs as number) < timeoutMs + 1500, `after ${res.afterMs} ms`)
+    assert.ok((res.afterMs as number) < timeoutMs + 4000, `after ${res.afterMs} ms`)
   }
   assertNothingLeft(runs)
 })
@@ -148,7 +148,7 @@ test('a rank that never joins: TIMEOUT naming the missing rank on every rank tha
     const e = resultOf(r).joinError as { code: string; details: Record<string, unknown> }
     assert.equal(e.code, 'TIMEOUT', JSON.stringify(e))
     assert.deepEqual(e.details.missing, [2])
-    assert.ok((resultOf(r).afterMs as number) < 800 + 1500)
+    assert.ok((resultOf(r).afterMs as number) < 800 + 4000)
   }
   assertNothingLeft(runs)
 })

@@ -10,7 +10,7 @@
  * per-rank view. Calls queue in issue order.
  *
  * Failure: a peer that never arrives → TIMEOUT naming rank, peer and epoch; a peer whose process died →
- * PEER_FAILED naming it (its pid is checked every 50 ms while we wait, and the rendezvous host reports its
+ * PEER_FAILED naming it (its pid is checked every 100 ms while we wait, and the rendezvous host reports its
  * dropped connection between calls). After either, the ranks' epochs no longer agree, so the communicator is
  * broken: later calls reject with the same error; destroy() it (no in-place recovery across processes).
  */

@@ -31,7 +31,7 @@ export interface DoorbellWaiter {
 }
 
 /** Interval between two liveness checks of the awaited peers while a wait goes on (peerAlive only). */
-export const LIVENESS_CHECK_MS = 50
+export const LIVENESS_CHECK_MS = 100
 
 /** The largest epoch before wrapping back to 1; even, so that parity keeps alternating across the wrap. */
 const EPOCH_WRAP = 0xfffffffe
