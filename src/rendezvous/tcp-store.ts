@@ -588,12 +588,22 @@ export class Rendezvous {
     // The goodbye must finish even when nothing else keeps the process alive (see unref).
     this.socket.ref()
     this.host?.ref()
-    if (!this.socket.destroyed) {
-      send(this.socket, { t: 'bye' })
-      this.socket.end()
+    const socket = this.socket
+    const closed = new Promise<void>((resolve) => {
+      if (socket.destroyed) resolve()
+      else socket.once('close', () => resolve())
+    })
+    if (!socket.destroyed) {
+      send(socket, { t: 'bye' })
+      socket.end()
     }
     await this.host?.close(graceMs)
-    this.socket.destroy()
+    // The bye must reach the host before the socket goes (a destroy would drop a write still queued, and the
+    // host would take the silent close for a dead rank): the host ends its side on bye, which closes ours.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(graceMs, 2000))))])
+    clearTimeout(timer)
+    socket.destroy()
   }
 
   destroy(): void {

@@ -145,6 +145,18 @@ test('a rank whose connection drops: PEER_FAILED naming it, for pending and late
   }
 })
 
+test('a rank that closes (bye) is not a failure: the others see no dead peer', async () => {
+  const a = await address()
+  const rvs = await Promise.all(joinAll(a, [0, 1, 2], 3, 5000))
+  const failures: number[] = []
+  rvs[2].onPeerFailed((p) => failures.push(p))
+  await rvs[1].close(2000)
+  await new Promise((r) => setTimeout(r, 100))
+  assert.deepEqual(failures, [])
+  assert.equal(rvs[2].deadPeer, undefined)
+  await Promise.all([rvs[0].close(2000), rvs[2].close(2000)])
+})
+
 test('a gather a rank never joins: TIMEOUT naming it', async () => {
   const a = await address()
   const rvs = await Promise.all(joinAll(a, [0, 1, 2], 3, 5000))
