@@ -8,7 +8,8 @@ import { LlcommError } from '../errors.js'
 
 /**
  * The one entry point. Backends are imported lazily so that the cpu backend never loads koffi and the cuda
- * backend's libraries are looked up only when asked for.
+ * backend's libraries are looked up only when asked for. (One process per rank on cpu loads koffi for libc's
+ * shm_open / mmap / futex: src/ffi/shared-memory.ts.)
  */
 export async function createCommunicator(options: ProcessCommunicatorOptions): Promise<ProcessCommunicator>
 export async function createCommunicator(options: CommunicatorOptions): Promise<Communicator>
