@@ -4,11 +4,14 @@
  * The library (packages/llcomm/src) is layered; a file may import its own layer or the layers below, never above:
  *   entry        index.ts (public API), internal.ts (for llcomm's own tools), create.ts (the factory)
  *   backends     backends/cpu, backends/cuda (cpu and cuda never import each other)
- *   communicator communicator/ (what both backends share: options, validation, lifecycle)
+ *   communicator communicator/ (what both backends share: options, validation, lifecycle) and rendezvous/ (how
+ *                the processes of a one-process-per-rank group meet and watch each other)
  *   algorithms   algorithms/ (the cpu algorithms, the registry, `auto`)
  *   protocol     protocol/ (the LL buffer on SharedArrayBuffer)
  *   foundation   api/ (public types), errors.ts, dtype/
- * and ffi/ (the only koffi user) is imported by backends/cuda and the entry files alone.
+ * and ffi/ (the only koffi user) is imported by backends/cuda, the cpu backend's one-process-per-rank files
+ * (backends/cpu/process-*: libc's shm_open, mmap, futex) and the entry files alone: the in-process cpu backend
+ * never loads koffi.
  * The tools (packages/tools/src) use the library only through 'llcomm' and 'llcomm/internal'; cli/ is their top.
  */
 const LIB = '^packages/llcomm/src/'
@@ -19,6 +22,7 @@ const below = {
   protocol: [FOUNDATION],
   algorithms: [FOUNDATION, layer('protocol/')],
   communicator: [FOUNDATION, layer('protocol/'), layer('algorithms/')],
+  rendezvous: [FOUNDATION],
 }
 
 module.exports = {
@@ -33,7 +37,8 @@ module.exports = {
     {
       name: 'tools-use-the-library-by-name',
       severity: 'error',
-      comment: "tools reach the library through 'llcomm' or 'llcomm/internal' (its dist entry points), never its sources",
+      comment:
+        "tools reach the library through 'llcomm' or 'llcomm/internal' (its dist entry points), never its sources",
       from: { path: '^packages/tools/' },
       to: { path: '^packages/llcomm/', pathNot: '^packages/llcomm/dist/src/(index|internal)\\.(js|d\\.ts)$' },
     },
@@ -49,7 +54,7 @@ module.exports = {
       from: { path: FOUNDATION },
       to: { path: LIB, pathNot: [FOUNDATION, layer('ffi/types\\.ts$')] },
     },
-    ...['protocol', 'algorithms', 'communicator'].map((name) => ({
+    ...['protocol', 'algorithms', 'communicator', 'rendezvous'].map((name) => ({
       name: `${name}-imports-only-below`,
       severity: 'error',
       from: { path: layer(`${name}/`) },
@@ -70,8 +75,23 @@ module.exports = {
     {
       name: 'ffi-only-from-cuda-and-entry',
       severity: 'error',
-      from: { path: LIB, pathNot: [layer('ffi/'), layer('backends/cuda/'), `${LIB}(index|internal)\\.ts$`] },
+      from: {
+        path: LIB,
+        pathNot: [
+          layer('ffi/'),
+          layer('backends/cuda/'),
+          layer('backends/cpu/process-'),
+          `${LIB}(index|internal)\\.ts$`,
+        ],
+      },
       to: { path: layer('ffi/'), pathNot: layer('ffi/types\\.ts$') },
+    },
+    {
+      name: 'in-process-cpu-backend-never-loads-koffi',
+      severity: 'error',
+      comment: 'the worker-thread backend runs where no native library may load; only the per-process files map memory',
+      from: { path: layer('backends/cpu/'), pathNot: layer('backends/cpu/process-') },
+      to: { path: [layer('backends/cpu/process-'), layer('ffi/')] },
     },
     {
       name: 'only-ffi-loads-koffi',

@@ -23,6 +23,7 @@ export type LlcommErrorCode =
   | 'OUT_OF_MEMORY' // an allocation (host SharedArrayBuffer, device memory) failed or would not fit
   | 'INTERNAL' // an unexpected error inside llcomm (a bug): details.cause names the original error
   | 'PEER_FAILED' // a peer process died or left: names the rank
+  | 'SYSTEM_ERROR' // an operating-system call failed (shm_open, mmap, futex): details carry the call and errno
 
 export interface TimeoutDetails {
   rank: number

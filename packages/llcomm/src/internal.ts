@@ -6,7 +6,11 @@
  */
 
 export * from './algorithms/auto.js'
+export { CPU_ALGORITHM_NAMES, resolveCpuAlgorithm } from './algorithms/cpu/resolve.js'
 export { BENCHMARK_INPUT_SETS } from './backends/cpu/benchmark-data.js'
+export * from './backends/cpu/process-communicator.js'
+export * from './rendezvous/process-liveness.js'
+export type { RankBenchmarkCommand, RankBenchmarkResult } from './backends/cpu/rank-runner.js'
 export * from './backends/cuda/abi.js'
 export * from './backends/cuda/allreduce-launcher.js'
 export {
@@ -28,6 +32,10 @@ export * from './backends/cuda/memory.js'
 export * from './backends/cuda/modules.js'
 export * from './backends/cuda/reference.js'
 export * from './backends/cuda/tool-kernels.js'
+export * from './communicator/validate.js'
 export * from './dtype/index.js'
 export * from './ffi/index.js'
 export * from './index.js'
+export { type ChannelLayout, computeChannelLayout } from './protocol/cpu/layout.js'
+export * from './rendezvous/address.js'
+export * from './rendezvous/free-port.js'

@@ -171,3 +171,70 @@ export const BARRIER_FREE_ALGORITHMS: readonly AlgorithmName[] = [
 ]
 export const DTYPES: readonly Dtype[] = ['f32', 'f16', 'bf16']
 export const DTYPE_BYTES: Readonly<Record<Dtype, number>> = { f32: 4, f16: 2, bf16: 2 }
+
+// ---- One process per rank (issue 20) ----
+
+/** Where the ranks meet: rank 0 hosts a TCP store at HOST:PORT; 'env' reads LLCOMM_RANK, LLCOMM_WORLD_SIZE, LLCOMM_RENDEZVOUS. */
+export type RendezvousSpec = `tcp://${string}` | 'env'
+
+/**
+ * Options of a per-rank communicator (one process per rank). Every rank passes the same worldSize, bufferBytes
+ * and tuning table (the rendezvous refuses a group that disagrees: INVALID_ARGUMENT on every rank).
+ */
+export interface ProcessCommunicatorOptions extends CommunicatorOptionsBase {
+  backend: Backend
+  /** This process's rank, 0..worldSize-1 (from LLCOMM_RANK with rendezvous 'env'). */
+  rank?: number
+  /** Number of ranks (from LLCOMM_WORLD_SIZE with rendezvous 'env'). */
+  worldSize?: number
+  rendezvous: RendezvousSpec
+  /** cuda: this rank's device ordinal. Default 0 (several processes may share one GPU). */
+  device?: number
+  /** Deadline of the rendezvous in ms (every rank must have joined by then). Default: timeoutMs. */
+  rendezvousTimeoutMs?: number
+  /** cpu: busy-spin polls before a wait blocks on its futex (as CpuCommunicatorOptions.spinIterations). */
+  spinIterations?: number
+  /** cuda: directory of the NVRTC cubin cache (as CudaCommunicatorOptions.cacheDir). */
+  cacheDir?: string
+}
+
+/** One rank's output of a per-rank allReduce: the same typed array type as its input, with what ran. */
+export type RankAllReduceOutput<T extends TensorArray = TensorArray> = T & { info: AllReduceInfo }
+
+/** A per-rank communicator: this process is one rank of `size`. Calls are collective (every rank makes them). */
+export interface ProcessCommunicator extends AsyncDisposable {
+  readonly backend: Backend
+  readonly rank: number
+  readonly size: number
+  /** Algorithm names usable on this communicator (always includes 'auto'). */
+  readonly algorithms: readonly AlgorithmChoice[]
+  /** This rank's input in, this rank's output out (a new array), after every rank has contributed. */
+  allReduce<T extends TensorArray>(input: T, options?: AllReduceOptions): Promise<RankAllReduceOutput<T>>
+  /** Drains queued calls, leaves the group, frees every resource; idempotent and awaitable. */
+  close(): Promise<void>
+  /** Leaves at once, frees every resource (queued calls reject with CLOSED); idempotent and awaitable. */
+  destroy(): Promise<void>
+}
+
+/** A device-buffer all-reduce on a per-rank cuda communicator (graph-capturable: no host sync inside). */
+export interface ProcessDeviceAllReduceRequest {
+  /** Device pointers (CUdeviceptr as a number or bigint) of `count` elements of `dtype`. */
+  input: number | bigint
+  output: number | bigint
+  count: number
+  dtype: Dtype
+  op?: ReduceOp
+  algorithm?: AlgorithmChoice
+  /** CUstream handle (0 or omitted: the communicator's own stream). */
+  stream?: number | bigint
+  protocol?: LlProtocol
+  pdl?: boolean
+  fallback?: boolean
+}
+
+export interface CudaProcessCommunicatorApi extends ProcessCommunicator {
+  readonly backend: 'cuda'
+  readonly device: number
+  /** Enqueues the all-reduce on `stream`; returns what will run (no wait for the GPU). */
+  deviceAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo
+}

@@ -6,6 +6,7 @@ import { LlcommError } from 'llcomm/internal'
 import { register as registerBench } from './commands/bench.js'
 import { register as registerDecode } from './commands/decode.js'
 import { register as registerDiagnose } from './commands/diagnose.js'
+import { register as registerLaunch } from './commands/launch.js'
 import { register as registerModel } from './commands/model.js'
 import { register as registerSol } from './commands/sol.js'
 import { register as registerTune } from './commands/tune.js'
@@ -14,9 +15,17 @@ import { versionLine } from './version.js'
 const program = new Command()
 program
   .name('llcomm')
-  .description('Low-latency, barrier-free collectives: bench, tune, sol, model, decode, diagnose')
+  .description('Low-latency, barrier-free collectives: bench, tune, sol, model, decode, diagnose, launch')
   .version(versionLine(), '-V, --version', 'print the library and tools versions')
-for (const register of [registerBench, registerTune, registerSol, registerModel, registerDecode, registerDiagnose])
+for (const register of [
+  registerBench,
+  registerTune,
+  registerSol,
+  registerModel,
+  registerDecode,
+  registerDiagnose,
+  registerLaunch,
+])
   register(program)
 
 program.parseAsync(process.argv).catch((e: unknown) => {

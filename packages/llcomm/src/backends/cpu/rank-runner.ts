@@ -6,12 +6,14 @@
 import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
 import type { AlgorithmName, Dtype } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
+import type { ChannelMemory } from '../../protocol/cpu/layout.js'
 import { POISON_KIND } from '../../protocol/cpu/layout.js'
 import { type ProtocolTestFaults, RankProtocol } from '../../protocol/cpu/rank-protocol.js'
+import type { DoorbellWaiter } from '../../protocol/cpu/wait.js'
 import { benchmarkDelayUs, busyWaitUs, RankBenchmarkData } from './benchmark-data.js'
 
 export interface RankChannelConfig {
-  sab: SharedArrayBuffer
+  sab: ChannelMemory
   ranks: number
   bufferBytes: number
   rank: number
@@ -19,6 +21,9 @@ export interface RankChannelConfig {
   spinIterations: number
   /** Deliberately broken protocol variants, for the test that proves the ordering checks matter. */
   faults?: ProtocolTestFaults
+  /** One process per rank (process-communicator.ts): futex waits and peer liveness (WaitOptions). */
+  doorbell?: DoorbellWaiter
+  peerAlive?: (peer: number) => boolean
 }
 
 export interface RankBenchmarkCommand {
@@ -52,7 +57,12 @@ export class RankRunner {
       config.ranks,
       config.bufferBytes,
       config.rank,
-      { timeoutMs: config.timeoutMs, spinIterations: config.spinIterations },
+      {
+        timeoutMs: config.timeoutMs,
+        spinIterations: config.spinIterations,
+        doorbell: config.doorbell,
+        peerAlive: config.peerAlive,
+      },
       config.faults,
     )
   }

@@ -8,7 +8,7 @@
  * x = -0, so a line of all -0 contributions reduces to -0 as the float64 reference does.
  */
 import { f32FromBits, f32ToBits } from '../../dtype/f32.js'
-import { LINE_PAYLOAD_WORDS, LINE_WORDS, regionBase } from './layout.js'
+import { type ChannelMemory, LINE_PAYLOAD_WORDS, LINE_WORDS, regionBase } from './layout.js'
 import type { RankControl } from './wait.js'
 
 export const LINE_IDENTITY_WORD = 0x80000000 | 0
@@ -24,7 +24,7 @@ export class AtomicLines {
   private readonly regionIndex: number[]
   readonly linesPerHalf: number
 
-  constructor(sab: SharedArrayBuffer, control: RankControl) {
+  constructor(sab: ChannelMemory, control: RankControl) {
     const layout = control.layout
     this.i32 = new Int32Array(sab)
     this.control = control

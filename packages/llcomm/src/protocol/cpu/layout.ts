@@ -133,10 +133,22 @@ export function controlIndex(rank: number, word: number): number {
   return rank * CONTROL_STRIDE_WORDS + word
 }
 
+/**
+ * The memory a channel lives in: a SharedArrayBuffer between threads, or an ArrayBuffer over a mapping shared
+ * between processes (src/ffi/shared-memory.ts; Atomics work on it except wait/notify, see WaitOptions.doorbell).
+ */
+export type ChannelMemory = SharedArrayBuffer | ArrayBuffer
+
 /** Allocates a channel and writes its initial contents (all zero except armed sentinel slots). */
 export function createChannelMemory(layout: ChannelLayout): SharedArrayBuffer {
   const sab = new SharedArrayBuffer(layout.totalBytes)
-  const i32 = new Int32Array(sab)
+  initializeChannelMemory(layout, sab)
+  return sab
+}
+
+/** Writes a channel's initial contents into zero-filled `memory` of layout.totalBytes (before any rank uses it). */
+export function initializeChannelMemory(layout: ChannelLayout, memory: ChannelMemory): void {
+  const i32 = new Int32Array(memory, 0, layout.totalBytes / 4)
   for (let r = 0; r < layout.ranks; r++) {
     const first = (regionBase(layout, r) + layout.sentinelOffset) / 4
     i32.fill(SENTINEL_WORD | 0, first, first + 2 * layout.ranks * layout.slotsPerPeer)
@@ -146,5 +158,4 @@ export function createChannelMemory(layout: ChannelLayout): SharedArrayBuffer {
       i32.fill(0x80000000 | 0, lines + l * LINE_WORDS + 1, lines + (l + 1) * LINE_WORDS)
     }
   }
-  return sab
 }

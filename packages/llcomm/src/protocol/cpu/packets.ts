@@ -4,7 +4,7 @@
  * same half never matches and the buffer never needs resetting between calls. Payload efficiency is 50%.
  */
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
-import { regionBase } from './layout.js'
+import { type ChannelMemory, regionBase } from './layout.js'
 import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-buffer.js'
 import type { RankControl } from './wait.js'
 
@@ -33,7 +33,7 @@ export class Ll8Buffer implements LlChannel {
   /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
   private readonly rangeReduction = new RangeReduction()
 
-  constructor(sab: SharedArrayBuffer, control: RankControl, faults: Ll8TestFaults = {}) {
+  constructor(sab: ChannelMemory, control: RankControl, faults: Ll8TestFaults = {}) {
     const layout = control.layout
     this.u64 = new BigUint64Array(sab)
     this.control = control

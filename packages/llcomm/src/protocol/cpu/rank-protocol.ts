@@ -6,7 +6,7 @@ import type { Dtype } from '../../api/types.js'
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
 import { AtomicLines } from './atomic-lines.js'
 import { EpochBarrier } from './flags.js'
-import { type ChannelLayout, computeChannelLayout, regionBase } from './layout.js'
+import { type ChannelLayout, type ChannelMemory, computeChannelLayout, regionBase } from './layout.js'
 import { Ll8Buffer, type Ll8TestFaults } from './packets.js'
 import { SentinelBuffer, type SentinelTestFaults } from './sentinel.js'
 import { RankControl, type WaitOptions } from './wait.js'
@@ -29,7 +29,7 @@ export class RankProtocol {
   codec: DtypeCodec = DTYPE_CODECS.f32
 
   constructor(
-    sab: SharedArrayBuffer,
+    sab: ChannelMemory,
     ranks: number,
     bufferBytes: number,
     rank: number,

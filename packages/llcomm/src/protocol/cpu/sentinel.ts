@@ -5,7 +5,7 @@
  */
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
 import { SENTINEL_WORD } from '../../dtype/sentinels.js'
-import { regionBase } from './layout.js'
+import { type ChannelMemory, regionBase } from './layout.js'
 import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-buffer.js'
 import type { RankControl } from './wait.js'
 
@@ -41,7 +41,7 @@ export class SentinelBuffer implements LlChannel {
   /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
   private readonly rangeReduction = new RangeReduction()
 
-  constructor(sab: SharedArrayBuffer, control: RankControl, faults: SentinelTestFaults = {}) {
+  constructor(sab: ChannelMemory, control: RankControl, faults: SentinelTestFaults = {}) {
     const layout = control.layout
     this.i32 = new Int32Array(sab)
     this.control = control

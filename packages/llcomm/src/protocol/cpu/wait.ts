@@ -4,7 +4,7 @@
  * Atomics.wait on the rank's doorbell, so progress never depends on having a core per rank.
  */
 import { LlcommError, type LlcommErrorCode } from '../../errors.js'
-import { type ChannelLayout, CONTROL, controlIndex, POISON_KIND } from './layout.js'
+import { type ChannelLayout, type ChannelMemory, CONTROL, controlIndex, POISON_KIND } from './layout.js'
 
 const POISON_CODES: Readonly<Record<number, LlcommErrorCode>> = {
   [POISON_KIND.TIMEOUT]: 'TIMEOUT',
@@ -16,7 +16,29 @@ const POISON_CODES: Readonly<Record<number, LlcommErrorCode>> = {
 export interface WaitOptions {
   spinIterations: number
   timeoutMs: number
+  /**
+   * How a waiter blocks and a writer wakes it, when not Atomics.wait / Atomics.notify: memory shared between
+   * processes is not a SharedArrayBuffer, so Atomics.wait refuses it and a futex takes its place
+   * (src/backends/cpu/process-channel.ts). Same contract: wait(index, expected) returns at once when the word
+   * no longer holds `expected`, and a wake after a change of the word is never lost.
+   */
+  doorbell?: DoorbellWaiter
+  /**
+   * Whether a peer still runs (one process per rank): checked about every LIVENESS_CHECK_MS while waiting; a
+   * dead peer ends the wait with PEER_FAILED naming rank, peer and epoch instead of a TIMEOUT at the deadline.
+   */
+  peerAlive?: (peer: number) => boolean
 }
+
+export interface DoorbellWaiter {
+  /** Blocks while word `index` of the channel holds `expected`, at most `timeoutMs`. */
+  wait(index: number, expected: number, timeoutMs: number): void
+  /** Wakes every waiter on word `index`. */
+  wake(index: number): void
+}
+
+/** Interval between two liveness checks of the awaited peers while a wait goes on (peerAlive only). */
+export const LIVENESS_CHECK_MS = 100
 
 /** The largest epoch before wrapping back to 1; even, so that parity keeps alternating across the wrap. */
 const EPOCH_WRAP = 0xfffffffe
@@ -34,14 +56,18 @@ export class RankControl {
   private readonly timeoutMs: number
   private readonly dirtyPeers: Uint8Array
   private anyDirty = false
+  private readonly doorbell: DoorbellWaiter | undefined
+  private readonly peerAlive: ((peer: number) => boolean) | undefined
 
-  constructor(sab: SharedArrayBuffer, layout: ChannelLayout, rank: number, wait: WaitOptions) {
+  constructor(sab: ChannelMemory, layout: ChannelLayout, rank: number, wait: WaitOptions) {
     this.rank = rank
     this.size = layout.ranks
     this.layout = layout
     this.i32 = new Int32Array(sab)
     this.spinIterations = wait.spinIterations
     this.timeoutMs = wait.timeoutMs
+    this.doorbell = wait.doorbell
+    this.peerAlive = wait.peerAlive
     this.dirtyPeers = new Uint8Array(layout.ranks)
     this.epoch = Atomics.load(this.i32, controlIndex(rank, CONTROL.EPOCH)) >>> 0
   }
@@ -96,7 +122,10 @@ export class RankControl {
       Atomics.add(i32, bell, 1)
       if (Atomics.load(i32, controlIndex(p, CONTROL.SLEEPING)) === 0) continue
       const awaited = Atomics.load(i32, controlIndex(p, CONTROL.AWAITED_PEER))
-      if (awaited === this.rank || awaited < 0) Atomics.notify(i32, bell)
+      if (awaited === this.rank || awaited < 0) {
+        if (this.doorbell) this.doorbell.wake(bell)
+        else Atomics.notify(i32, bell)
+      }
     }
   }
 
@@ -115,16 +144,27 @@ export class RankControl {
   waitUntil(ready: () => boolean, peer: number, waitingFor: () => string): void {
     this.ringDoorbells()
     let deadline = 0
+    let nextLivenessCheck = 0
     for (let i = 0; i < this.spinIterations; i++) {
       if (ready()) return
       if ((i & (SPINS_PER_DEADLINE_CHECK - 1)) === SPINS_PER_DEADLINE_CHECK - 1) {
         this.checkAbort(peer)
         const now = performance.now()
-        if (deadline === 0) deadline = now + this.timeoutMs
-        else if (now > deadline) break
+        if (deadline === 0) {
+          deadline = now + this.timeoutMs
+          nextLivenessCheck = now + LIVENESS_CHECK_MS
+        } else if (now > deadline) break
+        if (this.peerAlive && now >= nextLivenessCheck) {
+          nextLivenessCheck = now + LIVENESS_CHECK_MS
+          if (ready()) return
+          this.throwIfPeerDead(peer, waitingFor)
+        }
       }
     }
-    if (deadline === 0) deadline = performance.now() + this.timeoutMs
+    if (deadline === 0) {
+      deadline = performance.now() + this.timeoutMs
+      nextLivenessCheck = performance.now() + LIVENESS_CHECK_MS
+    }
     const i32 = this.i32
     const bellIndex = controlIndex(this.rank, CONTROL.DOORBELL)
     const sleepingIndex = controlIndex(this.rank, CONTROL.SLEEPING)
@@ -147,11 +187,39 @@ export class RankControl {
             waitingFor: waitingFor(),
           })
         }
-        Atomics.wait(i32, bellIndex, bell, leftMs)
+        if (this.peerAlive) {
+          // Sleep in slices, so that a dead peer is noticed long before the deadline (re-checked after ready()).
+          const now = performance.now()
+          if (now >= nextLivenessCheck) {
+            nextLivenessCheck = now + LIVENESS_CHECK_MS
+            this.throwIfPeerDead(peer, waitingFor)
+          }
+          const sliceMs = Math.min(leftMs, Math.max(1, nextLivenessCheck - now))
+          if (this.doorbell) this.doorbell.wait(bellIndex, bell, sliceMs)
+          else Atomics.wait(i32, bellIndex, bell, sliceMs)
+        } else if (this.doorbell) this.doorbell.wait(bellIndex, bell, leftMs)
+        else Atomics.wait(i32, bellIndex, bell, leftMs)
       }
     } finally {
       // Only an extra notify can follow from a stale 1, never a missed one; cleared so writers skip it.
       Atomics.store(i32, sleepingIndex, 0)
+    }
+  }
+
+  /**
+   * PEER_FAILED when the awaited peer (every peer, for a wait that names none) no longer runs. Called only after
+   * ready() was seen false, so data a peer wrote before it died is still taken, never skipped.
+   */
+  private throwIfPeerDead(peer: number, waitingFor: () => string): void {
+    const alive = this.peerAlive
+    if (!alive) return
+    for (let p = 0; p < this.size; p++) {
+      if (p === this.rank || (peer >= 0 && p !== peer) || alive(p)) continue
+      throw new LlcommError(
+        'PEER_FAILED',
+        `rank ${this.rank}: peer ${p} died while rank ${this.rank} waited for it at epoch ${this.epoch} (${waitingFor()})`,
+        { rank: this.rank, peer: p, epoch: this.epoch, waitingFor: waitingFor() },
+      )
     }
   }
 

@@ -5,13 +5,13 @@
  * machine) without measuring.
  */
 import type { Command } from 'commander'
-import type { Backend } from 'llcomm/internal'
+import type { Backend, Communicator } from 'llcomm/internal'
 import { LlcommError } from 'llcomm/internal'
 import { formatSideBySide, readBaselineDocument, sideBySide } from '../../bench/baseline.js'
 import { measureBench } from '../../bench/bench-run.js'
 import { type BenchDocument, readBenchDocument } from '../../bench/document.js'
 import { checkSweepFits } from '../../bench/memory-fit.js'
-import { openCommunicator } from '../../bench/open-communicator.js'
+import { DEFAULT_CPU_RANKS, openCommunicator } from '../../bench/open-communicator.js'
 import {
   algorithmsFor,
   parseAlgorithms,
@@ -50,6 +50,8 @@ export interface BenchFlags {
   bufferBytes?: string
   progress?: boolean
   timeoutMs?: string
+  /** One process per rank (cpu): src/bench/process-group.ts. */
+  processes?: boolean
 }
 
 /**
@@ -121,14 +123,16 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
     resolveSizes(flags.sizes, flags.min, flags.max, { min: 8, max: DEFAULT_MAX_BYTES[b] })
   for (const bytes of sizesFor(backend ?? 'cpu')) for (const dtype of dtypes) elementCount(bytes, dtype)
 
-  const { comm, devices: usedDevices } = await openCommunicator({
-    backend,
-    ranks,
-    devices,
-    timeoutMs,
-    bufferBytes,
-    note: (line) => process.stderr.write(`${line}\n`),
-  })
+  const { comm, devices: usedDevices } = flags.processes
+    ? await openProcessGroup(backend, devices, ranks, timeoutMs, bufferBytes)
+    : await openCommunicator({
+        backend,
+        ranks,
+        devices,
+        timeoutMs,
+        bufferBytes,
+        note: (line) => process.stderr.write(`${line}\n`),
+      })
   try {
     checkSweepFits(comm.backend, comm.size, sizesFor(comm.backend))
     if (comm.backend === 'cpu' && flags.pdl !== undefined && flags.pdl !== 'off')
@@ -153,6 +157,22 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
   } finally {
     await comm.close()
   }
+}
+
+/** --processes: one Node process per rank on the cpu backend (the cuda per-process bench is not written yet). */
+async function openProcessGroup(
+  backend: Backend | undefined,
+  devices: number[] | undefined,
+  ranks: number | undefined,
+  timeoutMs: number | undefined,
+  bufferBytes: number | undefined,
+): Promise<{ comm: Communicator; devices?: number[] }> {
+  if (backend === 'cuda' || devices) {
+    throw new LlcommError('INVALID_ARGUMENT', '--processes runs the cpu backend only (use --backend cpu)')
+  }
+  const { startProcessGroup } = await import('../../bench/process-group.js')
+  process.stderr.write(`llcomm: backend cpu, one process per rank (${ranks ?? DEFAULT_CPU_RANKS} processes)\n`)
+  return { comm: await startProcessGroup({ ranks: ranks ?? DEFAULT_CPU_RANKS, timeoutMs, bufferBytes }) }
 }
 
 export function register(program: Command): void {
@@ -191,5 +211,6 @@ export function register(program: Command): void {
     )
     .option('--progress', 'show a progress bar on stderr (default: when stderr is a terminal)')
     .option('--no-progress', 'never show a progress bar')
+    .option('--processes', 'cpu: one Node process per rank (shared memory between processes) instead of worker threads')
     .action(async (flags: BenchFlags) => runBenchCommand(flags))
 }

@@ -1,0 +1,656 @@
+/**
+ * The cuda backend with one process per rank. This process is one rank on one device (`device`, default 0;
+ * several processes may share a GPU). The ranks meet through the TCP rendezvous and then:
+ *
+ *   1. each allocates its receive buffer, scratch, a 256-byte probe buffer and its error word, and writes the
+ *      initial contents (deviceBufferLayout's fills), as the in-process communicator does for each rank;
+ *   2. exports recvBuf, scratch and probe with cuIpcGetMemHandle; the handles go through the rendezvous; each rank
+ *      maps every peer's (cuIpcOpenMemHandle) - these are the peer pointers of every launch's params;
+ *   3. probes peer access for real (a driver that reports peer access that does not work has hung other
+ *      libraries at load): each rank writes its rank + 1 into word `rank` of every peer's probe buffer on its
+ *      stream and must see the stream finish within timeoutMs; after a barrier each rank checks that every peer's
+ *      word arrived in its own probe buffer. Any failure is NO_DEVICE naming the pair, on every rank;
+ *   4. rank 0 makes an ncclUniqueId and sends it through the rendezvous when every rank has NCCL and the ranks'
+ *      devices are distinct; ncclCommInitRank runs (collectively) on the first nccl call.
+ *
+ * Launches: the in-process launcher (allreduce-launcher.ts) with a launch group of one rank (this one) and the
+ * peer pointers from IPC, so the kernels, the parameter ABI, chunking and co-residency checks are the same.
+ * deviceAllReduce enqueues on the caller's stream with no host synchronization (graph-capturable); read the device
+ * error word with checkDeviceError() after the stream finished. allReduce(input) stages through device memory.
+ *
+ * close(): drains the stream, unmaps the peers' buffers, then a barrier (so that no rank frees memory a peer
+ * still maps), then frees in reverse order and leaves the rendezvous. destroy(): the same without the barrier.
+ */
+import { createHash } from 'node:crypto'
+import { chooseAlgorithm, loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
+import type {
+  AlgorithmChoice,
+  AlgorithmName,
+  AllReduceInfo,
+  AllReduceOptions,
+  CudaProcessCommunicatorApi,
+  Dtype,
+  ProcessCommunicatorOptions,
+  ProcessDeviceAllReduceRequest,
+  RankAllReduceOutput,
+  ReduceOp,
+  TensorArray,
+} from '../../api/types.js'
+import { DTYPE_BYTES, DTYPES } from '../../api/types.js'
+import { validateRankInput } from '../../communicator/validate.js'
+import { LlcommError, type LlcommErrorCode } from '../../errors.js'
+import {
+  asDevicePtr,
+  asStream,
+  type CudaDriver,
+  type CudaIpc,
+  type CuStream,
+  cudaDriver,
+  cudaIpc,
+  type DevicePtr,
+  nccl as loadNccl,
+  nvrtc as loadNvrtc,
+  type Nccl,
+  type NcclComm,
+  ncclRank,
+} from '../../ffi/index.js'
+import { resolveRendezvousSettings } from '../../rendezvous/address.js'
+import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
+import { processAlive } from '../../rendezvous/process-liveness.js'
+import { LLCOMM_ERROR_WORD_BYTES } from './abi.js'
+import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
+import { DeviceSet } from './devices.js'
+import { readErrorWord } from './error-word.js'
+import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
+import { DeviceAllocations } from './memory.js'
+import { KernelModules } from './modules.js'
+
+export const CUDA_PROCESS_DEFAULTS = { timeoutMs: 10_000, bufferBytes: 1 << 20 } as const
+const PROBE_BYTES = 256
+/** The in-process backend's auto preference and fallback order (communicator.ts), on this path too. */
+const AUTO_PREFERENCE: readonly AlgorithmName[] = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'nccl', 'ring']
+const FALLBACK_KERNELS: readonly AlgorithmName[] = ['ring', 'oneshot-barrier']
+/** Prepared kernel calls kept for the eager path (one per distinct pointer/count/options set, like the layers of a model). */
+const PREPARED_KEPT = 16
+
+interface ExportedBuffers {
+  ok: boolean
+  message?: string
+  code?: LlcommErrorCode
+  recv?: string
+  scratch?: string
+  probe?: string
+  device?: number
+  visibleDevices?: string
+  nccl?: boolean
+}
+
+const b64 = (a: Uint8Array): string => Buffer.from(a).toString('base64')
+const unb64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'))
+
+function positive(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+    throw new LlcommError('INVALID_ARGUMENT', `${name} must be a positive number`, { [name]: value })
+  }
+  return value
+}
+
+export async function createCudaProcessCommunicator(
+  options: ProcessCommunicatorOptions,
+): Promise<CudaProcessCommunicator> {
+  const { rank, worldSize, address } = resolveRendezvousSettings(options)
+  if (worldSize > 64) throw new LlcommError('INVALID_ARGUMENT', `at most 64 ranks, got ${worldSize}`, { worldSize })
+  const timeoutMs = positive(options.timeoutMs ?? CUDA_PROCESS_DEFAULTS.timeoutMs, 'timeoutMs')
+  const rendezvousTimeoutMs = positive(options.rendezvousTimeoutMs ?? timeoutMs, 'rendezvousTimeoutMs')
+  const bufferBytes = options.bufferBytes ?? CUDA_PROCESS_DEFAULTS.bufferBytes
+  if (!Number.isInteger(bufferBytes) || bufferBytes < 4096 || bufferBytes % 256 !== 0) {
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `bufferBytes must be a multiple of 256, at least 4096, got ${bufferBytes}`,
+    )
+  }
+  const device = options.device ?? 0
+  if (!Number.isInteger(device) || device < 0) {
+    throw new LlcommError('INVALID_ARGUMENT', `device must be a non-negative integer, got ${String(device)}`)
+  }
+  const table = loadTuningTable(options.tuningTable)
+  const digest = createHash('sha256').update(JSON.stringify(table)).digest('hex').slice(0, 16)
+  const rv = await joinRendezvous({
+    address,
+    rank,
+    worldSize,
+    timeoutMs: rendezvousTimeoutMs,
+    config: { backend: 'cuda', worldSize, bufferBytes, tuningTable: digest },
+  })
+  const comm = new CudaProcessCommunicator(rv, { device, timeoutMs, bufferBytes, table, cacheDir: options.cacheDir })
+  try {
+    await comm.connect(rendezvousTimeoutMs)
+  } catch (e) {
+    comm.releaseAll(false)
+    rv.destroy()
+    throw e
+  }
+  rv.unref()
+  return comm
+}
+
+export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
+  readonly backend = 'cuda' as const
+  readonly rank: number
+  readonly size: number
+  readonly device: number
+  readonly timeoutMs: number
+  readonly bufferBytes: number
+  algorithms: readonly AlgorithmChoice[] = ['auto']
+  private readonly rv: Rendezvous
+  private readonly table: TuningTable
+  private readonly cacheDir: string | undefined
+  private driver: CudaDriver | undefined
+  private ipc: CudaIpc | undefined
+  private deviceSet: DeviceSet | undefined
+  private modules: KernelModules | undefined
+  private allocs: DeviceAllocations | undefined
+  private launcher: AllReduceLauncher | undefined
+  private stream: CuStream | undefined
+  private errorWord: DevicePtr | undefined
+  private readonly recvBuf: DevicePtr[] = []
+  private readonly scratch: DevicePtr[] = []
+  private readonly probe: DevicePtr[] = []
+  /** Peer allocations mapped with cuIpcOpenMemHandle (closed before our own are freed). */
+  private readonly opened: DevicePtr[] = []
+  private ncclReason: string | undefined = 'not negotiated'
+  private ncclId: Uint8Array | undefined
+  private ncclComm: NcclComm | undefined
+  private ncclLib: Nccl | undefined
+  private staging: { bytes: number; input: DevicePtr; output: DevicePtr } | undefined
+  private readonly prepared = new Map<string, PreparedChunk[]>()
+  private state: 'open' | 'closed' = 'open'
+  private broken: LlcommError | undefined
+  private queue: Promise<unknown> = Promise.resolve()
+  private closing: Promise<void> | undefined
+
+  constructor(
+    rv: Rendezvous,
+    o: { device: number; timeoutMs: number; bufferBytes: number; table: TuningTable; cacheDir?: string },
+  ) {
+    this.rv = rv
+    this.rank = rv.rank
+    this.size = rv.worldSize
+    this.device = o.device
+    this.timeoutMs = o.timeoutMs
+    this.bufferBytes = o.bufferBytes
+    this.table = o.table
+    this.cacheDir = o.cacheDir
+  }
+
+  /** Steps 1-4 of the header. Every rank takes part in every gather, reporting its own failure there. */
+  async connect(timeoutMs: number): Promise<void> {
+    let mine: ExportedBuffers
+    try {
+      mine = this.allocateAndExport()
+    } catch (e) {
+      mine = { ok: false, message: (e as Error).message, code: e instanceof LlcommError ? e.code : undefined }
+    }
+    const all = await this.rv.allGather<ExportedBuffers>('llcomm/cuda/ipc', mine, timeoutMs)
+    this.throwIfAnyFailed(all, 'set up its device buffers')
+    let opened: { ok: boolean; message?: string } = { ok: true }
+    try {
+      this.openPeers(all)
+      await this.writeProbes(timeoutMs)
+    } catch (e) {
+      opened = { ok: false, message: (e as Error).message }
+    }
+    this.throwIfAnyFailed(await this.rv.allGather('llcomm/cuda/probe-written', opened, timeoutMs), 'probe its peers')
+    let checked: { ok: boolean; message?: string } = { ok: true }
+    try {
+      this.checkProbes()
+    } catch (e) {
+      checked = { ok: false, message: (e as Error).message }
+    }
+    this.throwIfAnyFailed(await this.rv.allGather('llcomm/cuda/probe-checked', checked, timeoutMs), 'see its peers')
+    await this.negotiateNccl(all, timeoutMs)
+    this.algorithms = [
+      ...new Set(KERNEL_VARIANTS.map((v) => v.algorithm)),
+      ...(this.ncclReason ? [] : (['nccl'] as const)),
+      'auto',
+    ]
+  }
+
+  private throwIfAnyFailed(
+    reports: readonly { ok: boolean; message?: string; code?: LlcommErrorCode }[],
+    what: string,
+  ): void {
+    const bad = reports.findIndex((r) => !r.ok)
+    if (bad < 0) return
+    // The failing rank's own code (LIBRARY_NOT_FOUND, CUDA_ERROR, ...) on every rank; NO_DEVICE when it had none.
+    throw new LlcommError(reports[bad].code ?? 'NO_DEVICE', `rank ${bad} could not ${what}: ${reports[bad].message}`, {
+      rank: this.rank,
+      peer: bad,
+    })
+  }
+
+  private allocateAndExport(): ExportedBuffers {
+    const driver = cudaDriver()
+    this.driver = driver
+    this.ipc = cudaIpc()
+    const deviceSet = new DeviceSet(driver, [this.device])
+    // One launch group holding this rank only: the launcher packs launchRanks = [rank] of nranks = worldSize.
+    deviceSet.groups[0].ranks = [this.rank]
+    this.deviceSet = deviceSet
+    const group = deviceSet.groups[0]
+    this.allocs = new DeviceAllocations(driver)
+    this.modules = new KernelModules(driver, loadNvrtc(), { headers: kernelSources(), cacheDir: this.cacheDir })
+    const layout = deviceBufferLayout(this.size, this.bufferBytes)
+    const recv = this.allocs.alloc(group.context, layout.recvBufBytes, 'recvBuf')
+    const scratch = this.allocs.alloc(group.context, layout.scratchBytes, 'scratch')
+    const probe = this.allocs.alloc(group.context, PROBE_BYTES, 'probe')
+    driver.memsetD32(recv, 0, Math.ceil(layout.recvBufBytes / 4))
+    driver.memsetD32(scratch, 0, Math.ceil(layout.scratchBytes / 4))
+    driver.memsetD32(probe, 0, PROBE_BYTES / 4)
+    for (const fill of layout.fills) {
+      const base = fill.region === 'recv' ? recv : scratch
+      driver.memsetD32((base + fill.offset) as DevicePtr, fill.word32, fill.bytes / 4)
+    }
+    this.errorWord = this.allocs.alloc(group.context, LLCOMM_ERROR_WORD_BYTES, 'errorWord')
+    driver.memsetD32(this.errorWord, 0, LLCOMM_ERROR_WORD_BYTES / 4)
+    // The initial contents must be in memory before any peer maps and writes these buffers.
+    driver.contextSynchronize()
+    this.stream = driver.streamCreate()
+    this.recvBuf[this.rank] = recv
+    this.scratch[this.rank] = scratch
+    this.probe[this.rank] = probe
+    let ncclOk = false
+    try {
+      this.ncclLib = loadNccl()
+      ncclRank()
+      ncclOk = true
+    } catch {
+      ncclOk = false
+    }
+    return {
+      ok: true,
+      recv: b64(this.ipc.getMemHandle(recv)),
+      scratch: b64(this.ipc.getMemHandle(scratch)),
+      probe: b64(this.ipc.getMemHandle(probe)),
+      device: this.device,
+      visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
+      nccl: ncclOk,
+    }
+  }
+
+  private openPeers(all: readonly ExportedBuffers[]): void {
+    const ipc = this.ipc as CudaIpc
+    for (let p = 0; p < this.size; p++) {
+      if (p === this.rank) continue
+      const e = all[p]
+      for (const [list, handle] of [
+        [this.recvBuf, e.recv],
+        [this.scratch, e.scratch],
+        [this.probe, e.probe],
+      ] as const) {
+        const ptr = ipc.openMemHandle(unb64(handle as string))
+        this.opened.push(ptr)
+        list[p] = ptr
+      }
+    }
+    const layout = deviceBufferLayout(this.size, this.bufferBytes)
+    this.launcher = new AllReduceLauncher(
+      this.driver as CudaDriver,
+      this.deviceSet as DeviceSet,
+      this.modules as KernelModules,
+      {
+        nranks: this.size,
+        recvBuf: this.recvBuf,
+        scratch: this.scratch,
+        errorWord: this.errorWord as DevicePtr,
+        timeoutNs: this.timeoutMs * 1e6,
+        bufferBytes: this.bufferBytes,
+        layout,
+      },
+    )
+  }
+
+  /** Writes rank + 1 into word `rank` of every peer's probe buffer; the stream must finish within timeoutMs. */
+  private async writeProbes(timeoutMs: number): Promise<void> {
+    const driver = this.driver as CudaDriver
+    const stream = this.stream as CuStream
+    for (let p = 0; p < this.size; p++) {
+      if (p !== this.rank) driver.memsetD32Async((this.probe[p] + 4 * this.rank) as DevicePtr, this.rank + 1, 1, stream)
+    }
+    await this.waitForStream(timeoutMs, 'the peer-access probe')
+  }
+
+  private checkProbes(): void {
+    const words = new Uint32Array(PROBE_BYTES / 4)
+    ;(this.driver as CudaDriver).copyDtoH(words, this.probe[this.rank])
+    for (let p = 0; p < this.size; p++) {
+      if (p === this.rank) continue
+      if (words[p] !== p + 1) {
+        throw new LlcommError(
+          'NO_DEVICE',
+          `rank ${p}'s probe write never reached rank ${this.rank} (peer access broken)`,
+          {
+            rank: this.rank,
+            peer: p,
+          },
+        )
+      }
+    }
+  }
+
+  private async negotiateNccl(all: readonly ExportedBuffers[], timeoutMs: number): Promise<void> {
+    const devices = all.map((e) => `${e.visibleDevices}|${e.device}`)
+    let reason: string | undefined
+    if (this.size < 2) reason = 'the nccl baseline needs at least 2 ranks'
+    else if (new Set(devices).size !== devices.length) reason = 'NCCL needs one rank per GPU (ranks share a device)'
+    else if (!all.every((e) => e.nccl)) reason = 'libnccl could not be loaded on every rank'
+    let id: string | undefined
+    if (!reason && this.rank === 0) {
+      try {
+        id = b64(ncclRank().uniqueId())
+      } catch (e) {
+        id = undefined
+        reason = (e as Error).message
+      }
+    }
+    const offers = await this.rv.allGather<{ id?: string; reason?: string }>(
+      'llcomm/cuda/nccl-id',
+      this.rank === 0 ? { id, reason } : {},
+      timeoutMs,
+    )
+    const offer = offers[0]
+    this.ncclReason = reason ?? offer.reason ?? (offer.id ? undefined : 'rank 0 made no ncclUniqueId')
+    if (!this.ncclReason && offer.id) this.ncclId = unb64(offer.id)
+  }
+
+  /** The NCCL communicator, made on the first nccl call: collective, every rank gets here in the same call. */
+  private ncclCommunicator(): NcclComm {
+    if (this.ncclComm !== undefined) return this.ncclComm
+    if (!this.ncclId) throw new LlcommError('UNSUPPORTED_ALGORITHM', `nccl is not usable here: ${this.ncclReason}`)
+    ;(this.deviceSet as DeviceSet).use((this.deviceSet as DeviceSet).groups[0])
+    this.ncclComm = ncclRank().commInitRank(this.size, this.ncclId, this.rank)
+    return this.ncclComm
+  }
+
+  private assertOpen(): void {
+    if (this.state !== 'open') throw new LlcommError('CLOSED', 'the communicator is closed')
+    if (this.broken) throw this.broken
+    const dead = this.rv.deadPeer
+    if (dead !== undefined) {
+      this.broken = new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died (its process is gone)`, {
+        rank: this.rank,
+        peer: dead,
+      })
+      throw this.broken
+    }
+  }
+
+  private hasKernel(algorithm: AlgorithmName, dtype: Dtype, op: ReduceOp): boolean {
+    return KERNEL_VARIANTS.some((v) => v.algorithm === algorithm && v.dtype === dtype && v.op === op)
+  }
+
+  /** auto and fallbacks, with the rules of the in-process cuda communicator (reported, never silent). */
+  resolveAlgorithm(
+    requested: AlgorithmChoice,
+    dtype: Dtype,
+    op: ReduceOp,
+    bytes: number,
+    fallback = true,
+  ): { algorithm: AlgorithmName; fallbackReason?: string } {
+    if (!DTYPES.includes(dtype)) throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not supported`)
+    if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
+    const available = this.algorithms.filter((a): a is AlgorithmName => a !== 'auto')
+    if (requested === 'auto') {
+      const chosen = chooseAlgorithm(this.table, 'cuda', this.size, bytes, available, AUTO_PREFERENCE)
+      if (chosen === 'nccl' || this.hasKernel(chosen, dtype, op)) return { algorithm: chosen }
+      requested = chosen
+    } else if (available.includes(requested) && (requested === 'nccl' || this.hasKernel(requested, dtype, op))) {
+      return { algorithm: requested }
+    }
+    const reason =
+      requested === 'nccl' || requested === 'nccl-symmetric'
+        ? `${requested} is not usable per process here: ${requested === 'nccl-symmetric' ? 'not offered on this path' : this.ncclReason}`
+        : `${requested} has no kernel for ${dtype}/${op} on this communicator`
+    if (!fallback) throw new LlcommError('UNSUPPORTED_ALGORITHM', reason, { algorithm: requested })
+    const to = available.includes('nccl') ? 'nccl' : FALLBACK_KERNELS.find((a) => this.hasKernel(a, dtype, op))
+    if (!to) throw new LlcommError('UNSUPPORTED_ALGORITHM', `${reason}, and no fallback is available`)
+    return { algorithm: to, fallbackReason: reason }
+  }
+
+  /** Enqueues this rank's part of the all-reduce on `stream`; no host synchronization (graph-capturable). */
+  deviceAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo {
+    this.assertOpen()
+    const { count, dtype } = request
+    if (!Number.isInteger(count) || count < 0) {
+      throw new LlcommError('INVALID_ARGUMENT', `count must be a non-negative integer, got ${count}`)
+    }
+    const pointer = (v: unknown, what: string): DevicePtr => {
+      if (typeof v !== 'number' && typeof v !== 'bigint') {
+        throw new LlcommError('INVALID_ARGUMENT', `${what} is not a device pointer (number or bigint)`)
+      }
+      try {
+        return asDevicePtr(v)
+      } catch (e) {
+        throw new LlcommError('INVALID_ARGUMENT', `${what}: ${(e as Error).message}`)
+      }
+    }
+    const input = pointer(request.input, 'input')
+    const output = pointer(request.output, 'output')
+    for (const [what, p] of [
+      ['input', input],
+      ['output', output],
+    ] as const) {
+      if (p <= 0) throw new LlcommError('INVALID_ARGUMENT', `${what} is not a device pointer`)
+      if (p % 16 !== 0) throw new LlcommError('MISALIGNED_BUFFER', `${what} 0x${p.toString(16)} is not 16-byte aligned`)
+    }
+    const op = request.op ?? 'sum'
+    const stream =
+      request.stream === undefined || request.stream === 0 ? (this.stream as CuStream) : asStream(request.stream)
+    const { algorithm, fallbackReason } = this.resolveAlgorithm(
+      request.algorithm ?? 'auto',
+      dtype,
+      op,
+      count * DTYPE_BYTES[dtype],
+      request.fallback ?? true,
+    )
+    const info: AllReduceInfo = { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
+    if (count === 0) return info
+    if (algorithm === 'nccl') {
+      ;(this.ncclLib as Nccl).allReduce(input, output, count, dtype, this.ncclCommunicator(), stream)
+      info.chunks = 1
+      return info
+    }
+    const pdl = request.pdl ?? false
+    const key = `${input}|${output}|${count}|${dtype}|${op}|${algorithm}|${request.protocol ?? ''}|${pdl ? 1 : 0}`
+    let chunks = this.prepared.get(key)
+    if (!chunks) {
+      const inputs: DevicePtr[] = new Array(this.size).fill(0)
+      const outputs: DevicePtr[] = new Array(this.size).fill(0)
+      inputs[this.rank] = input
+      outputs[this.rank] = output
+      chunks = (this.launcher as AllReduceLauncher).prepare({
+        inputs,
+        outputs,
+        count,
+        dtype,
+        op,
+        algorithm,
+        protocol: request.protocol,
+        pdl,
+        streams: [stream],
+      })
+      if (this.prepared.size >= PREPARED_KEPT) this.prepared.delete(this.prepared.keys().next().value as string)
+      this.prepared.set(key, chunks)
+    }
+    ;(this.launcher as AllReduceLauncher).issue(chunks, [stream])
+    info.chunks = chunks.length
+    return info
+  }
+
+  /** Reads the device error word (after the stream finished): TIMEOUT naming rank, peer and epoch, or PEER_FAILED. */
+  checkDeviceError(): void {
+    if (this.state !== 'open') return
+    const e = readErrorWord(this.driver as CudaDriver, this.errorWord as DevicePtr)
+    if (!e) return
+    const peer = e.details.peer as number
+    const dead = this.rv.deadPeer ?? (peer >= 0 && !processAlive(this.rv.pids[peer]) ? peer : undefined)
+    this.broken =
+      dead !== undefined
+        ? new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died during the call (${e.message})`, {
+            ...e.details,
+            rank: this.rank,
+            peer: dead,
+          })
+        : e
+    throw this.broken
+  }
+
+  /** Polls the stream (yielding to the event loop) until it is done; TIMEOUT past the kernels' own deadline. */
+  private async waitForStream(limitMs: number, what: string): Promise<void> {
+    const driver = this.driver as CudaDriver
+    const deadline = performance.now() + limitMs
+    let spins = 0
+    while (!driver.streamQuery(this.stream as CuStream)) {
+      if (performance.now() > deadline) {
+        this.broken = new LlcommError('TIMEOUT', `rank ${this.rank}: ${what} did not finish within ${limitMs} ms`, {
+          rank: this.rank,
+          waitingFor: what,
+        })
+        throw this.broken
+      }
+      if (++spins > 200) await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+
+  private stagingFor(bytes: number): { input: DevicePtr; output: DevicePtr } {
+    const allocs = this.allocs as DeviceAllocations
+    if (!this.staging || this.staging.bytes < bytes) {
+      if (this.staging) {
+        allocs.release(this.staging.input)
+        allocs.release(this.staging.output)
+      }
+      const need = Math.max(bytes, 2 * (this.staging?.bytes ?? 4096))
+      const ctx = (this.deviceSet as DeviceSet).groups[0].context
+      this.staging = {
+        bytes: need,
+        input: allocs.alloc(ctx, need, 'stagingIn'),
+        output: allocs.alloc(ctx, need, 'stagingOut'),
+      }
+    }
+    return this.staging
+  }
+
+  /** Host arrays: copies in, runs on the communicator's stream, waits, checks the error word, copies out. */
+  allReduce<T extends TensorArray>(input: T, options: AllReduceOptions = {}): Promise<RankAllReduceOutput<T>> {
+    const run = this.queue.then(async () => {
+      this.assertOpen()
+      const dtype = options.dtype ?? 'f32'
+      const count = validateRankInput(input, dtype, this.rank)
+      const bytes = count * DTYPE_BYTES[dtype]
+      const output = (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count)) as T
+      if (count === 0) {
+        const r = this.resolveAlgorithm(options.algorithm ?? 'auto', dtype, options.op ?? 'sum', 0, options.fallback)
+        return Object.assign(output, { info: { algorithm: r.algorithm, chunks: 0 } })
+      }
+      const driver = this.driver as CudaDriver
+      const buf = this.stagingFor(bytes)
+      driver.copyHtoD(buf.input, input, bytes)
+      // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
+      driver.contextSynchronize()
+      const info = this.deviceAllReduce({
+        input: buf.input,
+        output: buf.output,
+        count,
+        dtype,
+        op: options.op,
+        algorithm: options.algorithm,
+        protocol: options.protocol,
+        pdl: options.pdl,
+        fallback: options.fallback,
+      })
+      await this.waitForStream(this.timeoutMs * 2 + 5000, 'the all-reduce')
+      this.checkDeviceError()
+      driver.copyDtoH(output, buf.output, bytes)
+      return Object.assign(output, { info })
+    })
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  /** Drains, unmaps peers, a barrier (no rank frees what a peer still maps), frees, leaves. Idempotent. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = (async () => {
+        await this.queue
+        if (this.state === 'closed') return
+        this.state = 'closed'
+        try {
+          if (this.stream !== undefined) (this.driver as CudaDriver).streamSynchronize(this.stream)
+        } catch {
+          // a device error during the drain: still free everything below
+        }
+        this.closePeerMappings()
+        try {
+          await this.rv.barrier('llcomm/cuda/close', this.timeoutMs)
+        } catch {
+          // a dead or departed peer: it maps nothing of ours any more
+        }
+        this.releaseAll(true)
+        await this.rv.close(this.timeoutMs)
+      })()
+    }
+    return this.closing
+  }
+
+  /** Frees at once, without the close barrier. Idempotent. */
+  async destroy(): Promise<void> {
+    this.state = 'closed'
+    this.releaseAll(true)
+    this.rv.destroy()
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  private closePeerMappings(): void {
+    while (this.opened.length > 0) {
+      const p = this.opened.pop() as DevicePtr
+      try {
+        ;(this.ipc as CudaIpc).closeMemHandle(p)
+      } catch {
+        // keep going: one failure must not leak the rest
+      }
+    }
+  }
+
+  /** Frees everything this rank owns, in reverse order of creation; idempotent. */
+  releaseAll(_drained: boolean): void {
+    const attempt = (f: () => void): void => {
+      try {
+        f()
+      } catch {
+        // keep freeing
+      }
+    }
+    this.state = 'closed'
+    if (this.ncclComm !== undefined && this.ncclLib) {
+      const c = this.ncclComm
+      this.ncclComm = undefined
+      attempt(() => (this.ncclLib as Nccl).commDestroy(c))
+    }
+    attempt(() => this.launcher?.disposeAll())
+    this.launcher = undefined
+    this.prepared.clear()
+    this.closePeerMappings()
+    if (this.stream !== undefined) {
+      const s = this.stream
+      this.stream = undefined
+      attempt(() => (this.driver as CudaDriver).streamDestroy(s))
+    }
+    attempt(() => this.allocs?.freeAll())
+    attempt(() => this.modules?.unloadAll())
+    attempt(() => this.deviceSet?.release())
+    this.deviceSet = undefined
+  }
+}

@@ -1,0 +1,141 @@
+// One rank of test/gpu/multiprocess.test.ts (not a test file): a per-rank cuda communicator on device
+// $LLCOMM_TEST_DEVICE (default 0; several processes share it through CUDA IPC), then
+//   - the correctness matrix on host arrays (every algorithm offered x dtype x size), each output against the
+//     float64 reference of every rank's input (inputs are regenerated from the seed, so every rank knows them all)
+//     plus a digest per case so the parent can check the ranks agree bitwise;
+//   - graph replay: deviceAllReduce captured once per algorithm on a fresh stream, replayed with new input data
+//     each time, every replay checked;
+//   - nccl: on a shared GPU it is not offered and a request for it falls back with a reason (checked).
+// Prints one `RESULT {...}` line.
+import { createHash } from 'node:crypto'
+import type { AlgorithmChoice, Dtype, TensorArray } from '../../src/api/types.js'
+import { DTYPE_BYTES, DTYPES } from '../../src/api/types.js'
+import type { CudaProcessCommunicator } from '../../src/backends/cuda/process-communicator.js'
+import { createCommunicator } from '../../src/create.js'
+import { LlcommError } from '../../src/errors.js'
+import { cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
+import { checkAllReduce } from '../support/reference.js'
+import { makeInput, rng } from './gpu-harness.js'
+
+const rank = Number(process.env.LLCOMM_RANK)
+const SIZES = (process.env.LLCOMM_TEST_SIZES ?? '1,1000,65537').split(',').map(Number)
+const REPLAYS = Number(process.env.LLCOMM_TEST_REPLAYS ?? 20)
+
+function inputOf(dtype: Dtype, count: number, r: number, seed: number): TensorArray {
+  return makeInput(dtype, count, seed % 2 === 0 ? 'random' : 'adversarial', r, rng(seed * 1009 + r))
+}
+
+function digest(a: TensorArray): string {
+  return createHash('sha256')
+    .update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength))
+    .digest('hex')
+    .slice(0, 16)
+}
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  const comm = (await createCommunicator({
+    backend: 'cuda',
+    rendezvous: 'env',
+    device: Number(process.env.LLCOMM_TEST_DEVICE ?? 0),
+    timeoutMs: Number(process.env.LLCOMM_TEST_TIMEOUT_MS ?? 60_000),
+    rendezvousTimeoutMs: 120_000,
+  })) as CudaProcessCommunicator
+  const setupMs = performance.now() - started
+  const problems: string[] = []
+  const digests: Record<string, string> = {}
+  const algorithms = comm.algorithms.filter((a) => a !== 'nccl') as AlgorithmChoice[]
+  let calls = 0
+  for (const algorithm of algorithms) {
+    for (const dtype of DTYPES) {
+      for (const [k, count] of SIZES.entries()) {
+        const seed = 1 + k * 7 + DTYPES.indexOf(dtype) * 101
+        const inputs = Array.from({ length: comm.size }, (_, r) => inputOf(dtype, count, r, seed))
+        const out = await comm.allReduce(inputs[rank], { algorithm, dtype })
+        calls++
+        if (algorithm !== 'auto' && out.info.algorithm !== algorithm)
+          problems.push(`${algorithm} ran ${out.info.algorithm}`)
+        for (const p of checkAllReduce(
+          dtype,
+          inputs,
+          inputs.map(() => out),
+        ))
+          problems.push(`${algorithm} ${dtype} ${count}: ${p}`)
+        digests[`${algorithm}/${dtype}/${count}`] = digest(out)
+      }
+    }
+  }
+  // nccl on a GPU shared by the ranks: not offered; a request falls back with a reason.
+  let ncclFallback: string | undefined
+  if (!comm.algorithms.includes('nccl')) {
+    const out = await comm.allReduce(new Float32Array(64).fill(1), { algorithm: 'nccl' })
+    ncclFallback = out.info.fallbackReason
+    if (!ncclFallback) problems.push('nccl request did not report a fallback')
+    if (!out.every((x) => x === comm.size)) problems.push('nccl fallback gave wrong data')
+  }
+  // Graph replay per process: capture deviceAllReduce once, replay with fresh inputs.
+  const d = cudaDriver()
+  const count = 4096
+  const replayAlgorithms = algorithms.filter((a) => a !== 'auto')
+  let replays = 0
+  for (const algorithm of replayAlgorithms) {
+    const dtype: Dtype = 'f32'
+    const bytes = count * DTYPE_BYTES[dtype]
+    const input = d.memAlloc(bytes) as DevicePtr
+    const output = d.memAlloc(bytes) as DevicePtr
+    const stream = d.streamCreate()
+    try {
+      // One eager call first (collective, checked like the replays): modules and launch configs are made outside
+      // the capture, where the driver allows module loads; the capture then only records the launches.
+      const warm = Array.from({ length: comm.size }, (_, r) => inputOf(dtype, count, r, 4999 * 2))
+      d.copyHtoD(input, warm[rank], bytes)
+      d.contextSynchronize()
+      comm.deviceAllReduce({ input, output, count, dtype, algorithm, stream })
+      d.streamSynchronize(stream)
+      comm.checkDeviceError()
+      d.beginCapture(stream)
+      comm.deviceAllReduce({ input, output, count, dtype, algorithm, stream })
+      const graph = d.endCapture(stream)
+      const exec = d.graphInstantiate(graph)
+      try {
+        for (let it = 0; it < REPLAYS; it++) {
+          const seed = 5000 + it
+          const inputs = Array.from({ length: comm.size }, (_, r) => inputOf(dtype, count, r, seed * 2))
+          d.copyHtoD(input, inputs[rank], bytes)
+          d.contextSynchronize()
+          d.graphLaunch(exec, stream)
+          d.streamSynchronize(stream)
+          comm.checkDeviceError()
+          const out = new Float32Array(count)
+          d.copyDtoH(out, output, bytes)
+          replays++
+          for (const p of checkAllReduce(
+            dtype,
+            inputs,
+            inputs.map(() => out),
+          ))
+            problems.push(`graph ${algorithm} replay ${it}: ${p}`)
+          digests[`graph/${algorithm}/${it}`] = digest(out)
+        }
+      } finally {
+        d.graphExecDestroy(exec)
+        d.graphDestroy(graph)
+      }
+    } finally {
+      d.streamDestroy(stream)
+      d.memFree(input)
+      d.memFree(output)
+    }
+  }
+  await comm.close()
+  process.stdout.write(
+    `RESULT ${JSON.stringify({ rank, setupMs, calls, replays, problems: problems.slice(0, 20), digests, algorithms: comm.algorithms, ncclFallback, totalMs: performance.now() - started })}\n`,
+  )
+}
+
+main().catch((e: unknown) => {
+  const error =
+    e instanceof LlcommError ? { code: e.code, message: e.message, details: e.details } : { message: String(e) }
+  process.stdout.write(`RESULT ${JSON.stringify({ rank, error })}\n`)
+  process.exitCode = 1
+})

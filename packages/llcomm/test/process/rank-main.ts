@@ -1,0 +1,181 @@
+// One rank of a multi-process test: started by test/process/spawn-ranks.ts (or `llcomm launch`) with LLCOMM_RANK,
+// LLCOMM_WORLD_SIZE and LLCOMM_RENDEZVOUS set, it runs the scenario named by LLCOMM_TEST_SCENARIO on a per-rank
+// cpu communicator and prints one JSON line `RESULT {...}` on stdout. Not a test file itself (no .test. in the name).
+import { createHash } from 'node:crypto'
+import { type AlgorithmChoice, DTYPES, type Dtype, type TensorArray } from '../../src/api/types.js'
+import type { CpuProcessCommunicator } from '../../src/backends/cpu/process-communicator.js'
+import { createCommunicator } from '../../src/create.js'
+import { LlcommError } from '../../src/errors.js'
+import { adversarialInput } from '../support/adversarial.js'
+import { checkAllReduce } from '../support/reference.js'
+
+const scenario = process.env.LLCOMM_TEST_SCENARIO ?? 'matrix'
+const timeoutMs = Number(process.env.LLCOMM_TEST_TIMEOUT_MS ?? 20_000)
+const victim = Number(process.env.LLCOMM_TEST_VICTIM ?? -1)
+const rank = Number(process.env.LLCOMM_RANK)
+
+export const MATRIX_ALGORITHMS: readonly AlgorithmChoice[] = [
+  'oneshot-ll',
+  'oneshot-sentinel',
+  'twoshot-sentinel',
+  'twoshot-atomic',
+  'oneshot-barrier',
+  'ring',
+  'auto',
+]
+const MATRIX_LENGTHS = (process.env.LLCOMM_TEST_LENGTHS ?? '1,7,1000,4097,65537').split(',').map(Number)
+const MATRIX_DTYPES = (process.env.LLCOMM_TEST_DTYPES?.split(',') ?? DTYPES) as readonly Dtype[]
+
+function report(result: Record<string, unknown>): void {
+  process.stdout.write(`RESULT ${JSON.stringify({ rank, ...result })}\n`)
+}
+
+function errorInfo(e: unknown): Record<string, unknown> {
+  if (e instanceof LlcommError) return { code: e.code, message: e.message, details: e.details }
+  return { code: 'UNEXPECTED', message: e instanceof Error ? (e.stack ?? e.message) : String(e) }
+}
+
+function digest(a: TensorArray): string {
+  return createHash('sha256')
+    .update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength))
+    .digest('hex')
+    .slice(0, 16)
+}
+
+/** Small integers: every sum is exact in every dtype and order, so each call is checked element by element. */
+function integerInput(count: number, r: number, call: number): Float32Array {
+  const a = new Float32Array(count)
+  for (let i = 0; i < count; i++) a[i] = ((r * 31 + i * 7 + call * 13) % 17) - 8
+  return a
+}
+
+async function matrix(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  const problems: string[] = []
+  const digests: Record<string, string> = {}
+  let calls = 0
+  for (const algorithm of MATRIX_ALGORITHMS) {
+    for (const dtype of MATRIX_DTYPES) {
+      for (const length of MATRIX_LENGTHS) {
+        const seed = comm.size * 1000 + length
+        const inputs = Array.from({ length: comm.size }, (_, r) => adversarialInput(dtype, length, seed, r))
+        const out = await comm.allReduce(inputs[comm.rank], { algorithm, dtype })
+        calls++
+        if (algorithm !== 'auto' && out.info.algorithm !== algorithm)
+          problems.push(`${algorithm} ran ${out.info.algorithm}`)
+        for (const p of checkAllReduce(
+          dtype,
+          inputs,
+          inputs.map(() => out),
+        ))
+          problems.push(`${algorithm} ${dtype} ${length}: ${p}`)
+        digests[`${algorithm}/${dtype}/${length}`] = digest(out)
+      }
+    }
+  }
+  return { problems, digests, calls }
+}
+
+async function stress(comm: CpuProcessCommunicator, calls: number): Promise<Record<string, unknown>> {
+  const algorithms = MATRIX_ALGORITHMS.filter((a) => a !== 'auto')
+  const count = 96
+  let wrong = 0
+  const expected = new Float32Array(count)
+  const started = performance.now()
+  for (let call = 0; call < calls; call++) {
+    expected.fill(0)
+    for (let r = 0; r < comm.size; r++) {
+      const x = integerInput(count, r, call)
+      for (let i = 0; i < count; i++) expected[i] += x[i]
+    }
+    const out = await comm.allReduce(integerInput(count, comm.rank, call), {
+      algorithm: algorithms[call % algorithms.length],
+    })
+    for (let i = 0; i < count; i++) if (out[i] !== expected[i]) wrong++
+  }
+  return { calls, wrong, perCallUs: ((performance.now() - started) * 1000) / calls }
+}
+
+/** The victim dies (SIGKILL, no cleanup at all) after a few calls; the others keep calling. */
+async function killed(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  for (let call = 0; call < 5; call++)
+    await comm.allReduce(integerInput(64, comm.rank, call), { algorithm: 'oneshot-ll' })
+  if (comm.rank === victim) process.kill(process.pid, 'SIGKILL')
+  const started = performance.now()
+  try {
+    for (let call = 5; call < 1_000_000; call++) {
+      await comm.allReduce(integerInput(64, comm.rank, call), { algorithm: 'oneshot-sentinel' })
+    }
+    return { error: { code: 'NONE' } }
+  } catch (e) {
+    const afterMs = performance.now() - started
+    // A second call must fail fast with the same code (the communicator stays broken).
+    let second: Record<string, unknown> = {}
+    try {
+      await comm.allReduce(integerInput(64, comm.rank, 0))
+    } catch (e2) {
+      second = errorInfo(e2)
+    }
+    return { error: errorInfo(e), afterMs, second }
+  }
+}
+
+/** The victim joins but never calls: the others get TIMEOUT naming it. */
+async function absent(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  if (comm.rank === victim) {
+    await new Promise((r) => setTimeout(r, timeoutMs * 2))
+    return {}
+  }
+  const started = performance.now()
+  try {
+    await comm.allReduce(integerInput(64, comm.rank, 0), { algorithm: 'twoshot-sentinel' })
+    return { error: { code: 'NONE' } }
+  } catch (e) {
+    return { error: errorInfo(e), afterMs: performance.now() - started }
+  }
+}
+
+async function main(): Promise<void> {
+  let comm: CpuProcessCommunicator
+  const joinStarted = performance.now()
+  try {
+    comm = (await createCommunicator({
+      backend: 'cpu',
+      rendezvous: 'env',
+      timeoutMs,
+      bufferBytes: 16 * 1024,
+      ...(process.env.LLCOMM_TEST_SPIN ? { spinIterations: Number(process.env.LLCOMM_TEST_SPIN) } : {}),
+    })) as CpuProcessCommunicator
+  } catch (e) {
+    report({ joinError: errorInfo(e), afterMs: performance.now() - joinStarted })
+    process.exitCode = 3
+    return
+  }
+  let result: Record<string, unknown>
+  switch (scenario) {
+    case 'matrix':
+      result = await matrix(comm)
+      break
+    case 'stress':
+      result = await stress(comm, Number(process.env.LLCOMM_TEST_CALLS ?? 10_000))
+      break
+    case 'killed':
+      result = await killed(comm)
+      break
+    case 'absent':
+      result = await absent(comm)
+      break
+    case 'exit-code':
+      await comm.allReduce(integerInput(8, comm.rank, 0))
+      await comm.close()
+      process.exitCode = comm.rank === victim ? 7 : 0
+      report({})
+      return
+    default:
+      throw new Error(`unknown scenario ${scenario}`)
+  }
+  if (scenario === 'killed' || scenario === 'absent') await comm.destroy()
+  else await comm.close()
+  report(result)
+}
+
+await main()
