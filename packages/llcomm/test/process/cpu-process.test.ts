@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { test } from 'node:test'
-import { processAlive } from '../../src/rendezvous/process-liveness.js'
 import { createCommunicator } from '../../src/create.js'
 import { isLlcommError } from '../../src/errors.js'
 import { listSegments, removeStaleSegments, SharedMemorySegment } from '../../src/ffi/shared-memory.js'
 import { findFreePort } from '../../src/rendezvous/free-port.js'
+import { processAlive } from '../../src/rendezvous/process-liveness.js'
 import { type RankRun, runRanks } from './spawn-ranks.js'
 
 /** No child alive, no segment named after any child (the creator's pid is in the name). */

@@ -20,8 +20,8 @@ import {
 } from '../../ffi/shared-memory.js'
 import { type ChannelLayout, initializeChannelMemory } from '../../protocol/cpu/layout.js'
 import type { DoorbellWaiter } from '../../protocol/cpu/wait.js'
-import type { Rendezvous } from '../../rendezvous/tcp-store.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
+import type { Rendezvous } from '../../rendezvous/tcp-store.js'
 
 export interface ProcessChannel {
   readonly segment: SharedMemorySegment

@@ -55,8 +55,8 @@ import {
   ncclRank,
 } from '../../ffi/index.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
-import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
+import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
 import { LLCOMM_ERROR_WORD_BYTES } from './abi.js'
 import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
 import { DeviceSet } from './devices.js'
