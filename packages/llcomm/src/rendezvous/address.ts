@@ -62,7 +62,7 @@ export function parseIntegerSetting(value: unknown, name: string, min: number, m
 /** rank, worldSize and address from explicit options, or from the environment when rendezvous is 'env'. */
 export function resolveRendezvousSettings(
   options: { rank?: unknown; worldSize?: unknown; rendezvous?: unknown },
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = process.env,
 ): { rank: number; worldSize: number; address: RendezvousAddress } {
   const fromEnv = options.rendezvous === 'env'
   const rawWorld = options.worldSize ?? (fromEnv ? env[RENDEZVOUS_ENV.worldSize] : undefined)

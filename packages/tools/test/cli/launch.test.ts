@@ -8,9 +8,11 @@ import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { isLlcommError, processAlive } from 'llcomm/internal'
 import { launch } from '../../src/cli/commands/launch.js'
+import { repoPath } from '../support/paths.js'
 
 const BIN = fileURLToPath(new URL('../../../bin/llcomm.js', import.meta.url))
-const RANK_MAIN = fileURLToPath(new URL('../process/rank-main.js', import.meta.url))
+// A rank program of the library's per-process tests (packages/llcomm/test/process/rank-main.ts), run under the launcher.
+const RANK_MAIN = repoPath('packages/llcomm/dist/test/process/rank-main.js')
 
 function capture(): { stream: PassThrough; text: () => string } {
   const stream = new PassThrough()

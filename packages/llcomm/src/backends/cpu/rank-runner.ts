@@ -85,7 +85,7 @@ export class RankRunner {
       // A failure of this rank's own (not an abort because of another's, not a close) poisons the channel, so that
       // no rank returns data from this call or a later one until recovery (CONTROL.POISONED).
       if (!(e instanceof LlcommError) || (e.code !== 'CLOSED' && e.details.aborted !== true)) {
-        control.poison(poisonKindOf(e))
+        control.poison(poisonKindOf(e), deadPeerOf(e))
       }
       throw e
     }
@@ -142,5 +142,13 @@ function poisonKindOf(e: unknown): number {
   if (e.code === 'TIMEOUT') return POISON_KIND.TIMEOUT
   if (e.code === 'MISMATCH') return POISON_KIND.MISMATCH
   if (e.code === 'WORKER_FAILED') return POISON_KIND.WORKER_FAILED
+  if (e.code === 'PEER_FAILED') return POISON_KIND.PEER_FAILED
   return POISON_KIND.OTHER
+}
+
+/** For PEER_FAILED, the rank whose process died (what every peer must name); otherwise undefined (this rank). */
+function deadPeerOf(e: unknown): number | undefined {
+  if (!(e instanceof LlcommError) || e.code !== 'PEER_FAILED') return undefined
+  const peer = e.details.peer
+  return typeof peer === 'number' && peer >= 0 ? peer : undefined
 }

@@ -59,7 +59,9 @@ export const CONTROL = {
 } as const
 
 /** Values of CONTROL.POISONED: what failed (0: nothing). */
-export const POISON_KIND = { TIMEOUT: 1, MISMATCH: 2, WORKER_FAILED: 3, OTHER: 4 } as const
+/** What poisoned a channel (CONTROL.POISONED); PEER_FAILED stores the dead peer in POISON_RANK, the others the rank
+ * whose call failed. */
+export const POISON_KIND = { TIMEOUT: 1, MISMATCH: 2, WORKER_FAILED: 3, OTHER: 4, PEER_FAILED: 5 } as const
 
 export const LINE_WORDS = 32
 export const LINE_PAYLOAD_WORDS = 31

@@ -11,6 +11,7 @@ const POISON_CODES: Readonly<Record<number, LlcommErrorCode>> = {
   [POISON_KIND.MISMATCH]: 'MISMATCH',
   [POISON_KIND.WORKER_FAILED]: 'WORKER_FAILED',
   [POISON_KIND.OTHER]: 'WORKER_FAILED',
+  [POISON_KIND.PEER_FAILED]: 'PEER_FAILED',
 }
 
 export interface WaitOptions {
@@ -270,6 +271,14 @@ export class RankControl {
     const kind = Atomics.load(i32, controlIndex(0, CONTROL.POISONED))
     if (kind !== 0) {
       const failed = Atomics.load(i32, controlIndex(0, CONTROL.POISON_RANK))
+      if (kind === POISON_KIND.PEER_FAILED) {
+        // One process per rank: a peer found another's process dead; every rank names the dead one.
+        throw new LlcommError(
+          'PEER_FAILED',
+          `rank ${this.rank} stopped waiting at epoch ${this.epoch}: the process of rank ${failed} died`,
+          { rank: this.rank, peer: failed, epoch: this.epoch, aborted: true },
+        )
+      }
       throw new LlcommError(
         POISON_CODES[kind] ?? 'WORKER_FAILED',
         `rank ${this.rank} stopped waiting at epoch ${this.epoch}: the call of rank ${failed} failed; recover() first`,
@@ -288,12 +297,12 @@ export class RankControl {
    * Poisons the channel after this rank's call failed (see CONTROL.POISONED): the first failure wins (CAS), then
    * every rank's doorbell is notified so that sleeping waiters re-check at once.
    */
-  poison(kind: number): void {
+  poison(kind: number, subject: number = this.rank): void {
     const i32 = this.i32
     if (Atomics.load(i32, controlIndex(0, CONTROL.POISONED)) !== 0) return
     // POISON_RANK before POISONED: a waiter that sees POISONED (SC) also sees the rank. Two failing ranks may both
     // store POISON_RANK; the CAS below picks one kind, and the rank names one of the failures: diagnostics only.
-    Atomics.store(i32, controlIndex(0, CONTROL.POISON_RANK), this.rank)
+    Atomics.store(i32, controlIndex(0, CONTROL.POISON_RANK), subject)
     Atomics.compareExchange(i32, controlIndex(0, CONTROL.POISONED), 0, kind)
     wakeEveryRank(i32, this.size)
   }
