@@ -13,6 +13,7 @@ export const oneshotLlAllReduce: CpuAlgorithm = {
     // after receiving that peer's epoch e-1 packets, which it sent after it finished reading epoch e-2.
     ll.bcastRange(others, 0, input)
     ll.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read any of its packets
     // Same order 0..N-1 on every rank (our own words from `input`): bitwise identical outputs.
     ll.recvReduceRange(all, 0, output, input)
   },

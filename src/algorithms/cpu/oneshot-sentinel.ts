@@ -12,6 +12,7 @@ export const oneshotSentinelAllReduce: CpuAlgorithm = {
     // its epoch e-1 data, which we have received (double-buffer acknowledgement).
     s.bcastRange(others, 0, input)
     s.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read any of its slots
     // Same order 0..N-1 on every rank (our own words from `input`): bitwise identical outputs. Slots are
     // re-armed per peer range.
     s.recvReduceRange(all, 0, output, input)

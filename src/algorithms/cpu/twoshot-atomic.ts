@@ -41,6 +41,7 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
       lines.addRangeAndArrive(o, values, elements)
     }
     lines.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read our lines
     // Our segment: wait for every counter, read, re-arm, then all-gather (re-arm before the sends: see above).
     const mine = p.rank * seg
     const mineEnd = Math.min(n, mine + seg)

@@ -21,6 +21,7 @@ export const twoshotSentinelAllReduce: CpuAlgorithm = {
       if (end > o * seg) s.sendRange(o, 0, input.subarray(o * seg, end))
     }
     s.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read any of its slots
     const mine = p.rank * seg
     const mineEnd = Math.min(n, mine + seg)
     if (mineEnd > mine) {

@@ -4,7 +4,7 @@
  */
 
 import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
-import type { AlgorithmName, Dtype } from '../../api/types.js'
+import type { AlgorithmName, Dtype, LlProtocol } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { type ProtocolTestFaults, RankProtocol } from '../../protocol/cpu/rank-protocol.js'
 import { benchmarkDelayUs, busyWaitUs, RankBenchmarkData } from './benchmark-data.js'
@@ -60,12 +60,22 @@ export class RankRunner {
     return this.protocol.rank
   }
 
-  /** One all-reduce of `input` words into `output` words; returns the chunk count. */
-  allReduceWords(algorithm: AlgorithmName, dtype: Dtype, input: Int32Array, output: Int32Array): number {
+  /**
+   * One all-reduce of `input` words into `output` words; returns the chunk count. `call` completes the call
+   * signature every peer checks (default: every lane of the words counts, the ll8 protocol).
+   */
+  allReduceWords(
+    algorithm: AlgorithmName,
+    dtype: Dtype,
+    input: Int32Array,
+    output: Int32Array,
+    call: { count?: number; protocol?: LlProtocol } = {},
+  ): number {
     const impl = CPU_ALGORITHMS[algorithm]
     if (!impl) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no cpu implementation of ${algorithm}`, { algorithm })
     this.protocol.useDtype(dtype)
-    return runChunked(this.protocol, impl, input, output)
+    const count = call.count ?? input.length * this.protocol.codec.lanesPerWord
+    return runChunked(this.protocol, impl, input, output, { dtype, count, protocol: call.protocol })
   }
 
   /**

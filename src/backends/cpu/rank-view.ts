@@ -90,8 +90,12 @@ export function attachCpuRank(handle: CpuRankHandle): CpuRank {
       const inputWords = words(n, 0)
       const outputWords = words(n, 1)
       writeWords(input, validated.dtype, inputWords)
-      const chunks =
-        count === 0 ? 0 : runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords)
+      // An empty call still exchanges the call signature (one epoch), so a peer calling with more elements fails
+      // with MISMATCH instead of this rank returning at once.
+      const chunks = runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords, {
+        count,
+        protocol: validated.protocol,
+      })
       const output = readWords(outputWords, validated.dtype, count) as T
       const info: AllReduceInfo = { algorithm: resolved.algorithm.name, chunks }
       if (resolved.fallbackReason) info.fallbackReason = resolved.fallbackReason
