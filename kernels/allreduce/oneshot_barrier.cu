@@ -3,6 +3,7 @@
 // publishes it, every rank reads all ranks' buffers over NVLink and reduces in rank order, and a second barrier
 // keeps every rank from overwriting its buffer while peers still read it.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/flags.cuh"
 #include "llcomm/ll_buffer.cuh"
 
@@ -15,6 +16,10 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_BARRIER, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::publish(p, me, ch);
+  Sig::check(p, me, ch); // every peer makes this call, else MISMATCH
   const llc_u64 offset = ch.regionOffset(p.plain);
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
   llc_u32 w[4];

@@ -4,6 +4,7 @@
 // published by a per-step flag (release) that the receiver acquires. Partial sums are rounded to the dtype at every
 // hop (as NCCL does); every part is reduced once, at its owner, and forwarded: all ranks hold the same bits.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/flags.cuh"
 #include "llcomm/ll_buffer.cuh"
 
@@ -15,6 +16,10 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_RING, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::publish(p, me, ch);
+  Sig::check(p, me, ch); // every peer makes this call, else MISMATCH
   llc_u32 w[4], x[4];
   if (n == 1) {
     for (llc_u32 s = threadIdx.x; 16ull * s < call.bytes; s += blockDim.x) {

@@ -6,6 +6,7 @@
 // the flag). No barrier anywhere: the counter
 // is the synchronization. Reduced once at the owner: every rank holds the owner's bits.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/atomic_lines.cuh"
 #include "llcomm/ll_buffer.cuh"
 
@@ -18,6 +19,9 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_ATOMIC, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::publish(p, me, ch);
   LlcAtomicLines<DT> lines;
   lines.recvBuf = p.recvBuf;
   lines.baseOffset = ch.regionOffset(p.ll128);
@@ -57,6 +61,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     const LlcRange part = llcPieceAt(chanElems, partElems, owner);
     return static_cast<llc_u64>(index) * LLCOMM_LINE_DATA_WORDS * 4u < part.size() * eb;
   });
+  Sig::check(p, me, ch); // every peer makes this call, else MISMATCH
   // Owner: wait for each of my lines, re-arm it, write and broadcast the sums.
   const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;

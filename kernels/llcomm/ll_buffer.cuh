@@ -191,14 +191,18 @@ struct LlBuffer {
   // windows. So the accumulation order is exactly 0, 1, ..., nranks - 1, as in recvReduce: bitwise the same result.
   // Returns the sum in threads t < slots (garbage elsewhere). A poller that gave up (timeout) stages garbage and
   // still reaches every __syncthreads.
-  template <int DT>
-  LLC_DEVICE Value recvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage) const {
+  // `idle()` runs in every thread that polls nothing, before the first __syncthreads, and `done()` in every thread
+  // after the last window (the one-shot kernels peek at, then check, the call signature there: signature.cuh).
+  template <int DT, class Idle, class Done>
+  LLC_DEVICE Value recvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage, Idle idle,
+                                    Done done) const {
     const llc_u32 t = threadIdx.x;
     const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
     llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
     window = window < nranks ? window : nranks;
     const llc_u32 g = groups < window ? groups : window; // groups beyond the window would have nothing to poll
     const bool poller = t < g * slots;
+    if (!poller) idle();
     const llc_u32 slot = poller ? t % slots : 0, group = poller ? t / slots : 0;
     LlcAcc<DT, Fmt::kWords> acc;
     for (llc_u32 base = 0; base < nranks; base += window) {
@@ -254,6 +258,7 @@ struct LlBuffer {
       }
       if (end < nranks) __syncthreads(); // the stage is read before the next window overwrites it (uniform test)
     }
+    done();
     Value out = own;
     if (t < slots) acc.pack(out.w);
     return out;

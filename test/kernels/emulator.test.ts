@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import type { Dtype } from '../../src/api/types.js'
+import { mismatchFromWord } from '../../src/backends/cuda/error-word.js'
 import {
   deviceBufferLayout,
   KERNEL_VARIANTS,
@@ -39,7 +40,16 @@ interface EmuResult {
   ll128BytesNotZero: number
   badEpochs: number
   guardsBroken: number
-  error: { code: number; rank: number; peer: number; epoch: number; what: number; slot: number; channel: number }
+  error: {
+    code: number
+    rank: number
+    peer: number
+    epoch: number
+    what: number
+    slot: number
+    channel: number
+    reserved: number
+  }
   seconds: number
 }
 
@@ -102,6 +112,8 @@ interface Case {
   calls: string[]
   absentRank?: number
   timeoutMs?: number
+  /** A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD). */
+  odd?: { rank: number; v: KernelVariant; count: number }
 }
 
 function argsOf(c: Case): string[] {
@@ -128,7 +140,12 @@ function argsOf(c: Case): string[] {
 
 function runCase(c: Case): Promise<EmuResult> {
   return new Promise((resolve, reject) => {
-    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+    const env = { ...process.env }
+    if (c.odd) {
+      const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
+      env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
+    }
+    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as EmuResult)
     })
@@ -222,8 +239,92 @@ test('a rank that never arrives: every launch ends, with a TIMEOUT that names a 
     assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)
     assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)
     assert.equal(r.error.epoch, 1, `${label(c)}: epoch of the first call`)
-    assert.ok(r.error.what >= 1 && r.error.what <= 5, `${label(c)}: wait kind ${r.error.what}`)
+    // 1..5: a data wait; 7: the call-signature check (signature.cuh), which waits for the absent rank as well.
+    assert.ok((r.error.what >= 1 && r.error.what <= 5) || r.error.what === 7, `${label(c)}: wait kind ${r.error.what}`)
     if (c.v.algorithm !== 'twoshot-atomic' && c.v.algorithm !== 'ring')
       assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
+  }
+})
+
+test('a mismatched call (another algorithm, dtype, count): every launch ends with MISMATCH naming both signatures', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const kernel = (name: string): KernelVariant => {
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+    assert.ok(v, name)
+    return v
+  }
+  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
+    {
+      main: 'llcomm_oneshot_ll_ll8_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+      oddCount: 1001,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 2000,
+      nranks: 4,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      count: 600,
+      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+      oddCount: 600,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+      count: 300,
+      odd: 'llcomm_ring_flags_bf16_sum',
+      oddCount: 300,
+      nranks: 2,
+    },
+    {
+      main: 'llcomm_oneshot_barrier_barrier_f32_sum',
+      count: 64,
+      odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
+      oddCount: 64,
+      nranks: 3,
+    },
+    { main: 'llcomm_oneshot_ll_ll16_f32_sum', count: 8, odd: 'llcomm_oneshot_ll_ll8_f32_sum', oddCount: 8, nranks: 8 },
+  ]
+  const cases: Case[] = pairs.map((q) => ({
+    v: kernel(q.main),
+    nranks: q.nranks,
+    bufferBytes: 65536,
+    calls: [String(q.count)],
+    timeoutMs: 20_000,
+    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount },
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 2, `${label(c)} against ${c.odd?.v.kernelName}: ${JSON.stringify(r.error)}`)
+    const odd = c.odd?.rank ?? -1
+    assert.ok(r.error.rank === odd || r.error.peer === odd, `${label(c)}: the pair names the odd rank`)
+    assert.notEqual(r.error.rank, r.error.peer)
+    assert.equal(r.error.epoch, 1)
+    const e = mismatchFromWord(
+      Uint32Array.of(
+        r.error.code,
+        r.error.rank,
+        r.error.peer,
+        r.error.epoch,
+        r.error.what,
+        r.error.slot,
+        r.error.channel,
+        r.error.reserved,
+      ),
+    )
+    assert.equal(e.code, 'MISMATCH')
+    const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
+    const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
+    const [mainAlg, oddAlg] = [c.v.algorithm, c.odd?.v.algorithm ?? '']
+    assert.ok(mainSide.startsWith(mainAlg), `${mainSide} is ${mainAlg}`)
+    assert.ok(oddSide.startsWith(oddAlg), `${oddSide} is ${oddAlg}`)
+    assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${mainSide}: count ${c.calls[0]}`)
+    assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${oddSide}: count ${c.odd?.count}`)
+    assert.ok(r.seconds < 15, `${label(c)}: found in ${r.seconds} s, not at the 20 s deadline`)
   }
 })

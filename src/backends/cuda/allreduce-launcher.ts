@@ -3,6 +3,8 @@
  * check, the packed parameter struct, chunking at maxCountPerCall, one cooperative launch per device per chunk.
  * Launch configs are built once per (kernel, device, shape, pdl) and reused (src/ffi/launch.ts).
  */
+
+import { signatureChunkBits } from '../../algorithms/signature.js'
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
@@ -122,6 +124,7 @@ export class AllReduceLauncher {
     inputs: readonly DevicePtr[],
     outputs: readonly DevicePtr[],
     count: number,
+    signatureChunk = 0,
   ): AllReduceParamsHost {
     const s = this.state
     return {
@@ -139,7 +142,7 @@ export class AllReduceLauncher {
       nranks: s.nranks,
       ranksInLaunch: group.ranks.length,
       blocksPerRank,
-      flags: 0,
+      signatureChunk,
       launchRanks: group.ranks,
     }
   }
@@ -152,9 +155,10 @@ export class AllReduceLauncher {
     const { count, dtype } = call
     const v = this.variant(call.algorithm, dtype, call.op, call.protocol)
     const elemBytes = DTYPE_BYTES[dtype]
-    const chunks: PreparedChunk[] = []
-    let done = 0
-    while (done < count) {
+    // The chunking first: every launch's call signature carries its chunk index and the call's chunk count
+    // (signature.ts), which every peer's kernel checks before it uses the launch's data.
+    const pieces: { n: number; shape: ReturnType<typeof launchShape> }[] = []
+    for (let done = 0; done < count; ) {
       const shape = launchShape(v, this.state.nranks, count - done, this.state.bufferBytes)
       const n = Math.min(shape.maxCountPerCall, count - done)
       if (n <= 0)
@@ -162,6 +166,13 @@ export class AllReduceLauncher {
           'INVALID_ARGUMENT',
           `${v.kernelName}: launchShape gave maxCountPerCall ${shape.maxCountPerCall}`,
         )
+      pieces.push({ n, shape })
+      done += n
+    }
+    const chunks: PreparedChunk[] = []
+    let done = 0
+    for (const [chunkIndex, { n, shape }] of pieces.entries()) {
+      const signatureChunk = signatureChunkBits(chunkIndex, pieces.length)
       const offset = done * elemBytes
       if (done > 0 && offset % 16 !== 0) {
         throw new LlcommError(
@@ -176,7 +187,9 @@ export class AllReduceLauncher {
         return {
           group,
           launch,
-          params: new Uint8Array(packAllReduceParams(this.params(group, shape.blocksPerRank, ins, outs, n))),
+          params: new Uint8Array(
+            packAllReduceParams(this.params(group, shape.blocksPerRank, ins, outs, n, signatureChunk)),
+          ),
         }
       })
       chunks.push({ launches })

@@ -7,8 +7,12 @@
 // usage: emulator KERNEL NRANKS THREADS TIMEOUT_MS ABSENT_RANK RECV_BYTES LL_OFF LL_HALF S_OFF S_HALF L128_OFF
 //                 L128_HALF P_OFF P_HALF CALL...      where CALL = COUNT:BLOCKS[:inplace]
 // prints one JSON object.
+// With LLCOMM_EMU_ODD=RANK:KERNEL:COUNT:BLOCKS in the environment, the first call launches that rank alone with its
+// own kernel and count, concurrently with the launch of the other ranks (a mismatched call: the run then ends after
+// that call, and the error word must say MISMATCH).
 #include "emu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,9 +96,11 @@ static const KernelEntry kKernels[] = {
 #include "instantiations.def"
 };
 
-static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid, unsigned block) {
-  blockDim.x = block;
-  gridDim.x = grid;
+static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid, unsigned block, bool setDims = true) {
+  if (setDims) { // two concurrent launches (LLCOMM_EMU_ODD) set them once beforehand: the kernels read only blockDim
+    blockDim.x = block;
+    gridDim.x = grid;
+  }
   const unsigned warpsPerBlock = (block + 31) / 32;
   std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
   std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
@@ -170,6 +176,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown kernel %s\n", name.c_str());
     return 2;
   }
+  int oddRank = -1;
+  KernelFn oddFn = nullptr;
+  unsigned long long oddCount = 0;
+  unsigned oddBlocks = 0;
+  if (const char* odd = std::getenv("LLCOMM_EMU_ODD")) {
+    char oddName[200] = {0};
+    if (std::sscanf(odd, "%d:%199[^:]:%llu:%u", &oddRank, oddName, &oddCount, &oddBlocks) != 4) {
+      std::fprintf(stderr, "bad LLCOMM_EMU_ODD %s\n", odd);
+      return 2;
+    }
+    for (const auto& k : kKernels)
+      if (std::string(oddName) == k.name) oddFn = k.fn;
+    if (!oddFn) {
+      std::fprintf(stderr, "unknown kernel %s\n", oddName);
+      return 2;
+    }
+  }
   const int dt = name.find("_f32_") != std::string::npos ? LLCOMM_DTYPE_F32
                  : name.find("_f16_") != std::string::npos ? LLCOMM_DTYPE_F16
                                                            : LLCOMM_DTYPE_BF16;
@@ -189,7 +212,7 @@ int main(int argc, char** argv) {
 
   std::vector<unsigned> launchRanks;
   for (unsigned r = 0; r < n; ++r)
-    if (static_cast<int>(r) != absent) launchRanks.push_back(r);
+    if (static_cast<int>(r) != absent && static_cast<int>(r) != oddRank) launchRanks.push_back(r);
 
   std::vector<unsigned> expectedEpoch(LLCOMM_MAX_CHANNELS, 0);
   long mismatches = 0, crossRank = 0, nanChecked = 0;
@@ -204,9 +227,10 @@ int main(int argc, char** argv) {
     const bool inplace = std::string(mode) == "inplace";
     std::vector<std::unique_ptr<Buffer>> in, out;
     std::vector<std::vector<llc_u32>> inBits(n, std::vector<llc_u32>(count));
+    const unsigned long long room = std::max(count, oddCount) * 4; // the odd rank may run another count and dtype
     for (unsigned r = 0; r < n; ++r) {
-      in.push_back(std::make_unique<Buffer>(count * eb, 0));
-      out.push_back(inplace ? nullptr : std::make_unique<Buffer>(count * eb, 0xCD));
+      in.push_back(std::make_unique<Buffer>(room, 0));
+      out.push_back(inplace ? nullptr : std::make_unique<Buffer>(room, 0xCD));
       for (unsigned long long i = 0; i < count; ++i) {
         // k / 8 with |k| <= 8: every partial sum of up to 16 ranks is exact in bf16, f16 and f32.
         llc_u32 bits = fromDouble(dt, (static_cast<int>(rng() % 17) - 8) / 8.0);
@@ -234,6 +258,19 @@ int main(int argc, char** argv) {
     p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
     p.blocksPerRank = blocks;
     for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
+    if (oddRank >= 0) {
+      LlcommAllReduceParams q = p;
+      q.count = oddCount;
+      q.blocksPerRank = oddBlocks;
+      q.ranksInLaunch = 1;
+      q.launchRanks[0] = static_cast<llc_u8>(oddRank);
+      blockDim.x = threads;
+      gridDim.x = std::max(p.ranksInLaunch * blocks, oddBlocks);
+      std::thread others([&] { emuLaunch(fn, p, p.ranksInLaunch * blocks, threads, false); });
+      emuLaunch(oddFn, q, oddBlocks, threads, false);
+      others.join();
+      break; // a mismatch run: one call, checked by the error word
+    }
     emuLaunch(fn, p, p.ranksInLaunch * blocks, threads);
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {
@@ -294,9 +331,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"ok\":%s,\"mismatches\":%ld,\"firstMismatch\":\"%s\",\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
       "\"sentinelBytesNotArmed\":%ld,\"ll128BytesNotZero\":%ld,\"badEpochs\":%ld,\"guardsBroken\":%ld,"
-      "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u},\"seconds\":%.3f}\n",
+      "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u,"
+      "\"reserved\":%u},\"seconds\":%.3f}\n",
       mismatches == 0 && crossRank == 0 && notArmed == 0 && notZero == 0 && badEpochs == 0 && guards == 0 ? "true" : "false",
       mismatches, firstMismatch.c_str(), crossRank, nanChecked, notArmed, notZero, badEpochs, guards, ew.code, ew.rank, ew.peer,
-      ew.epoch, ew.what, ew.slot, ew.channel, seconds);
+      ew.epoch, ew.what, ew.slot, ew.channel, ew.reserved, seconds);
   return 0;
 }
