@@ -24,17 +24,53 @@ export interface ValidatedOptions {
   protocol?: LlProtocol
   pdl: boolean
   fallback: boolean
+  /** The rank-order f32 sum rounded once, whatever the algorithm (src/algorithms/determinism.ts). */
+  deterministic: boolean
 }
 
-/** Checks an AllReduceOptions object (defaults: auto, f32, sum, fallback on). */
+/** Every key AllReduceOptions has: any other is INVALID_ARGUMENT (a misspelt `deterministic` must not pass). */
+export const ALL_REDUCE_OPTION_KEYS: readonly string[] = [
+  'algorithm',
+  'dtype',
+  'op',
+  'protocol',
+  'pdl',
+  'fallback',
+  'deterministic',
+]
+
+/** `deterministic` of a call or a communicator: a boolean, or absent (then `fallbackValue`). */
+export function validateDeterministic(value: unknown, fallbackValue = false): boolean {
+  if (value === undefined) return fallbackValue
+  if (typeof value !== 'boolean') {
+    throw new LlcommError('INVALID_ARGUMENT', 'deterministic must be a boolean', { deterministic: value })
+  }
+  return value
+}
+
+/**
+ * Checks an AllReduceOptions object (defaults: auto, f32, sum, fallback on, deterministic as the communicator's
+ * `defaults.deterministic`, else off).
+ */
 export function validateAllReduceOptions(
   options: AllReduceOptions | undefined,
   available: readonly AlgorithmChoice[],
+  defaults: { deterministic?: boolean } = {},
 ): ValidatedOptions {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw new LlcommError('INVALID_ARGUMENT', 'allReduce options must be an object')
   }
   const o = options ?? {}
+  for (const key of Object.keys(o)) {
+    if (!ALL_REDUCE_OPTION_KEYS.includes(key)) {
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `unknown allReduce option ${JSON.stringify(key)} (${ALL_REDUCE_OPTION_KEYS.join(', ')})`,
+        { option: key },
+      )
+    }
+  }
+  const deterministic = validateDeterministic(o.deterministic, defaults.deterministic ?? false)
   const dtype = validateDtype(o.dtype ?? 'f32')
   const op = validateOp(o.op ?? 'sum')
   const algorithm = validateAlgorithm(o.algorithm ?? 'auto', available)
@@ -49,7 +85,15 @@ export function validateAllReduceOptions(
   if (o.pdl !== undefined && typeof o.pdl !== 'boolean') {
     throw new LlcommError('INVALID_ARGUMENT', 'pdl must be a boolean', { pdl: o.pdl })
   }
-  return { algorithm, dtype, op, protocol: o.protocol, pdl: o.pdl ?? false, fallback: o.fallback ?? true }
+  return {
+    algorithm,
+    dtype,
+    op,
+    protocol: o.protocol,
+    pdl: o.pdl ?? false,
+    fallback: o.fallback ?? true,
+    deterministic,
+  }
 }
 
 export function validateDtype(dtype: unknown): Dtype {

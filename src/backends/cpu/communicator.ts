@@ -30,6 +30,7 @@ import {
   type ValidatedOptions,
   validateAllReduceOptions,
   validateBenchmarkRequest,
+  validateDeterministic,
   validateInputs,
 } from '../../communicator/validate.js'
 import { wordsForCount } from '../../dtype/codec.js'
@@ -94,6 +95,7 @@ export async function createCpuCommunicator(
       { bufferBytes, ranks },
     )
   }
+  const deterministic = validateDeterministic(options.deterministic)
   const table = loadTuningTable(options.tuningTable)
   const channel = createChannelMemory(layout)
   const pool = await WorkerPool.start({
@@ -104,7 +106,7 @@ export async function createCpuCommunicator(
     channel,
     faults: options.testFaults,
   })
-  return new CpuCommunicator(pool, layout, table, { timeoutMs, spinIterations })
+  return new CpuCommunicator(pool, layout, table, { timeoutMs, spinIterations, deterministic })
 }
 
 export class CpuCommunicator implements Communicator {
@@ -114,7 +116,7 @@ export class CpuCommunicator implements Communicator {
   readonly layout: ChannelLayout
   private readonly pool: WorkerPool
   private readonly table: TuningTable
-  private readonly wait: { timeoutMs: number; spinIterations: number }
+  private readonly wait: { timeoutMs: number; spinIterations: number; deterministic?: boolean }
   private data: DataRegion | undefined
   private queue: Promise<unknown> = Promise.resolve()
   private state: 'open' | 'closing' | 'closed' = 'open'
@@ -137,7 +139,7 @@ export class CpuCommunicator implements Communicator {
     pool: WorkerPool,
     layout: ChannelLayout,
     table: TuningTable,
-    wait: { timeoutMs: number; spinIterations: number },
+    wait: { timeoutMs: number; spinIterations: number; deterministic?: boolean },
   ) {
     this.pool = pool
     this.size = layout.ranks
@@ -169,7 +171,7 @@ export class CpuCommunicator implements Communicator {
   allReduce<T extends TensorArray>(inputs: T[], options?: AllReduceOptions): Promise<AllReduceOutputs<T>> {
     try {
       this.ensureOpen()
-      const validated = validateAllReduceOptions(options, this.algorithms)
+      const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.wait.deterministic })
       const count = validateInputs(inputs, this.size, validated.dtype)
       const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
       return this.enqueue(() => this.runAllReduce(inputs, validated, count, resolved))
@@ -315,6 +317,7 @@ export class CpuCommunicator implements Communicator {
       spinIterations: this.wait.spinIterations,
       channel,
       tuningTable: this.table,
+      deterministic: this.wait.deterministic ?? false,
     }))
   }
 

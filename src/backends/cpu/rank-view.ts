@@ -28,6 +28,8 @@ export interface CpuRankHandle {
   spinIterations: number
   channel: SharedArrayBuffer
   tuningTable: TuningTable
+  /** The communicator's `deterministic` default (absent in handles of older versions: false). */
+  deterministic?: boolean
 }
 
 export type RankAllReduceResult<T extends TensorArray> = T & { info: AllReduceInfo }
@@ -78,7 +80,7 @@ export function attachCpuRank(handle: CpuRankHandle): CpuRank {
     size: handle.ranks,
     allReduce<T extends TensorArray>(input: T, options?: AllReduceOptions): RankAllReduceResult<T> {
       ensureUsable()
-      const validated = validateAllReduceOptions(options, available)
+      const validated = validateAllReduceOptions(options, available, { deterministic: handle.deterministic })
       const count = validateRankInput(input, validated.dtype)
       const resolved = resolveCpuAlgorithm(
         validated.algorithm,

@@ -14,6 +14,7 @@
  */
 
 import { chooseAlgorithm, loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
+import { DETERMINISTIC_FALLBACK, deterministicAlgorithms, enforceDeterminism } from '../../algorithms/determinism.js'
 import type {
   AlgorithmChoice,
   AlgorithmName,
@@ -29,6 +30,7 @@ import type {
   TensorArray,
 } from '../../api/types.js'
 import { ALL_ALGORITHMS, DTYPE_BYTES, DTYPES } from '../../api/types.js'
+import { validateDeterministic } from '../../communicator/validate.js'
 import { LlcommError } from '../../errors.js'
 import {
   type CudaDriver,
@@ -64,6 +66,8 @@ export interface DeviceAllReduceArgs {
   protocol?: LlProtocol
   pdl?: boolean
   fallback?: boolean
+  /** The rank-order f32 sum rounded once (src/algorithms/determinism.ts); default: the communicator's. */
+  deterministic?: boolean
   /** The caller's stream, when all ranks live on one device. */
   stream?: CuStream
   /** One stream per distinct device (launch group), in order of first appearance in `devices`. */
@@ -113,6 +117,8 @@ export class CudaCommunicator implements Communicator {
   private readonly kernelAlgorithms: readonly AlgorithmName[]
   private readonly ncclReason: string | undefined
   private readonly tuning: TuningTable
+  /** The communicator's `deterministic` default (CommunicatorOptionsBase). */
+  private readonly deterministic: boolean
   private ncclBaseline: NcclBaseline | undefined
   private staging:
     | {
@@ -151,6 +157,7 @@ export class CudaCommunicator implements Communicator {
     this.timeoutMs = timeoutMs
     this.bufferBytes = bufferBytes
     this.tuning = loadTuningTable(options.tuningTable)
+    this.deterministic = validateDeterministic(options.deterministic)
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
@@ -267,6 +274,20 @@ export class CudaCommunicator implements Communicator {
     op: ReduceOp,
     bytes: number,
     fallback = true,
+    deterministic = false,
+  ): { algorithm: AlgorithmName; fallbackReason?: string } {
+    if (!deterministic) return this.resolveAny(requested, dtype, op, bytes, fallback, false)
+    // Only among algorithms that keep determinism: `auto` from the start, a requested one after the usual rules.
+    return enforceDeterminism(this.resolveAny(requested, dtype, op, bytes, fallback, true), 'cuda', fallback)
+  }
+
+  private resolveAny(
+    requested: AlgorithmChoice,
+    dtype: Dtype,
+    op: ReduceOp,
+    bytes: number,
+    fallback: boolean,
+    deterministic: boolean,
   ): { algorithm: AlgorithmName; fallbackReason?: string } {
     if (!DTYPES.includes(dtype))
       throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
@@ -276,9 +297,13 @@ export class CudaCommunicator implements Communicator {
         algorithm: requested,
       })
     }
-    const available = this.algorithms.filter((a): a is AlgorithmName => a !== 'auto')
+    const all = this.algorithms.filter((a): a is AlgorithmName => a !== 'auto')
+    const available = deterministic ? deterministicAlgorithms(all, 'cuda') : all
     if (requested === 'auto') {
-      const chosen = chooseAlgorithm(this.tuning, 'cuda', this.size, bytes, available, AUTO_PREFERENCE)
+      const preference = deterministic
+        ? [...deterministicAlgorithms(AUTO_PREFERENCE, 'cuda'), DETERMINISTIC_FALLBACK]
+        : AUTO_PREFERENCE
+      const chosen = chooseAlgorithm(this.tuning, 'cuda', this.size, bytes, available, preference)
       if (NCCL_ALGORITHMS.includes(chosen) || this.hasKernel(chosen, dtype, op)) return { algorithm: chosen }
       requested = chosen
     } else if (
@@ -292,9 +317,11 @@ export class CudaCommunicator implements Communicator {
         ? `${requested} is not usable here: ${this.ncclReason}`
         : `${requested} has no kernel for ${dtype}/${op} on this communicator`
     if (!fallback) throw new LlcommError('UNSUPPORTED_ALGORITHM', reason, { algorithm: requested })
-    const to: AlgorithmName | undefined = available.includes('nccl')
-      ? 'nccl'
-      : FALLBACK_KERNELS.find((a) => this.hasKernel(a, dtype, op))
+    const to: AlgorithmName | undefined = deterministic
+      ? [DETERMINISTIC_FALLBACK].find((a) => this.hasKernel(a, dtype, op))
+      : available.includes('nccl')
+        ? 'nccl'
+        : FALLBACK_KERNELS.find((a) => this.hasKernel(a, dtype, op))
     if (!to)
       throw new LlcommError('UNSUPPORTED_ALGORITHM', `${reason}, and no fallback is available`, {
         algorithm: requested,
@@ -369,6 +396,7 @@ export class CudaCommunicator implements Communicator {
       op,
       bytes,
       args.fallback ?? true,
+      validateDeterministic(args.deterministic, this.deterministic),
     )
     const defaultStreams = this.streamsOf(args)
     if (args.count === 0) return { algorithm, fallbackReason, chunks: 0, issue: () => {} }
@@ -468,6 +496,7 @@ export class CudaCommunicator implements Communicator {
       protocol: args.protocol,
       pdl: args.pdl ?? false,
       fallback: args.fallback ?? true,
+      deterministic: args.deterministic,
       stream: args.stream,
       argStreams: args.streams ? [...args.streams] : undefined,
       streams,
@@ -544,6 +573,7 @@ export class CudaCommunicator implements Communicator {
       op,
       bytes,
       options.fallback ?? true,
+      validateDeterministic(options.deterministic, this.deterministic),
     )
     const outputs = inputs.map(() => (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count))) as T[]
     let chunks = 0
@@ -682,6 +712,7 @@ interface EagerCall {
   protocol: LlProtocol | undefined
   pdl: boolean
   fallback: boolean
+  deterministic: boolean | undefined
   stream: CuStream | undefined
   argStreams: CuStream[] | undefined
   /** The streams the call runs on (a private copy, passed to issue() every time). */
@@ -706,6 +737,7 @@ function sameEagerCall(c: EagerCall, args: DeviceAllReduceArgs): boolean {
     args.protocol === c.protocol &&
     (args.pdl ?? false) === c.pdl &&
     (args.fallback ?? true) === c.fallback &&
+    args.deterministic === c.deterministic &&
     args.stream === c.stream &&
     (args.streams === undefined
       ? c.argStreams === undefined
