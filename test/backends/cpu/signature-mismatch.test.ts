@@ -4,38 +4,8 @@
 // (test barrier around reset()) and a matching call proves the channel is usable again.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { Worker } from 'node:worker_threads'
-import { createCpuCommunicator } from '../../../src/backends/cpu/communicator.js'
-import type { RankStep, RankStepResult } from './signature-worker.js'
-
-const WORKER = new URL('./signature-worker.js', import.meta.url)
-
-export async function runRankPlans(
-  plans: RankStep[][],
-  options: { timeoutMs?: number; bufferBytes?: number } = {},
-): Promise<RankStepResult[][]> {
-  const comm = await createCpuCommunicator({
-    backend: 'cpu',
-    ranks: plans.length,
-    timeoutMs: options.timeoutMs ?? 2_000,
-    bufferBytes: options.bufferBytes ?? 65536,
-  })
-  try {
-    const barrier = new SharedArrayBuffer(4)
-    return await Promise.all(
-      comm.rankHandles().map(
-        (handle, r) =>
-          new Promise<RankStepResult[]>((resolve, reject) => {
-            const w = new Worker(WORKER, { workerData: { handle, steps: plans[r], barrier } })
-            w.once('message', resolve)
-            w.once('error', reject)
-          }),
-      ),
-    )
-  } finally {
-    await comm.close()
-  }
-}
+import { runRankPlans } from './rank-plans.js'
+import type { RankStep } from './signature-worker.js'
 
 const RANKS = 4
 const ODD = 3 // the rank that makes the other call

@@ -5,6 +5,7 @@ import type { AlgorithmChoice, Dtype, LlProtocol } from '../../../src/api/types.
 import { attachCpuRank, type CpuRankHandle } from '../../../src/backends/cpu/rank-view.js'
 import { LlcommError } from '../../../src/errors.js'
 import { adversarialInput } from '../../support/adversarial.js'
+import { accumulationInput } from './rank-plans.js'
 
 export type RankStep =
   | {
@@ -15,8 +16,13 @@ export type RankStep =
       seed: number
       protocol?: LlProtocol
       deterministic?: boolean
+      fallback?: boolean
       /** Input values: the adversarial generator (default) or the f32-accumulation case (accumulationInput). */
       values?: 'adversarial' | 'accumulation'
+      /** Keep this output as the rank's reference bits (the determinism matrix: oneshot-barrier's). */
+      reference?: boolean
+      /** Count the elements whose bits differ from the reference (result.diffs) and post no bits. */
+      compare?: boolean
     }
   /** Every rank arrives at a test barrier, resets its rank, arrives again (recovery after a failed call). */
   | { kind: 'reset' }
@@ -28,33 +34,10 @@ export interface RankStepResult {
   bits?: number[]
   algorithm?: string
   fallbackReason?: string
+  /** compare: elements whose bits differ from the reference, and the first of them. */
+  diffs?: number
+  firstDiff?: number
   error?: { code: string; message: string; details: Record<string, unknown> }
-}
-
-/**
- * f32-accumulation input: rank 0 holds a large value, the others small ones that only survive when the sum is
- * carried in f32 (16-bit partial sums round them away): element i of rank r is (-1)^i * (r == 0 ? 256 : 0.25 + ...).
- */
-export function accumulationInput(dtype: Dtype, count: number, seed: number, rank: number): Float32Array | Uint16Array {
-  const f = new Float32Array(count)
-  for (let i = 0; i < count; i++) {
-    const sign = (i + seed) % 2 === 0 ? 1 : -1
-    f[i] = rank === 0 ? sign * 256 : sign * (0.25 + ((i * 7 + rank * 3 + seed) % 4) * 0.125)
-  }
-  if (dtype === 'f32') return f
-  const out = new Uint16Array(count)
-  const bits = new Uint32Array(f.buffer)
-  for (let i = 0; i < count; i++) {
-    // exact conversions: every value above is exactly representable in f16 and bf16
-    if (dtype === 'bf16') out[i] = bits[i] >>> 16
-    else {
-      const b = bits[i]
-      const sign = (b >>> 16) & 0x8000
-      const exp = ((b >>> 23) & 0xff) - 127 + 15
-      out[i] = sign | (exp << 10) | ((b >>> 13) & 0x3ff)
-    }
-  }
-  return out
 }
 
 const { handle, steps, barrier } = workerData as {
@@ -78,6 +61,7 @@ function testBarrier(): void {
 
 const rank = attachCpuRank(handle)
 const results: RankStepResult[] = []
+let referenceBits: Uint32Array | Uint16Array = new Uint32Array(0)
 for (const step of steps) {
   if (step.kind === 'reset') {
     testBarrier()
@@ -98,10 +82,26 @@ for (const step of steps) {
     const options: Record<string, unknown> = { algorithm: step.algorithm, dtype: step.dtype }
     if (step.protocol !== undefined) options.protocol = step.protocol
     if (step.deterministic !== undefined) options.deterministic = step.deterministic
+    if (step.fallback !== undefined) options.fallback = step.fallback
     const output = rank.allReduce(input, options)
     const bits =
       output instanceof Float32Array ? new Uint32Array(output.buffer, output.byteOffset, output.length) : output
-    const r: RankStepResult = { bits: Array.from(bits), algorithm: output.info.algorithm }
+    if (step.reference) referenceBits = bits.slice()
+    const r: RankStepResult = { algorithm: output.info.algorithm }
+    if (step.compare) {
+      let diffs = 0
+      let firstDiff = -1
+      for (let i = 0; i < bits.length; i++) {
+        if (bits[i] !== referenceBits[i] || bits.length !== referenceBits.length) {
+          if (diffs === 0) firstDiff = i
+          diffs++
+        }
+      }
+      r.diffs = diffs
+      r.firstDiff = firstDiff
+    } else {
+      r.bits = Array.from(bits)
+    }
     if (output.info.fallbackReason) r.fallbackReason = output.info.fallbackReason
     results.push(r)
   } catch (e) {
