@@ -40,6 +40,13 @@ export interface KernelAllReduceCall {
   pdl: boolean
   /** One stream per launch group. */
   streams: readonly CuStream[]
+  /**
+   * Launch only these global ranks (each group's ranks filtered; a group left empty is not launched). For a rank
+   * that makes its own call, such as the GPU test's mismatched calls (test/gpu/signature.test.ts). Default: all.
+   */
+  launchRanks?: readonly number[]
+  /** Cooperative launch (default true). Two grids launched apart to run together (launchRanks) take false. */
+  cooperative?: boolean
 }
 
 export interface PreparedChunk {
@@ -72,8 +79,9 @@ export class AllReduceLauncher {
     threads: number,
     smem: number,
     pdl: boolean,
+    cooperative = true,
   ): PreparedLaunch {
-    const key = `${v.kernelName}|${group.index}|${blocksPerRank}|${threads}|${smem}|${pdl ? 1 : 0}`
+    const key = `${v.kernelName}|${group.index}|${group.ranks.length}|${blocksPerRank}|${threads}|${smem}|${pdl ? 1 : 0}|${cooperative ? 1 : 0}`
     let l = this.launches.get(key)
     if (l) return l
     const f = this.modules.function(group, v.sourceFile, v.kernelName)
@@ -96,7 +104,7 @@ export class AllReduceLauncher {
         },
       )
     }
-    if (!group.cooperativeLaunch) {
+    if (cooperative && !group.cooperativeLaunch) {
       throw new LlcommError('NO_DEVICE', `device ${group.ordinal} does not support cooperative launch`, {
         device: group.ordinal,
       })
@@ -106,7 +114,7 @@ export class AllReduceLauncher {
       f,
       v.kernelName,
       { gridDimX: grid, blockDimX: threads, sharedBytes: smem },
-      { cooperative: true, pdl },
+      { cooperative, pdl },
       packAllReduceParams(this.emptyParams(group, blocksPerRank)).byteLength,
     )
     this.launches.set(key, l)
@@ -182,8 +190,21 @@ export class AllReduceLauncher {
       }
       const ins = call.inputs.map((p) => (p + offset) as DevicePtr)
       const outs = call.outputs.map((p) => (p + offset) as DevicePtr)
-      const launches = this.devices.groups.map((group) => {
-        const launch = this.launchFor(v, group, shape.blocksPerRank, shape.threadsPerBlock, shape.sharedBytes, call.pdl)
+      const groups = call.launchRanks
+        ? this.devices.groups
+            .map((g) => ({ ...g, ranks: g.ranks.filter((r) => call.launchRanks?.includes(r)) }))
+            .filter((g) => g.ranks.length > 0)
+        : this.devices.groups
+      const launches = groups.map((group) => {
+        const launch = this.launchFor(
+          v,
+          group,
+          shape.blocksPerRank,
+          shape.threadsPerBlock,
+          shape.sharedBytes,
+          call.pdl,
+          call.cooperative ?? true,
+        )
         return {
           group,
           launch,

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { DETERMINISM_TABLE, keepsDeterminism } from '../../../src/algorithms/determinism.js'
 import type { AlgorithmName, Dtype } from '../../../src/api/types.js'
-import { DTYPE_CODECS } from '../../../src/dtype/codec.js'
-import { accumulationInput, runRankPlans } from './rank-plans.js'
+import { expectedAccumulation } from '../../support/accumulation.js'
+import { runRankPlans } from './rank-plans.js'
 import type { RankStep } from './signature-worker.js'
 
 const ALGORITHMS: readonly AlgorithmName[] = [
@@ -94,22 +94,6 @@ test('deterministic with fallback: false refuses ring and twoshot-atomic (typed)
     assert.ok(results[r][2].bits, JSON.stringify(results[r][2].error))
   }
 })
-
-/** The exact sum of the accumulation inputs (exact in f32: multiples of 1/8 below 2^11), rounded once. */
-function expectedAccumulation(dtype: Dtype, count: number, seed: number, ranks: number): number[] {
-  const codec = DTYPE_CODECS[dtype]
-  const out: number[] = []
-  const inputs = Array.from({ length: ranks }, (_, r) => accumulationInput(dtype, count, seed, r))
-  for (let i = 0; i < count; i++) {
-    let sum = 0
-    for (let r = 0; r < ranks; r++) {
-      const x = inputs[r][i]
-      sum += dtype === 'f32' ? (x as number) : codec.decodeLane(x as number)
-    }
-    out.push(dtype === 'f32' ? new Uint32Array(Float32Array.of(sum).buffer)[0] : codec.encodeLane(sum))
-  }
-  return out
-}
 
 test('f32 accumulation: adversarial small terms survive in every algorithm, every dtype, 3 and 8 ranks', async () => {
   for (const ranks of [3, 8]) {
