@@ -18,15 +18,15 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // Call signature (signature.cuh): published before the first data store, checked before the first receive.
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_RING, LLCOMM_SIG_PROTOCOL_NONE, DT>;
-  Sig::publish(p, me, ch);
-  Sig::check(p, me, ch); // every peer makes this call, else MISMATCH
+  Sig::blockPublish(p, me, ch);
+  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   llc_u32 w[4], x[4];
   if (n == 1) {
     for (llc_u32 s = threadIdx.x; 16ull * s < call.bytes; s += blockDim.x) {
       llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, w);
       llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, w);
     }
-    ch.advanceEpoch();
+    ch.blockAdvanceEpoch();
     return;
   }
   const llc_u32 next = me + 1 == n ? 0 : me + 1, prev = me == 0 ? n - 1 : me - 1;
@@ -40,7 +40,7 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
     // Reduce-scatter (t < n - 1) sends part (me - t); all-gather (t >= n - 1) sends part (me + 1 - (t - n + 1)).
     const bool reduceScatter = t < n - 1;
     const llc_u32 sendPart = (me + 2u * n - (reduceScatter ? t : t - n + 1) + (reduceScatter ? 0u : 1u)) % n;
-    if (t > 0) llcRingWait(p.scratch, me, prev, ch.index, t - 1, ch.epoch, waiter);
+    if (t > 0) llcBlockRingWait(p.scratch, me, prev, ch.index, t - 1, ch.epoch, waiter);
     const LlcRange part = llcPieceAt(chanElems, partElems, sendPart);
     const llc_u64 partBytes = part.size() * eb;
     const char* in = call.input + part.begin * eb;
@@ -67,12 +67,12 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
       LlcWords4 v;
 #pragma unroll
       for (int i = 0; i < 4; ++i) v.w[i] = w[i];
-      llcStoreWeakV4(sendSlot + 16ull * s, v); // published by llcRingSignal's release
+      llcStoreWeakV4(sendSlot + 16ull * s, v); // published by llcBlockRingSignal's release
     }
-    llcRingSignal(p.scratch, next, ch.index, t, ch.epoch);
+    llcBlockRingSignal(p.scratch, next, ch.index, t, ch.epoch);
   }
   // Last receive: all-gather step 2n - 3 from prev, the part (me + 2) mod n.
-  llcRingWait(p.scratch, me, prev, ch.index, steps - 1, ch.epoch, waiter);
+  llcBlockRingWait(p.scratch, me, prev, ch.index, steps - 1, ch.epoch, waiter);
   {
     const LlcRange part = llcPieceAt(chanElems, partElems, (me + 2u) % n);
     const llc_u64 partBytes = part.size() * eb;
@@ -84,7 +84,7 @@ __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, partBytes, w);
     }
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_VARIANT_ring(protocol, dtype, op)                                                                    \

@@ -18,7 +18,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // Call signature (signature.cuh): published before the first data store, checked before the first receive.
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
-  Sig::publish(p, me, ch);
+  Sig::blockPublish(p, me, ch);
   // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, 2u * n) / 16u * 16u;
   const llc_u64 base = ch.regionOffset(p.sentinel);
@@ -38,7 +38,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       rs.send(o, s, v);
     }
   }
-  Sig::check(p, me, ch); // every peer makes this call, else MISMATCH
+  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   // Owner: reduce my part, write it, broadcast it.
   const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;
@@ -60,7 +60,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
     }
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \

@@ -1,4 +1,4 @@
-// The call signature (issue 18 item 1; CPU: src/protocol/cpu/signature-slots.ts; encoding: src/algorithms/
+// The call signature (issue 18 item 1; CPU: src/protocol/cpu/signature.ts; encoding: src/algorithms/
 // signature.ts). Every all-reduce kernel, right after it knows its channel's epoch and before its first data
 // store, stores its signature {word 0 = this launch's count, word 1 = algorithm | dtype << 4 | op << 6 |
 // protocol << 8 | the host's chunk bits} into every peer's scratch, and checks every peer's signature of the same
@@ -20,14 +20,14 @@
 // causally before A's store (kernel boundaries order each rank's kernels). The exchange alone gives this; it does not
 // lean on the algorithm's own completion invariant.
 //
-// Who does it (cost): publishing (publish) is one 16-byte store per peer, by threads 0.. of the block (k-th peer:
-// thread k), before their first data store. Checking (check) is one bounded poll loop per peer by the threads from
+// Who does it (cost): publishing (blockPublish) is one 16-byte store per peer, by threads 0.. of the block (k-th peer:
+// thread k), before their first data store. Checking (blockCheck) is one bounded poll loop per peer by the threads from
 // the top of the block (k-th peer: thread blockDim.x - 1 - k), placed after the block's sends and before its first
 // receive: at small messages those threads hold no data, so the check runs beside the data path instead of in front
 // of it, and the peer stores its signature before its data, so the packet is there by the time its data is. The
-// block's last __syncthreads (advanceEpoch) waits for the checkers, so no kernel ends without its check, and the
+// block's last __syncthreads (blockAdvanceEpoch) waits for the checkers, so no kernel ends without its check, and the
 // host reads the error word before it reports the call.
-// The one-shot kernels' peer-parallel path (recvReduceSpread) is at the 128-register cap in the 16-bit sentinel
+// The one-shot kernels' peer-parallel path (blockRecvReduceSpread) is at the 128-register cap in the 16-bit sentinel
 // kernels, and any poll loop ahead of it made them spill: there the threads that poll nothing take one look (peek)
 // before the pollers' first __syncthreads, and the bounded check follows the polls, before any output store. The
 // one case this leaves as a TIMEOUT instead of a MISMATCH: both sides on that path (>= 8 ranks, a few slots) with
@@ -71,7 +71,7 @@ LLC_DEVICE llc_u32 llcSignatureWord1(const LlcommAllReduceParams& p) {
 // Block-wide (every thread calls it): store this block's signature into every peer's slot, threads 0.. one peer
 // each. Call after the channel's epoch is known and before the block's first data store.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-LLC_DEVICE void llcPublishSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+LLC_DEVICE void llcBlockPublishSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
   const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
   for (llc_u32 k = threadIdx.x; k + 1 < n; k += blockDim.x) {
@@ -86,7 +86,7 @@ LLC_DEVICE void llcPublishSignature(const LlcommAllReduceParams& p, llc_u32 me, 
 // sends, where the kernel's data registers are dead: the 16-bit sentinel kernels sit at the 128-register cap, and a
 // check placed where the preloaded input is live made them spill). No barrier inside.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-LLC_DEVICE void llcCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+LLC_DEVICE void llcBlockCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   // A waiter of its own, not the kernel's: the kernel's waiter keeps aborted == false as the compiler sees it (folded
   // into its data waits), and this one's fields come from the parameters (no registers held for it). A check that
   // gives up or records the mismatch reaches the data waiters through the error word.
@@ -111,7 +111,7 @@ LLC_DEVICE void llcCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, co
 }
 
 // One look, no wait (for the threads of a block-wide receive that poll nothing): records MISMATCH when the peer's
-// packet of this epoch is there and differs. The full check (llcCheckSignature) still follows.
+// packet of this epoch is there and differs. The full check (llcBlockCheckSignature) still follows.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcPeekSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
@@ -131,11 +131,11 @@ LLC_DEVICE void llcPeekSignature(const LlcommAllReduceParams& p, llc_u32 me, con
 // The three steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature {
-  LLC_DEVICE static void publish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
+  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
-  LLC_DEVICE static void check(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
+  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
   LLC_DEVICE static void peek(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcPeekSignature<kAlg, kProtocol, DT>(p, me, ch);

@@ -1,5 +1,5 @@
 /**
- * Exhaustive check of the CPU backend's sleep/notify hand-off (src/protocol/cpu/control.ts: waitUntil and
+ * Exhaustive check of the CPU backend's sleep/notify hand-off (src/protocol/cpu/wait.ts: waitUntil and
  * ringDoorbells) for lost wake-ups: every interleaving of one waiter and two writers over sequentially consistent
  * memory, with Atomics.wait/notify's futex semantics (wait compares the word and blocks in one step; a notify
  * wakes a blocked waiter and is lost when nobody is blocked).

@@ -3,7 +3,7 @@
  * global barrier, each reads every rank's chunk and reduces in rank order, global barrier (so nobody overwrites
  * its staging area while a peer still reads it). Two barriers per chunk.
  */
-import { type RangeReceiver, RangeReduction } from '../../protocol/cpu/ll-channel.js'
+import { type RangeReceiver, RangeReduction } from '../../protocol/cpu/ll-buffer.js'
 import type { CpuAlgorithm } from './cpu-algorithm.js'
 
 /**

@@ -19,7 +19,7 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
     const values = p.scratchF32Values(seg * lanes)
     // Reduce-scatter: element k of owner o's segment goes to line floor(k/31), data word k%31. Owner o re-armed
     // each line at its last use (epoch e-2 or earlier in this half) before sending that epoch's all-gather words,
-    // which we received before finishing it (see AtomicLines.rearm and the completion invariant in ll-channel.ts).
+    // which we received before finishing it (see AtomicLines.rearm and the completion invariant in ll-buffer.ts).
     // Owners in rotated order (ours last): ranks that start together add into different owners' lines instead
     // of all racing on owner 0's cache lines (the owner's sum does not depend on the order of the adds' issue).
     for (let j = 1; j <= p.size; j++) {
@@ -61,7 +61,7 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
           ? codec.encodeLane(values[k])
           : ((codec.encodeLane(values[k + 1]) << 16) | codec.encodeLane(values[k])) >>> 0
     }
-    if (mineEnd > mine) sentinel.bcastRange(others, 0, output.subarray(mine, mineEnd))
+    if (mineEnd > mine) sentinel.bcastRange(0, output.subarray(mine, mineEnd))
     sentinel.flush()
     for (const o of others) {
       const end = Math.min(n, (o + 1) * seg)

@@ -15,7 +15,7 @@
  *   |          half 1: same                                                                       |
  *   | staging  W int32 (oneshot-barrier publishes its chunk here)                                  |
  *   | signature half 0: [from rank 0: 2 packets]...[from rank N-1]   (u64 LL8 packets, zero-filled) |
- *   |           half 1: same       (the call signature: signature-slots.ts, src/algorithms/signature.ts) |
+ *   |           half 1: same       (the call signature: signature.ts, src/algorithms/signature.ts) |
  *   +-------------------------------------------------------------------------------------------+
  *   W = bufferBytes / 4 payload words per half; P = floor(W / N) slots per peer; L = ceil(W / 31).
  * Halves alternate by epoch parity (double buffering).
@@ -69,7 +69,7 @@ export interface ChannelLayout {
   readonly sentinelOffset: number
   readonly linesOffset: number
   readonly stagingOffset: number
-  /** The call-signature packets (signature-slots.ts): 2 halves x ranks x SIGNATURE_PACKETS u64. */
+  /** The call-signature packets (signature.ts): 2 halves x ranks x SIGNATURE_PACKETS u64. */
   readonly signatureOffset: number
   readonly totalBytes: number
 }
@@ -135,7 +135,7 @@ export function createChannelMemory(layout: ChannelLayout): SharedArrayBuffer {
   for (let r = 0; r < layout.ranks; r++) {
     const first = (regionBase(layout, r) + layout.sentinelOffset) / 4
     i32.fill(SENTINEL_WORD | 0, first, first + 2 * layout.ranks * layout.slotsPerPeer)
-    // Line data words start at -0, the identity of IEEE addition (see ll128-lines.ts); counters at 0.
+    // Line data words start at -0, the identity of IEEE addition (see atomic-lines.ts); counters at 0.
     const lines = (regionBase(layout, r) + layout.linesOffset) / 4
     for (let l = 0; l < 2 * layout.linesPerHalf; l++) {
       i32.fill(0x80000000 | 0, lines + l * LINE_WORDS + 1, lines + (l + 1) * LINE_WORDS)

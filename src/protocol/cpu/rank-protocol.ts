@@ -4,13 +4,13 @@
  */
 import type { Dtype } from '../../api/types.js'
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
-import { RankControl, type WaitOptions } from './control.js'
-import { EpochBarrier } from './epoch-barrier.js'
+import { AtomicLines } from './atomic-lines.js'
+import { EpochBarrier } from './flags.js'
 import { type ChannelLayout, computeChannelLayout, regionBase } from './layout.js'
-import { Ll8Buffer, type Ll8TestFaults } from './ll8-buffer.js'
-import { AtomicLines } from './ll128-lines.js'
-import { SentinelBuffer, type SentinelTestFaults } from './sentinel-buffer.js'
-import { SignatureSlots, type SignatureTestFaults } from './signature-slots.js'
+import { Ll8Buffer, type Ll8TestFaults } from './packets.js'
+import { SentinelBuffer, type SentinelTestFaults } from './sentinel.js'
+import { SignatureSlots, type SignatureTestFaults } from './signature.js'
+import { RankControl, type WaitOptions } from './wait.js'
 
 export interface ProtocolTestFaults extends Ll8TestFaults, SentinelTestFaults, SignatureTestFaults {}
 

@@ -34,6 +34,8 @@ export interface RankStepResult {
   bits?: number[]
   algorithm?: string
   fallbackReason?: string
+  /** Wall time of the call in this rank, ms. */
+  ms?: number
   /** compare: elements whose bits differ from the reference, and the first of them. */
   diffs?: number
   firstDiff?: number
@@ -78,6 +80,7 @@ for (const step of steps) {
     step.values === 'accumulation'
       ? accumulationInput(step.dtype, step.count, step.seed, rank.rank)
       : adversarialInput(step.dtype, step.count, step.seed, rank.rank)
+  const t0 = performance.now()
   try {
     const options: Record<string, unknown> = { algorithm: step.algorithm, dtype: step.dtype }
     if (step.protocol !== undefined) options.protocol = step.protocol
@@ -106,7 +109,7 @@ for (const step of steps) {
     results.push(r)
   } catch (e) {
     if (!(e instanceof LlcommError)) throw e
-    results.push({ error: { code: e.code, message: e.message, details: e.details } })
+    results.push({ error: { code: e.code, message: e.message, details: e.details }, ms: performance.now() - t0 })
   }
 }
 rank.detach()

@@ -71,7 +71,7 @@
 #undef LLCOMM_VARIANT_oneshot_barrier
 #undef LLCOMM_VARIANT_ring
 
-// Every member of the LL buffer handle, used by a kernel or not (reset, resetRange), must compile.
+// Every member of the LL buffer handle, used by a kernel or not (reset, blockResetRange), must compile.
 template struct LlBuffer<LlcLL16>;
 template struct LlBuffer<LlcLL8>;
 template struct LlBuffer<LlcSentinel<LLCOMM_DTYPE_F32>>;

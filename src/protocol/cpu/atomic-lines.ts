@@ -8,8 +8,8 @@
  * x = -0, so a line of all -0 contributions reduces to -0 as the float64 reference does.
  */
 import { f32FromBits, f32ToBits } from '../../dtype/f32.js'
-import type { RankControl } from './control.js'
 import { LINE_PAYLOAD_WORDS, LINE_WORDS, regionBase } from './layout.js'
+import type { RankControl } from './wait.js'
 
 export const LINE_IDENTITY_WORD = 0x80000000 | 0
 

@@ -5,7 +5,7 @@
  * every algorithm, so a peer that runs another algorithm, dtype, count or chunk is caught at the first chunk where
  * the two differ, instead of being read as data (or waited for until a TIMEOUT).
  *
- * Format: LL8 packets (ll8-buffer.ts), one per signature word: data in the low 32 bits, the sender's epoch in the
+ * Format: LL8 packets (packets.ts), one per signature word: data in the low 32 bits, the sender's epoch in the
  * high 32 bits, stored with one 64-bit SC Atomics.store (single-copy atomic). A packet whose flag is not exactly our
  * epoch is not this epoch's, so the region never needs re-arming (a stale packet of epoch e-2 in the same half never
  * matches) and a zero-filled region holds no signature (epochs start at 1).
@@ -20,15 +20,15 @@
  *    packet's data is the peer's signature of this epoch.
  *  - Overwriting half h at epoch e is safe for the same reason as an LL8 data packet: the peer read our epoch e-2
  *    packet of half h before it used epoch e-2 data, and we reach epoch e only after finishing epoch e-1, which needs
- *    data the peer sent at epoch e-1, after its epoch e-2 check (the completion invariant, ll-channel.ts).
+ *    data the peer sent at epoch e-1, after its epoch e-2 check (the completion invariant, ll-buffer.ts).
  *  - Cost: 2(N-1) 64-bit stores and 2(N-1) loads per chunk. The peer stores its signature before its data, so the
  *    check usually finds every packet there and does not wait; when it waits, it waits for the latest peer
  *    (RankControl.waitForAll) as the data receive would have.
  */
 import { decodeSignature, describeSignature } from '../../algorithms/signature.js'
 import { mismatchError } from '../../errors.js'
-import type { RankControl } from './control.js'
 import { regionBase, SIGNATURE_PACKETS } from './layout.js'
+import type { RankControl } from './wait.js'
 
 const DATA_MASK = 0xffffffffn
 
@@ -98,6 +98,10 @@ export class SignatureSlots {
   check(): void {
     const epoch = this.control.epoch
     if (this.checkedEpoch === epoch || this.publishedEpoch !== epoch || this.faults.skipSignatureCheck) return
+    // Our doorbells first: the check may throw MISMATCH before any wait of ours would ring them, and a peer asleep
+    // on our signature (AWAITED_PEER = us) must wake to see it, or it sleeps until its deadline. Usually a no-op:
+    // the algorithms flush their sends before they check.
+    this.control.ringDoorbells()
     this.control.waitForAll(this.peers, -1, this.arrivedAndEqual, this.waitPeer)
     this.checkedEpoch = epoch
   }

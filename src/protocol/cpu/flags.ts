@@ -3,8 +3,9 @@
  * its control block and waits until every peer's count has caught up. Counts only grow, so there is no sense to
  * reverse and no reset between barriers.
  */
-import type { RankControl } from './control.js'
+
 import { CONTROL, controlIndex } from './layout.js'
+import type { RankControl } from './wait.js'
 
 export class EpochBarrier {
   private readonly control: RankControl
