@@ -63,6 +63,14 @@
 #define LLCOMM_SIG_OP_SUM 0u
 #define LLCOMM_SIG_KIND_MASK 0x3FFu
 
+// 1: f16/bf16 ring carries f32 partial sums between reduce-scatter hops (kernels/allreduce/ring.cu; issue 18 item 4)
+// at half the capacity per launch; 0: 16-bit partials, rounded at every hop (as NCCL). The host's capacity rule
+// (kernel-table.ts, LLCOMM_RING_F32_PARTIALS in abi.ts) must agree; the ABI test checks it. Off by default until the
+// latency model is re-calibrated for it (its committed fits describe the 16-bit ring's chunking).
+#ifndef LLCOMM_RING_F32_PARTIALS
+#define LLCOMM_RING_F32_PARTIALS 0
+#endif
+
 // One per communicator, zero-filled by the host; the first timeout wins the CAS on `code` and fills the rest.
 struct LlcommErrorWord {
   llc_u32 code;  // LLCOMM_ERR_*

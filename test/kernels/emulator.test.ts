@@ -19,6 +19,7 @@ import { mismatchFromWord } from '../../src/backends/cuda/error-word.js'
 import {
   deviceBufferLayout,
   KERNEL_VARIANTS,
+  type KernelBuildOptions,
   type KernelVariant,
   kernelsDirectory,
   launchShape,
@@ -55,6 +56,7 @@ interface EmuResult {
 
 let work = ''
 let exe = ''
+let gxx = ''
 
 function findGxx(): string | undefined {
   for (const c of ['g++', 'c++', 'clang++']) {
@@ -76,10 +78,17 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
   exe = join(work, 'emulator')
+  buildEmulator(cxx, exe, [])
+})
+
+/** Builds the emulator into `out` with extra -D flags. */
+function buildEmulator(cxx: string, out: string, defines: string[]): void {
+  gxx = cxx
   const root = join(kernelsDirectory(), '..')
   execFileSync(
     cxx,
     [
+      ...defines,
       '-std=c++20',
       '-O1',
       '-pthread',
@@ -95,11 +104,11 @@ before(() => {
       join(root, 'test/kernels/emulator'),
       join(root, 'test/kernels/emulator/emulator.cpp'),
       '-o',
-      exe,
+      out,
     ],
     { stdio: 'pipe' },
   )
-})
+}
 after(() => {
   if (work) rmSync(work, { recursive: true, force: true })
 })
@@ -114,16 +123,21 @@ interface Case {
   timeoutMs?: number
   /** A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD). */
   odd?: { rank: number; v: KernelVariant; count: number }
+  /** The f32-accumulation inputs (LLCOMM_EMU_VALUES=accumulation). */
+  accumulation?: boolean
+  /** Run this emulator build (default: the one of before()), and size the calls for its kernel switches. */
+  exe?: string
+  build?: KernelBuildOptions
 }
 
 function argsOf(c: Case): string[] {
   const L = deviceBufferLayout(c.nranks, c.bufferBytes)
-  const max = launchShape(c.v, c.nranks, 1, c.bufferBytes).maxCountPerCall
+  const max = launchShape(c.v, c.nranks, 1, c.bufferBytes, c.build).maxCountPerCall
   const calls = c.calls.map((s) => {
     const [countText, mode] = s.split(':')
     // The host chunks at maxCountPerCall; the emulator runs single launches, so counts above it are clamped.
     const count = countText === 'max' ? max : Math.min(max, Number(countText))
-    const { blocksPerRank } = launchShape(c.v, c.nranks, count, c.bufferBytes)
+    const { blocksPerRank } = launchShape(c.v, c.nranks, count, c.bufferBytes, c.build)
     return `${count}:${blocksPerRank}${mode ? `:${mode}` : ''}`
   })
   return [
@@ -141,11 +155,12 @@ function argsOf(c: Case): string[] {
 function runCase(c: Case): Promise<EmuResult> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env }
+    if (c.accumulation) env.LLCOMM_EMU_VALUES = 'accumulation'
     if (c.odd) {
       const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
       env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
     }
-    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
+    execFile(c.exe ?? exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as EmuResult)
     })
@@ -326,5 +341,26 @@ test('a mismatched call (another algorithm, dtype, count): every launch ends wit
     assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${mainSide}: count ${c.calls[0]}`)
     assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${oddSide}: count ${c.odd?.count}`)
     assert.ok(r.seconds < 15, `${label(c)}: found in ${r.seconds} s, not at the 20 s deadline`)
+  }
+})
+
+test('f32 accumulation: small terms next to a large one survive in every kernel (16-bit partials would lose them)', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // twoshot-atomic still adds 16-bit inputs with 16-bit atomics (issue 18 item 4 open for it): left out, named here.
+  // The 16-bit ring by default rounds at every hop (as NCCL): its f32-partials build (LLCOMM_RING_F32_PARTIALS=1,
+  // off by default: abi.cuh) is the one checked here, with the capacity rule of that build.
+  const gap = (v: KernelVariant) => v.algorithm === 'twoshot-atomic' && v.dtype !== 'f32'
+  const wideRing = (v: KernelVariant) => v.algorithm === 'ring' && v.dtype !== 'f32'
+  const exeWide = join(work, 'emulator-ring-f32-partials')
+  buildEmulator(gxx, exeWide, ['-DLLCOMM_RING_F32_PARTIALS=1'])
+  const cases: Case[] = []
+  for (const v of KERNEL_VARIANTS.filter((x) => !gap(x)))
+    for (const nranks of [3, 8]) {
+      const wide = wideRing(v) ? { exe: exeWide, build: { ringF32Partials: true } } : {}
+      cases.push({ v, nranks, bufferBytes: 65536, calls: ['1001', '40', 'max'], accumulation: true, ...wide })
+    }
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
   }
 })

@@ -9,7 +9,9 @@
 // prints one JSON object.
 // With LLCOMM_EMU_ODD=RANK:KERNEL:COUNT:BLOCKS in the environment, the first call launches that rank alone with its
 // own kernel and count, concurrently with the launch of the other ranks (a mismatched call: the run then ends after
-// that call, and the error word must say MISMATCH).
+// that call, and the error word must say MISMATCH). With LLCOMM_EMU_VALUES=accumulation the inputs are the
+// f32-accumulation case (rank 0 holds +-256, the others +-0.25..0.625 in steps of 1/8; test/support/accumulation.ts):
+// every partial sum is exact in f32 but not in f16/bf16, so only an f32 accumulation rounded once gives the reference.
 #include "emu.h"
 
 #include <algorithm>
@@ -176,6 +178,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown kernel %s\n", name.c_str());
     return 2;
   }
+  const char* values = std::getenv("LLCOMM_EMU_VALUES");
+  const bool accumulation = values != nullptr && std::string(values) == "accumulation";
   int oddRank = -1;
   KernelFn oddFn = nullptr;
   unsigned long long oddCount = 0;
@@ -234,6 +238,10 @@ int main(int argc, char** argv) {
       for (unsigned long long i = 0; i < count; ++i) {
         // k / 8 with |k| <= 8: every partial sum of up to 16 ranks is exact in bf16, f16 and f32.
         llc_u32 bits = fromDouble(dt, (static_cast<int>(rng() % 17) - 8) / 8.0);
+        if (accumulation) {
+          const double sign = i % 2 == 0 ? 1.0 : -1.0;
+          bits = fromDouble(dt, r == 0 ? sign * 256.0 : sign * (0.25 + static_cast<double>((i * 7 + r * 3) % 4) * 0.125));
+        }
         if (r == n - 1 && i % 97 == 13) bits = sentinelElem; // the sentinel pattern as user data: NaN in, NaN out
         inBits[r][i] = bits;
         std::memcpy(in[r]->data() + i * eb, &bits, eb);
