@@ -19,9 +19,11 @@ import {
   type Dtype,
   deviceBufferLayout,
   KERNEL_VARIANTS,
+  type KernelBuildOptions,
   type KernelVariant,
   kernelsDirectory,
   launchShape,
+  mismatchFromWord,
 } from 'llcomm/internal'
 import { SKIP_NVCC } from './toolchain.js'
 
@@ -40,12 +42,22 @@ interface EmuResult {
   ll128BytesNotZero: number
   badEpochs: number
   guardsBroken: number
-  error: { code: number; rank: number; peer: number; epoch: number; what: number; slot: number; channel: number }
+  error: {
+    code: number
+    rank: number
+    peer: number
+    epoch: number
+    what: number
+    slot: number
+    channel: number
+    reserved: number
+  }
   seconds: number
 }
 
 let work = ''
 let exe = ''
+let gxx = ''
 
 function findGxx(): string | undefined {
   for (const c of ['g++', 'c++', 'clang++']) {
@@ -67,10 +79,17 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
   exe = join(work, 'emulator')
+  buildEmulator(cxx, exe, [])
+})
+
+/** Builds the emulator into `out` with extra -D flags. */
+function buildEmulator(cxx: string, out: string, defines: string[]): void {
+  gxx = cxx
   const emulatorDir = fileURLToPath(new URL('../../test/kernels/emulator/', import.meta.url))
   execFileSync(
     cxx,
     [
+      ...defines,
       '-std=c++20',
       '-O1',
       '-pthread',
@@ -86,11 +105,11 @@ before(() => {
       emulatorDir,
       join(emulatorDir, 'emulator.cpp'),
       '-o',
-      exe,
+      out,
     ],
     { stdio: 'pipe' },
   )
-})
+}
 after(() => {
   if (work) rmSync(work, { recursive: true, force: true })
 })
@@ -105,16 +124,23 @@ interface Case {
   timeoutMs?: number
   /** Every channel's epoch word starts here (LLCOMM_EMU_STORED_EPOCH), e.g. just below the u32 wrap. */
   storedEpoch?: number
+  /** A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD). */
+  odd?: { rank: number; v: KernelVariant; count: number }
+  /** The f32-accumulation inputs (LLCOMM_EMU_VALUES=accumulation). */
+  accumulation?: boolean
+  /** Run this emulator build (default: the one of before()), and size the calls for its kernel switches. */
+  exe?: string
+  build?: KernelBuildOptions
 }
 
 function argsOf(c: Case): string[] {
   const L = deviceBufferLayout(c.nranks, c.bufferBytes)
-  const max = launchShape(c.v, c.nranks, 1, c.bufferBytes).maxCountPerCall
+  const max = launchShape(c.v, c.nranks, 1, c.bufferBytes, c.build).maxCountPerCall
   const calls = c.calls.map((s) => {
     const [countText, mode] = s.split(':')
     // The host chunks at maxCountPerCall; the emulator runs single launches, so counts above it are clamped.
     const count = countText === 'max' ? max : Math.min(max, Number(countText))
-    const { blocksPerRank } = launchShape(c.v, c.nranks, count, c.bufferBytes)
+    const { blocksPerRank } = launchShape(c.v, c.nranks, count, c.bufferBytes, c.build)
     return `${count}:${blocksPerRank}${mode ? `:${mode}` : ''}`
   })
   return [
@@ -131,9 +157,14 @@ function argsOf(c: Case): string[] {
 
 function runCase(c: Case): Promise<EmuResult> {
   return new Promise((resolve, reject) => {
-    const env =
-      c.storedEpoch === undefined ? process.env : { ...process.env, LLCOMM_EMU_STORED_EPOCH: String(c.storedEpoch) }
-    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
+    const env: NodeJS.ProcessEnv = { ...process.env }
+    if (c.storedEpoch !== undefined) env.LLCOMM_EMU_STORED_EPOCH = String(c.storedEpoch)
+    if (c.accumulation) env.LLCOMM_EMU_VALUES = 'accumulation'
+    if (c.odd) {
+      const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
+      env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
+    }
+    execFile(c.exe ?? exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as EmuResult)
     })
@@ -227,7 +258,8 @@ test('a rank that never arrives: every launch ends, with a TIMEOUT that names a 
     assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)
     assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)
     assert.equal(r.error.epoch, 1, `${label(c)}: epoch of the first call`)
-    assert.ok(r.error.what >= 1 && r.error.what <= 5, `${label(c)}: wait kind ${r.error.what}`)
+    // 1..5: a data wait; 7: the call-signature check (signature.cuh), which waits for the absent rank as well.
+    assert.ok((r.error.what >= 1 && r.error.what <= 5) || r.error.what === 7, `${label(c)}: wait kind ${r.error.what}`)
     if (c.v.algorithm !== 'twoshot-atomic' && c.v.algorithm !== 'ring')
       assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
   }
@@ -250,5 +282,111 @@ test('channel epochs across the u32 wrap: every kernel exact, epoch 0 (the zero 
     assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
     assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls across the wrap`)
     assert.ok(r.ok, label(c))
+  }
+})
+
+test('a mismatched call (another algorithm, dtype, count): every launch ends with MISMATCH naming both signatures', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const kernel = (name: string): KernelVariant => {
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+    assert.ok(v, name)
+    return v
+  }
+  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
+    {
+      main: 'llcomm_oneshot_ll_ll8_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+      oddCount: 1001,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 2000,
+      nranks: 4,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      count: 600,
+      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+      oddCount: 600,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+      count: 300,
+      odd: 'llcomm_ring_flags_bf16_sum',
+      oddCount: 300,
+      nranks: 2,
+    },
+    {
+      main: 'llcomm_oneshot_barrier_barrier_f32_sum',
+      count: 64,
+      odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
+      oddCount: 64,
+      nranks: 3,
+    },
+    { main: 'llcomm_oneshot_ll_ll16_f32_sum', count: 8, odd: 'llcomm_oneshot_ll_ll8_f32_sum', oddCount: 8, nranks: 8 },
+  ]
+  const cases: Case[] = pairs.map((q) => ({
+    v: kernel(q.main),
+    nranks: q.nranks,
+    bufferBytes: 65536,
+    calls: [String(q.count)],
+    timeoutMs: 20_000,
+    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount },
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 2, `${label(c)} against ${c.odd?.v.kernelName}: ${JSON.stringify(r.error)}`)
+    const odd = c.odd?.rank ?? -1
+    assert.ok(r.error.rank === odd || r.error.peer === odd, `${label(c)}: the pair names the odd rank`)
+    assert.notEqual(r.error.rank, r.error.peer)
+    assert.equal(r.error.epoch, 1)
+    const e = mismatchFromWord(
+      Uint32Array.of(
+        r.error.code,
+        r.error.rank,
+        r.error.peer,
+        r.error.epoch,
+        r.error.what,
+        r.error.slot,
+        r.error.channel,
+        r.error.reserved,
+      ),
+    )
+    assert.equal(e.code, 'MISMATCH')
+    const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
+    const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
+    const [mainAlg, oddAlg] = [c.v.algorithm, c.odd?.v.algorithm ?? '']
+    assert.ok(mainSide.startsWith(mainAlg), `${mainSide} is ${mainAlg}`)
+    assert.ok(oddSide.startsWith(oddAlg), `${oddSide} is ${oddAlg}`)
+    assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${mainSide}: count ${c.calls[0]}`)
+    assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${oddSide}: count ${c.odd?.count}`)
+    assert.ok(r.seconds < 15, `${label(c)}: found in ${r.seconds} s, not at the 20 s deadline`)
+  }
+})
+
+test('f32 accumulation: small terms next to a large one survive in every kernel (16-bit partials would lose them)', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // twoshot-atomic still adds 16-bit inputs with 16-bit atomics (issue 18 item 4 open for it): left out, named here.
+  // The 16-bit ring by default rounds at every hop (as NCCL): its f32-partials build (LLCOMM_RING_F32_PARTIALS=1,
+  // off by default: abi.cuh) is the one checked here, with the capacity rule of that build.
+  const gap = (v: KernelVariant) => v.algorithm === 'twoshot-atomic' && v.dtype !== 'f32'
+  const wideRing = (v: KernelVariant) => v.algorithm === 'ring' && v.dtype !== 'f32'
+  const exeWide = join(work, 'emulator-ring-f32-partials')
+  buildEmulator(gxx, exeWide, ['-DLLCOMM_RING_F32_PARTIALS=1'])
+  const cases: Case[] = []
+  // Every kernel at 3 ranks; the ring (whose capacity the f32 partials change) at 8 too, and at its largest launch.
+  for (const v of KERNEL_VARIANTS.filter((x) => !gap(x)))
+    for (const nranks of wideRing(v) ? [3, 8] : [3]) {
+      const wide = wideRing(v) ? { exe: exeWide, build: { ringF32Partials: true } } : {}
+      const calls = wideRing(v) ? ['1001', '40', 'max'] : ['1001', '40']
+      cases.push({ v, nranks, bufferBytes: 65536, calls, accumulation: true, ...wide })
+    }
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
   }
 })

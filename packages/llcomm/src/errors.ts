@@ -19,7 +19,7 @@ export type LlcommErrorCode =
   | 'NCCL_ERROR'
   | 'NO_DEVICE'
   | 'TRACE_FORMAT' // diagnose could not read a trace
-  | 'MISMATCH' // ranks issued calls that differ (count, dtype, op, algorithm, protocol, chunk)
+  | 'MISMATCH' // ranks made different calls (count, dtype, op, algorithm, protocol, chunk): details name both
   | 'OUT_OF_MEMORY' // an allocation (host SharedArrayBuffer, device memory) failed or would not fit
   | 'INTERNAL' // an unexpected error inside llcomm (a bug): details.cause names the original error
   | 'PEER_FAILED' // a peer process died or left: names the rank
@@ -64,6 +64,27 @@ export class LlcommError extends Error {
       { ...d },
     )
   }
+}
+
+/** What a MISMATCH names: the two ranks, the epoch, and each one's call signature (src/algorithms/signature.ts). */
+export interface MismatchDetails {
+  rank: number
+  peer: number
+  epoch: number
+  /** The signature `rank` sent, readable, and its two words. */
+  mine: string
+  theirs: string
+  mineWords: [number, number]
+  theirsWords: [number, number]
+}
+
+/** A MISMATCH error naming both ranks and both signatures. */
+export function mismatchError(d: MismatchDetails): LlcommError {
+  return new LlcommError(
+    'MISMATCH',
+    `rank ${d.rank} and rank ${d.peer} made different calls at epoch ${d.epoch}: rank ${d.rank} ${d.mine}, rank ${d.peer} ${d.theirs}`,
+    { ...d },
+  )
 }
 
 export function isLlcommError(e: unknown, code?: LlcommErrorCode): e is LlcommError {

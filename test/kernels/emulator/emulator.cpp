@@ -7,8 +7,14 @@
 // usage: emulator KERNEL NRANKS THREADS TIMEOUT_MS ABSENT_RANK RECV_BYTES LL_OFF LL_HALF S_OFF S_HALF L128_OFF
 //                 L128_HALF P_OFF P_HALF CALL...      where CALL = COUNT:BLOCKS[:inplace]
 // prints one JSON object.
+// With LLCOMM_EMU_ODD=RANK:KERNEL:COUNT:BLOCKS in the environment, the first call launches that rank alone with its
+// own kernel and count, concurrently with the launch of the other ranks (a mismatched call: the run then ends after
+// that call, and the error word must say MISMATCH). With LLCOMM_EMU_VALUES=accumulation the inputs are the
+// f32-accumulation case (rank 0 holds +-256, the others +-0.25..0.625 in steps of 1/8; test/support/accumulation.ts):
+// every partial sum is exact in f32 but not in f16/bf16, so only an f32 accumulation rounded once gives the reference.
 #include "emu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -67,7 +73,7 @@
 #undef LLCOMM_VARIANT_oneshot_barrier
 #undef LLCOMM_VARIANT_ring
 
-// Every member of the LL buffer handle, used by a kernel or not (reset, resetRange), must compile.
+// Every member of the LL buffer handle, used by a kernel or not (reset, blockResetRange), must compile.
 template struct LlBuffer<LlcLL16>;
 template struct LlBuffer<LlcLL8>;
 template struct LlBuffer<LlcSentinel<LLCOMM_DTYPE_F32>>;
@@ -92,9 +98,11 @@ static const KernelEntry kKernels[] = {
 #include "instantiations.def"
 };
 
-static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid, unsigned block) {
-  blockDim.x = block;
-  gridDim.x = grid;
+static void emuLaunch(KernelFn fn, const LlcommAllReduceParams& p, unsigned grid, unsigned block, bool setDims = true) {
+  if (setDims) { // two concurrent launches (LLCOMM_EMU_ODD) set them once beforehand: the kernels read only blockDim
+    blockDim.x = block;
+    gridDim.x = grid;
+  }
   const unsigned warpsPerBlock = (block + 31) / 32;
   std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
   std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
@@ -170,6 +178,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown kernel %s\n", name.c_str());
     return 2;
   }
+  const char* values = std::getenv("LLCOMM_EMU_VALUES");
+  const bool accumulation = values != nullptr && std::string(values) == "accumulation";
+  int oddRank = -1;
+  KernelFn oddFn = nullptr;
+  unsigned long long oddCount = 0;
+  unsigned oddBlocks = 0;
+  if (const char* odd = std::getenv("LLCOMM_EMU_ODD")) {
+    char oddName[200] = {0};
+    if (std::sscanf(odd, "%d:%199[^:]:%llu:%u", &oddRank, oddName, &oddCount, &oddBlocks) != 4) {
+      std::fprintf(stderr, "bad LLCOMM_EMU_ODD %s\n", odd);
+      return 2;
+    }
+    for (const auto& k : kKernels)
+      if (std::string(oddName) == k.name) oddFn = k.fn;
+    if (!oddFn) {
+      std::fprintf(stderr, "unknown kernel %s\n", oddName);
+      return 2;
+    }
+  }
   const int dt = name.find("_f32_") != std::string::npos ? LLCOMM_DTYPE_F32
                  : name.find("_f16_") != std::string::npos ? LLCOMM_DTYPE_F16
                                                            : LLCOMM_DTYPE_BF16;
@@ -189,7 +216,7 @@ int main(int argc, char** argv) {
 
   std::vector<unsigned> launchRanks;
   for (unsigned r = 0; r < n; ++r)
-    if (static_cast<int>(r) != absent) launchRanks.push_back(r);
+    if (static_cast<int>(r) != absent && static_cast<int>(r) != oddRank) launchRanks.push_back(r);
 
   // LLCOMM_EMU_STORED_EPOCH: every channel's epoch word on every rank starts there (runs across the u32 wrap).
   const char* storedEnv = std::getenv("LLCOMM_EMU_STORED_EPOCH");
@@ -210,12 +237,17 @@ int main(int argc, char** argv) {
     const bool inplace = std::string(mode) == "inplace";
     std::vector<std::unique_ptr<Buffer>> in, out;
     std::vector<std::vector<llc_u32>> inBits(n, std::vector<llc_u32>(count));
+    const unsigned long long room = std::max(count, oddCount) * 4; // the odd rank may run another count and dtype
     for (unsigned r = 0; r < n; ++r) {
-      in.push_back(std::make_unique<Buffer>(count * eb, 0));
-      out.push_back(inplace ? nullptr : std::make_unique<Buffer>(count * eb, 0xCD));
+      in.push_back(std::make_unique<Buffer>(room, 0));
+      out.push_back(inplace ? nullptr : std::make_unique<Buffer>(room, 0xCD));
       for (unsigned long long i = 0; i < count; ++i) {
         // k / 8 with |k| <= 8: every partial sum of up to 16 ranks is exact in bf16, f16 and f32.
         llc_u32 bits = fromDouble(dt, (static_cast<int>(rng() % 17) - 8) / 8.0);
+        if (accumulation) {
+          const double sign = i % 2 == 0 ? 1.0 : -1.0;
+          bits = fromDouble(dt, r == 0 ? sign * 256.0 : sign * (0.25 + static_cast<double>((i * 7 + r * 3) % 4) * 0.125));
+        }
         if (r == n - 1 && i % 97 == 13) bits = sentinelElem; // the sentinel pattern as user data: NaN in, NaN out
         inBits[r][i] = bits;
         std::memcpy(in[r]->data() + i * eb, &bits, eb);
@@ -240,6 +272,19 @@ int main(int argc, char** argv) {
     p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
     p.blocksPerRank = blocks;
     for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
+    if (oddRank >= 0) {
+      LlcommAllReduceParams q = p;
+      q.count = oddCount;
+      q.blocksPerRank = oddBlocks;
+      q.ranksInLaunch = 1;
+      q.launchRanks[0] = static_cast<llc_u8>(oddRank);
+      blockDim.x = threads;
+      gridDim.x = std::max(p.ranksInLaunch * blocks, oddBlocks);
+      std::thread others([&] { emuLaunch(fn, p, p.ranksInLaunch * blocks, threads, false); });
+      emuLaunch(oddFn, q, oddBlocks, threads, false);
+      others.join();
+      break; // a mismatch run: one call, checked by the error word
+    }
     emuLaunch(fn, p, p.ranksInLaunch * blocks, threads);
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {
@@ -300,9 +345,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"ok\":%s,\"mismatches\":%ld,\"firstMismatch\":\"%s\",\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
       "\"sentinelBytesNotArmed\":%ld,\"ll128BytesNotZero\":%ld,\"badEpochs\":%ld,\"guardsBroken\":%ld,"
-      "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u},\"seconds\":%.3f}\n",
+      "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u,"
+      "\"reserved\":%u},\"seconds\":%.3f}\n",
       mismatches == 0 && crossRank == 0 && notArmed == 0 && notZero == 0 && badEpochs == 0 && guards == 0 ? "true" : "false",
       mismatches, firstMismatch.c_str(), crossRank, nanChecked, notArmed, notZero, badEpochs, guards, ew.code, ew.rank, ew.peer,
-      ew.epoch, ew.what, ew.slot, ew.channel, seconds);
+      ew.epoch, ew.what, ew.slot, ew.channel, ew.reserved, seconds);
   return 0;
 }

@@ -3,6 +3,7 @@
 // publishes it, every rank reads all ranks' buffers over NVLink and reduces in rank order, and a second barrier
 // keeps every rank from overwriting its buffer while peers still read it.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/flags.cuh"
 #include "llcomm/ll_buffer.cuh"
 
@@ -15,6 +16,10 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_BARRIER, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::blockPublish(p, me, ch);
+  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   const llc_u64 offset = ch.regionOffset(p.plain);
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
   llc_u32 w[4];
@@ -25,7 +30,7 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
     for (int i = 0; i < 4; ++i) v.w[i] = w[i];
     llcStoreWeakV4(reinterpret_cast<char*>(p.recvBuf[me]) + offset + 16ull * s, v); // published by the barrier
   }
-  llcGlobalBarrier(p.scratch, me, n, ch.index, 0, ch.epoch, waiter);
+  llcBlockGlobalBarrier(p.scratch, me, n, ch.index, 0, ch.epoch, waiter);
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     LlcAcc<DT, 4> acc;
     for (llc_u32 base = 0; base < n; base += LLCOMM_BARRIER_BATCH) {
@@ -47,8 +52,8 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
     llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, w);
   }
   // Second barrier: no rank leaves (and may overwrite its buffer next call) before every rank has read it.
-  llcGlobalBarrier(p.scratch, me, n, ch.index, 1, ch.epoch, waiter);
-  ch.advanceEpoch();
+  llcBlockGlobalBarrier(p.scratch, me, n, ch.index, 1, ch.epoch, waiter);
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_VARIANT_oneshot_barrier(protocol, dtype, op)                                                         \

@@ -2,6 +2,7 @@
 // receives all lanes and reduces them in rank order. Barrier-free: the flag in each packet carries the epoch, and
 // the buffer half alternates with the epoch's parity (double buffering with bidirectional acknowledgement).
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/ll_buffer.cuh"
 
 template <class Fmt, int DT>
@@ -20,15 +21,19 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
   if (threadIdx.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  constexpr llc_u32 kSigProtocol = Fmt::kSlotBytes == 16 ? LLCOMM_SIG_PROTOCOL_LL16 : LLCOMM_SIG_PROTOCOL_LL8;
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_LL, kSigProtocol, DT>;
+  Sig::blockPublish(p, call.role.rank, ch);
   const llc_u64 laneBytes = llcDivCount(p.ll.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.ll), laneBytes, call.role.rank, p.nranks, ch, &waiter);
   typename LlBuffer<Fmt>::Value v{};
   const llc_u32 groups = buf.spreadGroups(slots); // uniform over the block
   if (groups > 1) {
-    // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, recvReduceSpread).
+    // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, blockRecvReduceSpread).
     LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
-    buf.bcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
+    buf.blockBcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
       if (s == threadIdx.x)
         x = next; // loaded before the epoch
       else
@@ -36,9 +41,12 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
     });
     const llc_u32 s = threadIdx.x;
     if (s < slots) v = next; // own contribution, loaded before the epoch
-    const typename LlBuffer<Fmt>::Value sum = buf.template recvReduceSpread<DT>(slots, groups, v, stage);
+    // The signature: a look by the threads that poll nothing, the bounded check after the polls (signature.cuh).
+    const typename LlBuffer<Fmt>::Value sum = buf.template blockRecvReduceSpread<DT>(
+        slots, groups, v, stage, [&] { Sig::peek(p, call.role.rank, ch); },
+        [&] { Sig::blockCheck(p, call.role.rank, ch); });
     if (s < slots) llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
-    ch.advanceEpoch();
+    ch.blockAdvanceEpoch();
     return;
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
@@ -46,12 +54,13 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
     if (s + blockDim.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
+  Sig::blockCheck(p, call.role.rank, ch); // every peer makes this call, else MISMATCH
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w); // own contribution (same thread as above)
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduce<DT>(s, v);
     llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLC_FMT_ll16 LlcLL16

@@ -2,6 +2,7 @@
 // with the sentinel pattern; the receiver polls until no element is the sentinel, then re-arms the slot. Senders
 // canonicalize user values equal to the sentinel to the dtype's quiet NaN. Double buffered by epoch parity.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/ll_buffer.cuh"
 
 template <int DT>
@@ -16,16 +17,19 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   if (threadIdx.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::blockPublish(p, call.role.rank, ch);
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
       llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(p.sentinel), laneBytes, call.role.rank, p.nranks, ch, &waiter);
   typename LlBuffer<Fmt>::Value v{};
   const llc_u32 groups = buf.spreadGroups(slots); // uniform over the block
   if (groups > 1) {
-    // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, recvReduceSpread); each
+    // Small message: (slot, peer) pairs spread over the block's threads (ll_buffer.cuh, blockRecvReduceSpread); each
     // slot is re-armed by the thread that read it, as in recvReduce.
     LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
-    buf.bcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
+    buf.blockBcastSpread(slots, groups, [&](llc_u32 s, typename LlBuffer<Fmt>::Value& x) {
       if (s == threadIdx.x)
         x = next; // loaded before the epoch
       else
@@ -33,9 +37,12 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     });
     const llc_u32 s = threadIdx.x;
     if (s < slots) v = next; // own contribution, loaded before the epoch
-    const typename LlBuffer<Fmt>::Value sum = buf.template recvReduceSpread<DT>(slots, groups, v, stage);
+    // The signature: a look by the threads that poll nothing, the bounded check after the polls (signature.cuh).
+    const typename LlBuffer<Fmt>::Value sum = buf.template blockRecvReduceSpread<DT>(
+        slots, groups, v, stage, [&] { Sig::peek(p, call.role.rank, ch); },
+        [&] { Sig::blockCheck(p, call.role.rank, ch); });
     if (s < slots) llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
-    ch.advanceEpoch();
+    ch.blockAdvanceEpoch();
     return;
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
@@ -43,12 +50,13 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     if (s + blockDim.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
+  Sig::blockCheck(p, call.role.rank, ch); // every peer makes this call, else MISMATCH
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w); // own contribution (same thread as above)
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduce<DT>(s, v); // re-arms every slot it read
     llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_VARIANT_oneshot_sentinel(protocol, dtype, op)                                                        \

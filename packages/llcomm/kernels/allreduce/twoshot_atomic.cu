@@ -6,6 +6,7 @@
 // the flag). No barrier anywhere: the counter
 // is the synchronization. Reduced once at the owner: every rank holds the owner's bits.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/atomic_lines.cuh"
 #include "llcomm/ll_buffer.cuh"
 
@@ -18,6 +19,9 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_ATOMIC, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::blockPublish(p, me, ch);
   LlcAtomicLines<DT> lines;
   lines.recvBuf = p.recvBuf;
   lines.baseOffset = ch.regionOffset(p.ll128);
@@ -34,7 +38,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   const llc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
 
   // Reduce-scatter: one warp per line; every rank (me included, into my own memory) adds its words to every line
-  // the warp serves, then publishes them all with one fence (atomic_lines.cuh, publish()).
+  // the warp serves, then publishes them all with one fence (atomic_lines.cuh, warpPublish()).
   llc_u32 warpLines = 0; // lines of a part this warp serves: L = warp, warp + warps, ...
   for (llc_u32 L = warp; L < linesPerPart; L += warps, ++warpLines) {
     const llc_u32 w = L * LLCOMM_LINE_DATA_WORDS + lane - 1u; // this lane's word in the part (lane >= 1)
@@ -50,13 +54,14 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     }
   }
   // Pair i = (the warp's line i / n, owner me + i % n): counted where the loop above added to it.
-  lines.publish(warpLines * n, lane, [&](llc_u32 i, llc_u32& owner, llc_u32& index) {
+  lines.warpPublish(warpLines * n, lane, [&](llc_u32 i, llc_u32& owner, llc_u32& index) {
     const llc_u32 k = i % n;
     owner = me + k < n ? me + k : me + k - n;
     index = warp + (i / n) * warps;
     const LlcRange part = llcPieceAt(chanElems, partElems, owner);
     return static_cast<llc_u64>(index) * LLCOMM_LINE_DATA_WORDS * 4u < part.size() * eb;
   });
+  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   // Owner: wait for each of my lines, re-arm it, write and broadcast the sums.
   const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;
@@ -65,7 +70,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     const bool hasWord = lane >= 1 && 4ull * w < mineBytes;
     Value sum;
     sum.w[0] = lines.recv(L, lane);
-    lines.reset(L, lane); // zero data and counter for epoch + 2 (ordering argument in reset())
+    lines.warpReset(L, lane); // zero data and counter for epoch + 2 (ordering argument in warpReset())
     if (hasWord) {
       llcStorePayload<DT, 1>(call.output + mine.begin * eb, 4ull * w, mineBytes, sum.w);
       ag.bcast(w, sum);
@@ -82,7 +87,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
       llcStorePayload<DT, 1>(call.output + part.begin * eb, 4ull * w, partBytes, r.w);
     }
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_VARIANT_twoshot_atomic(protocol, dtype, op)                                                          \

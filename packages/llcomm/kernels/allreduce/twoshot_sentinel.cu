@@ -3,6 +3,7 @@
 // all lanes in rank order once, writes its output and broadcasts the result (AG lanes); every rank writes the
 // owners' results. Reduce once at the owner, so all ranks hold the same bits. Double buffered by epoch parity.
 #include "llcomm/allreduce_common.cuh"
+#include "llcomm/signature.cuh"
 #include "llcomm/ll_buffer.cuh"
 
 template <int DT>
@@ -15,6 +16,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  Sig::blockPublish(p, me, ch);
   // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, 2u * n) / 16u * 16u;
   const llc_u64 base = ch.regionOffset(p.sentinel);
@@ -34,6 +38,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       rs.send(o, s, v);
     }
   }
+  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   // Owner: reduce my part, write it, broadcast it.
   const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;
@@ -55,7 +60,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
     }
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \

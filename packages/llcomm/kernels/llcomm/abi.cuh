@@ -27,19 +27,49 @@
 #define LLCOMM_MAX_RING_STEPS (2 * (LLCOMM_MAX_RANKS - 1))
 #define LLCOMM_SCRATCH_RING_OFFSET (LLCOMM_SCRATCH_BARRIER_OFFSET + LLCOMM_SCRATCH_BARRIER_BYTES)
 #define LLCOMM_SCRATCH_RING_STRIDE 128 /* u32 flags per channel (>= LLCOMM_MAX_RING_STEPS) */
-#define LLCOMM_SCRATCH_BYTES (LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4)
+#define LLCOMM_SCRATCH_SIGNATURE_OFFSET (LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4)
+// Call signatures (kernels/llcomm/signature.cuh): per channel, per half, per sender one 16-byte LL16-style packet.
+#define LLCOMM_SCRATCH_SIGNATURE_BYTES (LLCOMM_MAX_CHANNELS * 2 * LLCOMM_MAX_RANKS * 16)
+#define LLCOMM_SCRATCH_BYTES (LLCOMM_SCRATCH_SIGNATURE_OFFSET + LLCOMM_SCRATCH_SIGNATURE_BYTES)
 // The sentinel bit pattern of an empty sentinel slot, per 32-bit word (f32: one NaN; f16/bf16: two 0xFFFF NaNs).
 #define LLCOMM_SENTINEL_WORD 0xFFFFFFFFu
 
 // Error word codes (LlcommErrorWord.code) and what the waiter was doing (LlcommErrorWord.what).
 #define LLCOMM_ERR_NONE 0u
 #define LLCOMM_ERR_TIMEOUT 1u
+// A peer's call signature differs (signature.cuh). The error word then holds {code, rank, peer, epoch, what = rank's
+// signature word 1, slot = peer's word 1, channel = rank's word 0, reserved = peer's word 0} (src/algorithms/
+// signature.ts decodes the words; the channel is not recorded).
+#define LLCOMM_ERR_MISMATCH 2u
 #define LLCOMM_WAIT_LL 1u
 #define LLCOMM_WAIT_SENTINEL 2u
 #define LLCOMM_WAIT_LL128_COUNTER 3u
 #define LLCOMM_WAIT_BARRIER 4u
 #define LLCOMM_WAIT_RING_FLAG 5u
 #define LLCOMM_WAIT_PINGPONG 6u
+#define LLCOMM_WAIT_SIGNATURE 7u
+
+// Call-signature codes (word 1, bits 0..9: algorithm | dtype << 4 | op << 6 | protocol << 8), as
+// src/algorithms/signature.ts (ALGORITHM_CODES, PROTOCOL_CODES; dtype codes are LLCOMM_DTYPE_*; op sum = 0).
+#define LLCOMM_SIG_ALG_ONESHOT_LL 1u
+#define LLCOMM_SIG_ALG_ONESHOT_SENTINEL 2u
+#define LLCOMM_SIG_ALG_TWOSHOT_SENTINEL 3u
+#define LLCOMM_SIG_ALG_TWOSHOT_ATOMIC 4u
+#define LLCOMM_SIG_ALG_ONESHOT_BARRIER 5u
+#define LLCOMM_SIG_ALG_RING 6u
+#define LLCOMM_SIG_PROTOCOL_NONE 0u
+#define LLCOMM_SIG_PROTOCOL_LL8 1u
+#define LLCOMM_SIG_PROTOCOL_LL16 2u
+#define LLCOMM_SIG_OP_SUM 0u
+#define LLCOMM_SIG_KIND_MASK 0x3FFu
+
+// 1: f16/bf16 ring carries f32 partial sums between reduce-scatter hops (kernels/allreduce/ring.cu; issue 18 item 4)
+// at half the capacity per launch; 0: 16-bit partials, rounded at every hop (as NCCL). The host's capacity rule
+// (kernel-table.ts, LLCOMM_RING_F32_PARTIALS in abi.ts) must agree; the ABI test checks it. Off by default until the
+// latency model is re-calibrated for it (its committed fits describe the 16-bit ring's chunking).
+#ifndef LLCOMM_RING_F32_PARTIALS
+#define LLCOMM_RING_F32_PARTIALS 0
+#endif
 
 // One per communicator, zero-filled by the host; the first timeout wins the CAS on `code` and fills the rest.
 struct LlcommErrorWord {
@@ -75,7 +105,9 @@ struct LlcommAllReduceParams {
   llc_u32 nranks;
   llc_u32 ranksInLaunch;
   llc_u32 blocksPerRank;
-  llc_u32 flags; // reserved, 0
+  // Call-signature word 1, bits 10..31 (chunk index and chunk count of the call, signature.ts
+  // signatureChunkBits); bits 0..9 must be 0 (the kernel ORs in its compile-time algorithm, dtype, op and protocol).
+  llc_u32 signatureChunk;
   llc_u8 launchRanks[LLCOMM_MAX_RANKS]; // global rank of each rank slot of this launch
 };
 

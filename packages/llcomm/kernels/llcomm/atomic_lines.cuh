@@ -29,12 +29,12 @@ struct LlcAtomicLines {
   }
 
   // Add this lane's word (lane >= 1 and hasWord) into `owner`'s line `index`. Not counted yet: a warp adds its
-  // words to all the lines it serves first, then publishes them all with one fence (publish()).
+  // words to all the lines it serves first, then publishes them all with one fence (warpPublish()).
   LLC_DEVICE void add(llc_u32 owner, llc_u32 index, llc_u32 lane, bool hasWord, llc_u32 word) const {
     if (lane < 1 || !hasWord) return;
     llc_u32* l = line(owner, index);
     // Relaxed: the contributions need no order among themselves (the sum is taken once all have landed); the fence
-    // in publish() orders each of them before the counts that announce them.
+    // in warpPublish() orders each of them before the counts that announce them.
     if (DT == LLCOMM_DTYPE_F32)
       llcRedAddRelaxedSysF32(l + lane, word);
     else if (DT == LLCOMM_DTYPE_BF16)
@@ -53,7 +53,7 @@ struct LlcAtomicLines {
   // and it is cumulative: the owner that acquires count == nranks (recv()) sees every word of every lane of every
   // rank that counted. The counts are spread over the lanes, each after its own fence.
   template <class LineOf>
-  LLC_DEVICE void publish(llc_u32 pairs, llc_u32 lane, LineOf lineOf) const {
+  LLC_DEVICE void warpPublish(llc_u32 pairs, llc_u32 lane, LineOf lineOf) const {
     __syncwarp();
     if (pairs == 0) return; // warp-uniform
     llcFenceAcqRelSys(); // the release half of the pattern above; every lane, so that each lane's count is a release
@@ -80,11 +80,17 @@ struct LlcAtomicLines {
   // has read its word (the warp barrier orders the reads before lane 0 clears the counter), and peers add into
   // this line again only at epoch + 2, after receiving this rank's epoch + 1 data, which is sent by a later kernel:
   // kernel completion performs these stores first (same argument as the sentinel re-arm).
-  LLC_DEVICE void reset(llc_u32 index, llc_u32 lane) const {
+  LLC_DEVICE void warpReset(llc_u32 index, llc_u32 lane) const {
     llc_u32* l = line(me, index);
     __syncwarp();
     llcStoreRelaxedSys(l + lane, 0u);
   }
+  // The names before the warp-scope names (issue 16 item 5), kept for kernels of other branches.
+  template <class LineOf>
+  LLC_DEVICE void publish(llc_u32 pairs, llc_u32 lane, LineOf lineOf) const {
+    warpPublish(pairs, lane, lineOf);
+  }
+  LLC_DEVICE void reset(llc_u32 index, llc_u32 lane) const { warpReset(index, lane); }
 };
 
 #endif // LLC_HAS_DEVICE

@@ -79,10 +79,12 @@ struct LlcChannel {
   }
 
   // End of the call for this channel: persist the epoch (block-wide; call from every thread of the block).
-  LLC_DEVICE void advanceEpoch() {
+  LLC_DEVICE void blockAdvanceEpoch() {
     __syncthreads(); // every thread is done with this epoch's halves before the next call may start
     if (threadIdx.x == 0) llcStoreRelaxedSys(epochWord, epoch);
   }
+  // The name before blockAdvanceEpoch (issue 16 item 5), kept for kernels of other branches.
+  LLC_DEVICE void advanceEpoch() { blockAdvanceEpoch(); }
 };
 
 #endif // LLC_HAS_DEVICE

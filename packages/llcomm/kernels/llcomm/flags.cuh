@@ -19,8 +19,8 @@ LLC_DEVICE llc_u32* llcRingFlag(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 
 
 // Block-wide global barrier among the blocks of channel `channel` of all ranks (`which` = 0 or 1: two barriers per
 // call use different flags). Call from every thread of the block.
-LLC_DEVICE void llcGlobalBarrier(const llc_u64* scratch, llc_u32 me, llc_u32 nranks, llc_u32 channel, llc_u32 which,
-                                 llc_u32 epoch, LlcWaiter& waiter) {
+LLC_DEVICE void llcBlockGlobalBarrier(const llc_u64* scratch, llc_u32 me, llc_u32 nranks, llc_u32 channel,
+                                      llc_u32 which, llc_u32 epoch, LlcWaiter& waiter) {
   // bar.sync: every thread's earlier writes are ordered before thread t's release store below (the release is
   // cumulative over what bar.sync made visible to t), so a peer that acquires the flag sees all of this block's data.
   __syncthreads();
@@ -40,15 +40,15 @@ LLC_DEVICE void llcGlobalBarrier(const llc_u64* scratch, llc_u32 me, llc_u32 nra
 }
 
 // Block-wide: publish step `step` of the ring to `next` (after this block's data stores for the step).
-LLC_DEVICE void llcRingSignal(const llc_u64* scratch, llc_u32 next, llc_u32 channel, llc_u32 step, llc_u32 epoch) {
+LLC_DEVICE void llcBlockRingSignal(const llc_u64* scratch, llc_u32 next, llc_u32 channel, llc_u32 step, llc_u32 epoch) {
   // bar.sync then a release store by thread 0: cumulative over every thread's data stores of this step.
   __syncthreads();
   if (threadIdx.x == 0) llcStoreReleaseSys(llcRingFlag(scratch[next], channel, step), epoch);
 }
 
 // Block-wide: wait until `prev` has published step `step` into my flags.
-LLC_DEVICE void llcRingWait(const llc_u64* scratch, llc_u32 me, llc_u32 prev, llc_u32 channel, llc_u32 step,
-                            llc_u32 epoch, LlcWaiter& waiter) {
+LLC_DEVICE void llcBlockRingWait(const llc_u64* scratch, llc_u32 me, llc_u32 prev, llc_u32 channel, llc_u32 step,
+                                 llc_u32 epoch, LlcWaiter& waiter) {
   if (threadIdx.x == 0) {
     // Acquire by thread 0, then bar.sync: the step's data is visible to every thread of the block.
     const llc_u32* f = llcRingFlag(scratch[me], channel, step);
@@ -58,6 +58,19 @@ LLC_DEVICE void llcRingWait(const llc_u64* scratch, llc_u32 me, llc_u32 prev, ll
     }
   }
   __syncthreads();
+}
+
+// The names before the block-scope names (issue 16 item 5), kept for kernels of other branches.
+LLC_DEVICE void llcGlobalBarrier(const llc_u64* scratch, llc_u32 me, llc_u32 nranks, llc_u32 channel, llc_u32 which,
+                                 llc_u32 epoch, LlcWaiter& waiter) {
+  llcBlockGlobalBarrier(scratch, me, nranks, channel, which, epoch, waiter);
+}
+LLC_DEVICE void llcRingSignal(const llc_u64* scratch, llc_u32 next, llc_u32 channel, llc_u32 step, llc_u32 epoch) {
+  llcBlockRingSignal(scratch, next, channel, step, epoch);
+}
+LLC_DEVICE void llcRingWait(const llc_u64* scratch, llc_u32 me, llc_u32 prev, llc_u32 channel, llc_u32 step,
+                            llc_u32 epoch, LlcWaiter& waiter) {
+  llcBlockRingWait(scratch, me, prev, channel, step, epoch, waiter);
 }
 
 #endif // LLC_HAS_DEVICE

@@ -1,5 +1,5 @@
 // The LL buffer, device side: the thread-level API of SPEC §2 with the CPU backend's names (send, recv, recvReduce,
-// bcast, reset, resetRange, advanceEpoch), as a plain handle over one rank's view of every rank's receive buffer
+// bcast, reset, blockResetRange, blockAdvanceEpoch), as a plain handle over one rank's view of every rank's receive buffer
 // for one channel and one epoch (MSCCL++'s DeviceHandle shape: built per block from the kernel parameters, valid
 // for the kernel's lifetime).
 //
@@ -10,7 +10,7 @@
 //  * each (receiver, lane, slot) is written at most once per epoch and read by exactly one thread of the receiver;
 //  * the same epoch sequence runs on every rank for this channel (blocksPerRank and the element split are pure
 //    functions of the call), and the view's half is the epoch's parity (double buffering, SPEC §2);
-//  * advanceEpoch() runs once at the end of the call, after every recv of this block.
+//  * blockAdvanceEpoch() runs once at the end of the call, after every recv of this block.
 #pragma once
 #include "llcomm/channel.cuh"
 #include "llcomm/dtype.cuh"
@@ -170,7 +170,7 @@ struct LlBuffer {
   // bcast for all `slots` slots at once: the nranks - 1 stores of each slot are spread over the thread groups.
   // `load(slot, v)` gives slot `slot`'s payload (each thread loads the slots it sends; cheap, L1/L2-served).
   template <class Load>
-  LLC_DEVICE void bcastSpread(llc_u32 slots, llc_u32 groups, Load load) const {
+  LLC_DEVICE void blockBcastSpread(llc_u32 slots, llc_u32 groups, Load load) const {
     const llc_u32 t = threadIdx.x;
     if (t >= groups * slots) return;
     const llc_u32 slot = t % slots, group = t / slots;
@@ -192,14 +192,18 @@ struct LlBuffer {
   // windows. So the accumulation order is exactly 0, 1, ..., nranks - 1, as in recvReduce: bitwise the same result.
   // Returns the sum in threads t < slots (garbage elsewhere). A poller that gave up (timeout) stages garbage and
   // still reaches every __syncthreads.
-  template <int DT>
-  LLC_DEVICE Value recvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage) const {
+  // `idle()` runs in every thread that polls nothing, before the first __syncthreads, and `done()` in every thread
+  // after the last window (the one-shot kernels peek at, then check, the call signature there: signature.cuh).
+  template <int DT, class Idle, class Done>
+  LLC_DEVICE Value blockRecvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage, Idle idle,
+                                    Done done) const {
     const llc_u32 t = threadIdx.x;
     const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
     llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
     window = window < nranks ? window : nranks;
     const llc_u32 g = groups < window ? groups : window; // groups beyond the window would have nothing to poll
     const bool poller = t < g * slots;
+    if (!poller) idle();
     const llc_u32 slot = poller ? t % slots : 0, group = poller ? t / slots : 0;
     LlcAcc<DT, Fmt::kWords> acc;
     for (llc_u32 base = 0; base < nranks; base += window) {
@@ -255,6 +259,7 @@ struct LlBuffer {
       }
       if (end < nranks) __syncthreads(); // the stage is read before the next window overwrites it (uniform test)
     }
+    done();
     Value out = own;
     if (t < slots) acc.pack(out.w);
     return out;
@@ -262,12 +267,26 @@ struct LlBuffer {
 
   // Re-arm slots [first, first + count) of every lane of my buffer (block-strided over the calling threads).
   // A no-op for LL formats, whose flags carry the epoch. Same ordering argument as Fmt::rearm().
-  LLC_DEVICE void resetRange(llc_u32 first, llc_u32 count) const {
+  LLC_DEVICE void blockResetRange(llc_u32 first, llc_u32 count) const {
     if (!Fmt::kRearm) return;
     for (llc_u32 lane = 0; lane < nranks; ++lane)
       for (llc_u32 s = threadIdx.x; s < count; s += blockDim.x) Fmt::rearm(slotPtr(me, lane, first + s));
   }
-  LLC_DEVICE void reset() const { resetRange(0, static_cast<llc_u32>(laneBytes / Fmt::kSlotBytes)); }
+  LLC_DEVICE void blockReset() const { blockResetRange(0, static_cast<llc_u32>(laneBytes / Fmt::kSlotBytes)); }
+
+  // The names before the block-scope names (issue 16 item 5), kept only so that kernels written against them on other
+  // branches still compile after the merge; new code uses the block* names. (The old recvReduceSpread had no
+  // signature hooks.)
+  template <class Load>
+  LLC_DEVICE void bcastSpread(llc_u32 slots, llc_u32 groups, Load load) const {
+    blockBcastSpread(slots, groups, load);
+  }
+  template <int DT>
+  LLC_DEVICE Value recvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage) const {
+    return blockRecvReduceSpread<DT>(slots, groups, own, stage, [] {}, [] {});
+  }
+  LLC_DEVICE void resetRange(llc_u32 first, llc_u32 count) const { blockResetRange(first, count); }
+  LLC_DEVICE void reset() const { blockReset(); }
 };
 
 template <class Fmt>

@@ -1,9 +1,10 @@
-// Flagged slot formats of the LL buffer (the sentinel format is in sentinel.cuh; the CPU pair is
-// src/protocol/cpu/packets.ts). Each documents its layout and the store width it relies on (docs/kernels.md).
+// Slot formats of the LL buffer: the LL packets (CPU: src/protocol/cpu/packets.ts, LL8 only); the sentinel slot is in
+// sentinel.cuh. Each documents its layout and the store width it relies on (docs/kernels.md).
 //   LL16     16 B: {data0, flag, data1, flag} as two 8-byte elements of one st.v2.u64: PTX makes each 8-byte element
 //            single-copy atomic, so a reader that sees both flag copies equal to the epoch has both data words of
 //            this epoch. (No 16-byte atomicity is assumed; the stress kernel measures whether it holds anyway.)
 //   LL8       8 B: {data, flag} in one aligned scalar st.u64: single-copy atomic by the PTX memory model.
+//   Sentinel 16 B: four data words, no flag (sentinel.cuh; CPU: src/protocol/cpu/sentinel.ts).
 // All slot stores and polls are .relaxed.sys: the data rides in the same single-copy-atomic element as its
 // validity (flag or non-sentinel bits), so no release/acquire is needed to publish it.
 // A poll is split in two: load(slot) issues the access and accept(raw, epoch, v) inspects what it returned

@@ -1,9 +1,9 @@
-// The sentinel slot format of the LL buffer (the CPU pair is src/protocol/cpu/sentinel.ts; the flagged formats
-// LL16 and LL8 are in packets.cuh, with the same write / load / accept / tryRead / rearm shape).
+// The sentinel slot format of the LL buffer (CPU: src/protocol/cpu/sentinel.ts).
 //   Sentinel 16 B: four data words, no flag; a slot is empty while any element holds the sentinel bits. Each 4-byte
 //            element of the v4 access is atomic on its own and checked on its own, so tearing is harmless.
-// Stores and polls are .relaxed.sys, as in packets.cuh: a word's validity is its own non-sentinel bits, carried in
-// the same single-copy-atomic element, so no release/acquire is needed to publish it.
+// The fill differs from the CPU's: here LLCOMM_SENTINEL_WORD 0xFFFFFFFF (f32: one NaN; f16/bf16: two 0xFFFF NaNs),
+// there 0x7FA57FA5 (src/dtype/sentinels.ts); each side canonicalizes user values equal to its own pattern.
+// Stores and polls are .relaxed.sys, as the LL packets' (packets.cuh): each element is its own validity.
 #pragma once
 #include "llcomm/abi.cuh"
 #include "llcomm/dtype.cuh"
@@ -56,7 +56,7 @@ struct LlcSentinel {
   // peer writes epoch + 2 only after it has received this rank's epoch + 1 data (directly, or for the ring through
   // the chain of hops), which this rank sends in a later kernel. Kernel completion performs this store before the
   // next kernel starts, so the peer's epoch + 2 store is causally after it and cannot be overwritten by it.
-  // Who re-arms: the thread that read the slot (recvReduce's slot thread, or in LlBuffer::recvReduceSpread the
+  // Who re-arms: the thread that read the slot (recvReduce's slot thread, or in LlBuffer::blockRecvReduceSpread the
   // poller of that (slot, peer) pair), right after its read, so a slot is never re-armed before it was read. Which
   // thread of the block it is does not matter to the argument, which needs only that the store is issued before
   // the kernel completes; the one-shot kernels send nothing after receiving.

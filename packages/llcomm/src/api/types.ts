@@ -34,6 +34,8 @@ export interface CommunicatorOptionsBase {
   bufferBytes?: number
   /** Path of a tuning table for `auto` (JSON as written by `llcomm tune`); the shipped default otherwise. */
   tuningTable?: string
+  /** Default of every call's `deterministic` (AllReduceOptions). Default false. */
+  deterministic?: boolean
 }
 
 export interface CpuCommunicatorOptions extends CommunicatorOptionsBase {
@@ -67,6 +69,12 @@ export interface AllReduceOptions {
   pdl?: boolean
   /** Fall back to `ring` (cpu) / `nccl` (cuda) when the algorithm cannot serve the shape. Default true. */
   fallback?: boolean
+  /**
+   * The rank-order f32 sum rounded once, bit-identical whatever algorithm, size, chunking or backend: `auto` picks only
+   * algorithms that keep it, and another is replaced (info.fallbackReason) or, with `fallback: false`, refused
+   * (UNSUPPORTED_ALGORITHM). Default: the communicator's `deterministic`, else false. docs/protocols.md.
+   */
+  deterministic?: boolean
 }
 
 export interface AllReduceInfo {

@@ -25,21 +25,37 @@ export interface ValidatedOptions {
   protocol?: LlProtocol
   pdl: boolean
   fallback: boolean
-  /** Set only when the caller passed it (the signature helper's deterministic mode reads it). */
-  deterministic?: boolean
+  /** The rank-order f32 sum rounded once, whatever the algorithm (src/algorithms/determinism.ts). */
+  deterministic: boolean
 }
 
-/** Checks an AllReduceOptions object (defaults: auto, f32, sum, fallback on). */
+/** `deterministic` of a call or a communicator: a boolean, or absent (then `fallbackValue`). */
+export function validateDeterministic(value: unknown, fallbackValue = false): boolean {
+  if (value === undefined) return fallbackValue
+  if (typeof value !== 'boolean') {
+    throw new LlcommError('INVALID_ARGUMENT', 'deterministic must be a boolean', { deterministic: value })
+  }
+  return value
+}
+
+/**
+ * Checks an AllReduceOptions object (defaults: auto, f32, sum, fallback on, deterministic as the communicator's
+ * `defaults.deterministic`, else off).
+ */
 export function validateAllReduceOptions(
   options: AllReduceOptions | undefined,
   available: readonly AlgorithmChoice[],
+  defaults: { deterministic?: boolean } = {},
 ): ValidatedOptions {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw new LlcommError('INVALID_ARGUMENT', 'allReduce options must be an object')
   }
   const o = options ?? {}
   checkKnownKeys(o, ALLREDUCE_OPTION_KEYS, 'allReduce')
-  const deterministic = optionalBoolean((o as { deterministic?: unknown }).deterministic, 'deterministic')
+  const deterministic = validateDeterministic(
+    (o as { deterministic?: unknown }).deterministic,
+    defaults.deterministic ?? false,
+  )
   const dtype = validateDtype(o.dtype ?? 'f32')
   const op = validateOp(o.op ?? 'sum')
   const algorithm = validateAlgorithm(o.algorithm ?? 'auto', available)
@@ -54,16 +70,15 @@ export function validateAllReduceOptions(
   if (o.pdl !== undefined && typeof o.pdl !== 'boolean') {
     throw new LlcommError('INVALID_ARGUMENT', 'pdl must be a boolean', { pdl: o.pdl })
   }
-  const validated: ValidatedOptions = {
+  return {
     algorithm,
     dtype,
     op,
     protocol: o.protocol,
     pdl: o.pdl ?? false,
     fallback: o.fallback ?? true,
+    deterministic,
   }
-  if (deterministic !== undefined) validated.deterministic = deterministic
-  return validated
 }
 
 export function validateDtype(dtype: unknown): Dtype {

@@ -20,7 +20,16 @@ test('options: defaults, and one code per kind of mistake', () => {
     protocol: undefined,
     pdl: false,
     fallback: true,
+    deterministic: false,
   })
+  assert.equal(validateAllReduceOptions(undefined, AVAILABLE, { deterministic: true }).deterministic, true)
+  assert.equal(
+    validateAllReduceOptions({ deterministic: false }, AVAILABLE, { deterministic: true }).deterministic,
+    false,
+  )
+  assert.throws(() => validateAllReduceOptions({ deterministic: 1 as never }, AVAILABLE), code('INVALID_ARGUMENT'))
+  assert.throws(() => validateAllReduceOptions({ deterministic: 'yes' as never }, AVAILABLE), code('INVALID_ARGUMENT'))
+  assert.throws(() => validateAllReduceOptions({ determinstic: true } as never, AVAILABLE), code('INVALID_ARGUMENT'))
   assert.throws(() => validateAllReduceOptions({ dtype: 'f64' as never }, AVAILABLE), code('UNSUPPORTED_DTYPE'))
   assert.throws(() => validateAllReduceOptions({ op: 'max' as never }, AVAILABLE), code('UNSUPPORTED_OP'))
   assert.throws(() => validateAllReduceOptions({ algorithm: 'nccl' }, AVAILABLE), code('UNSUPPORTED_ALGORITHM'))

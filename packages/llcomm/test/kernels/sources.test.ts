@@ -63,7 +63,7 @@ test('every flag, fence, atomic and re-arm call has an ordering comment beside i
   assert.ok(checked >= 10, `only ${checked} ordering calls found: the patterns no longer match the sources`)
 })
 
-// The LL128 lines' release pattern (atomic_lines.cuh publish()): the counter bumps are relaxed reds, so their
+// The LL128 lines' release pattern (atomic_lines.cuh warpPublish()): the counter bumps are relaxed reds, so their
 // release half is the fence before them, and the warp barrier before that carries every lane's adds to it. No
 // test on the host can see a missing fence (the emulator's x86 atomics are ordered anyway), so the order of the
 // three calls in the source is checked here: removing or moving the fence breaks this test.
@@ -71,11 +71,11 @@ test('the LL128 publish keeps __syncwarp, then the fence, then the relaxed count
   const lines = files.find((f) => f.path === 'llcomm/atomic_lines.cuh')
   assert.ok(lines, 'llcomm/atomic_lines.cuh is a kernel source')
   const code = lines.text.replace(/\/\/.*$/gm, '')
-  const start = code.indexOf('void publish(')
-  assert.ok(start >= 0, 'publish() is defined')
+  const start = code.indexOf('void warpPublish(')
+  assert.ok(start >= 0, 'warpPublish() is defined')
   const body = code.slice(start, code.indexOf('\n  }\n', start))
   const at = (call: string) => body.indexOf(call)
-  assert.ok(at('__syncwarp()') >= 0, 'publish() starts with the warp barrier')
+  assert.ok(at('__syncwarp()') >= 0, 'warpPublish() starts with the warp barrier')
   assert.ok(at('llcFenceAcqRelSys()') > at('__syncwarp()'), 'the fence comes after the warp barrier')
   assert.ok(at('llcRedAddRelaxedSysU32(') > at('llcFenceAcqRelSys()'), 'the counter bumps come after the fence')
   // add() only reduces data: a counter bump there would announce words no fence has ordered yet
@@ -83,5 +83,5 @@ test('the LL128 publish keeps __syncwarp, then the fence, then the relaxed count
   const addBody = code.slice(addStart, code.indexOf('\n  }\n', addStart))
   assert.ok(addStart >= 0 && !/llcRedAdd\w*U32\(|llcRedAddReleaseSys\(/.test(addBody), 'add() bumps no counter')
   const kernel = files.find((f) => f.path === 'allreduce/twoshot_atomic.cu')
-  assert.ok(kernel && kernel.text.indexOf('lines.publish(') > kernel.text.lastIndexOf('lines.add('))
+  assert.ok(kernel && kernel.text.indexOf('lines.warpPublish(') > kernel.text.lastIndexOf('lines.add('))
 })

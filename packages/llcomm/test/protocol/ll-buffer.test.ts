@@ -97,7 +97,7 @@ test('sentinel fault variant (no re-arm) reads the old word again: the re-arm is
   assert.equal(broken.sentinel.recv(0, 0), 99, 'the broken variant returns stale data instead of waiting')
 })
 
-test('recvReduce sums lanes in f32 in the given order and rounds once to the dtype', () => {
+test('recvReduce sums lanes in f32 in rank order (own word from the argument) and rounds once to the dtype', () => {
   const { rank } = channel(3)
   const ps = [rank(0), rank(1), rank(2)]
   for (const p of ps) {
@@ -107,8 +107,7 @@ test('recvReduce sums lanes in f32 in the given order and rounds once to the dty
   // bf16 1.0 = 0x3f80, 2^-8 = 0x3b80: 1 + 2^-8 + 2^-8 = 1.0078125 in f32, rounds to bf16 0x3f81.
   ps[0].ll8.send(2, 0, (0x4000 << 16) | 0x3f80)
   ps[1].ll8.send(2, 0, (0x3f80 << 16) | 0x3b80)
-  ps[2].ll8.send(2, 0, (0x3f80 << 16) | 0x3b80)
-  const w = ps[2].ll8.recvReduce([0, 1, 2], 0)
+  const w = ps[2].ll8.recvReduce(0, (0x3f80 << 16) | 0x3b80)
   assert.equal(w & 0xffff, 0x3f81)
   assert.equal(w >>> 16, 0x4080) // 2 + 1 + 1 = 4
 })

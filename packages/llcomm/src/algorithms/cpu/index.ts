@@ -1,6 +1,7 @@
 /** The CPU algorithm table and the chunk loop (one chunk = one epoch). */
-import type { AlgorithmName } from '../../api/types.js'
+import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import type { RankProtocol } from '../../protocol/cpu/rank-protocol.js'
+import { encodeSignature, signatureProtocol } from '../signature.js'
 import type { CpuAlgorithm } from './cpu-algorithm.js'
 import { oneshotBarrierAllReduce } from './oneshot-barrier.js'
 import { oneshotLlAllReduce } from './oneshot-ll.js'
@@ -20,18 +21,68 @@ export const CPU_ALGORITHMS: Readonly<Partial<Record<AlgorithmName, CpuAlgorithm
   ring: ringAllReduce,
 }
 
+/** What the signature of a call needs beyond the algorithm and the words (src/algorithms/signature.ts). */
+export interface ChunkedCall {
+  dtype: Dtype
+  /** Elements per rank (a 16-bit dtype's last word may hold one padding lane). */
+  count: number
+  op?: ReduceOp
+  protocol?: LlProtocol
+}
+
 /**
  * Runs `algorithm` over `input` in chunks of at most maxChunkWords words, one epoch each. Every rank computes the
- * same chunking from the same (layout, dtype, word count), so the epoch sequences stay aligned. Returns the
- * number of chunks.
+ * same chunking from the same (layout, dtype, word count), so the epoch sequences stay aligned. Each chunk starts by
+ * publishing the call signature (count of the chunk, dtype, op, algorithm, protocol, chunk index and count), which
+ * every peer checks before it uses the chunk's data (SignatureSlots; a peer making another call: MISMATCH). An empty
+ * call still takes one epoch, for the signature alone, so that a rank calling with 0 elements while its peers call
+ * with more fails with them instead of returning at once. Returns the number of data chunks.
  */
-export function runChunked(p: RankProtocol, algorithm: CpuAlgorithm, input: Int32Array, output: Int32Array): number {
+export function runChunked(
+  p: RankProtocol,
+  algorithm: CpuAlgorithm,
+  input: Int32Array,
+  output: Int32Array,
+  call: ChunkedCall,
+): number {
   const maxWords = algorithm.maxChunkWords(p.layout, p.codec)
+  const lanes = p.codec.lanesPerWord
+  const chunkCount = Math.ceil(input.length / maxWords)
+  const protocol = signatureProtocol(algorithm.name, call.protocol, 'll8')
+  const op = call.op ?? 'sum'
+  if (chunkCount === 0) {
+    p.advanceEpoch()
+    const [w0, w1] = encodeSignature({
+      count: 0,
+      algorithm: algorithm.name,
+      dtype: call.dtype,
+      op,
+      protocol,
+      chunkIndex: 0,
+      chunkCount: 0,
+    })
+    p.signature.publish(w0, w1)
+    p.signature.check()
+    p.flush()
+    return 0
+  }
   let chunks = 0
   for (let first = 0; first < input.length; first += maxWords) {
     const end = Math.min(input.length, first + maxWords)
     p.advanceEpoch()
+    const [w0, w1] = encodeSignature({
+      count: Math.min(call.count - first * lanes, (end - first) * lanes),
+      algorithm: algorithm.name,
+      dtype: call.dtype,
+      op,
+      protocol,
+      chunkIndex: chunks,
+      chunkCount,
+    })
+    p.signature.publish(w0, w1)
     algorithm.runChunk(p, input.subarray(first, end), output.subarray(first, end))
+    // Every algorithm checks before its first receive; this only catches one that forgot (a no-op otherwise).
+    p.signature.check()
     p.flush()
     chunks++
   }

@@ -27,6 +27,8 @@ export const oneshotBarrierAllReduce: CpuAlgorithm = {
     // Plain stores: the barrier's SC Atomics.add follows them and a peer's SC load of our count precedes its
     // plain reads, so the reads see these writes (data-race-free by the JS memory model).
     p.staging[p.rank].set(input)
+    // Before the barrier: a peer running another algorithm never arrives there, and would be named a TIMEOUT.
+    p.signature.check()
     p.barrier.arriveAndWait()
     stagingReader.staging = p.staging
     reduction.reduce(stagingReader, p.codec, p.rank, p.allRanks, 0, output)

@@ -1,19 +1,18 @@
 /** oneshot-sentinel: sentinel slots + double buffer, full payload efficiency; otherwise like oneshot-ll. */
-import { type CpuAlgorithm, peersExcept } from './cpu-algorithm.js'
+import type { CpuAlgorithm } from './cpu-algorithm.js'
 
 export const oneshotSentinelAllReduce: CpuAlgorithm = {
   name: 'oneshot-sentinel',
   maxChunkWords: (layout) => layout.slotsPerPeer,
   runChunk(p, input, output) {
     const s = p.sentinel
-    const all = p.allRanks
-    const others = peersExcept(p.size, p.rank)
     // Safe to write half h(e) at a peer: it re-armed these slots while reading epoch e-2, before it sent us
     // its epoch e-1 data, which we have received (double-buffer acknowledgement).
-    s.bcastRange(others, 0, input)
+    s.bcastRange(0, input)
     s.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read any of its slots
     // Same order 0..N-1 on every rank (our own words from `input`): bitwise identical outputs. Slots are
     // re-armed per peer range.
-    s.recvReduceRange(all, 0, output, input)
+    s.recvReduceRange(0, output, input)
   },
 }

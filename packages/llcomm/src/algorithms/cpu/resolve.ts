@@ -1,7 +1,9 @@
 /**
  * Which CPU algorithm serves a call: `auto` through the tuning table, then a fallback to `ring` when the chosen
  * algorithm cannot serve the call (reported as fallbackReason), or LlcommError when `fallback: false`.
- * Deterministic in its inputs, so every rank of a per-rank view resolves the same algorithm.
+ * With `deterministic`, `auto` chooses among the algorithms that keep it (determinism.ts), the fallback is
+ * oneshot-barrier, and a requested algorithm that does not keep it is replaced or refused (enforceDeterminism).
+ * A pure function of its inputs, so every rank of a per-rank view resolves the same algorithm.
  */
 import type { AlgorithmChoice, AlgorithmName, Dtype, LlProtocol } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
@@ -9,6 +11,7 @@ import { DTYPE_CODECS } from '../../dtype/codec.js'
 import { LlcommError } from '../../errors.js'
 import type { ChannelLayout } from '../../protocol/cpu/layout.js'
 import { chooseAlgorithm, type TuningTable } from '../auto.js'
+import { DETERMINISTIC_FALLBACK, deterministicAlgorithms, enforceDeterminism } from '../determinism.js'
 import { CPU_ALGORITHMS, type CpuAlgorithm } from './index.js'
 
 export const CPU_ALGORITHM_NAMES = Object.keys(CPU_ALGORITHMS) as AlgorithmName[]
@@ -22,20 +25,35 @@ export interface ResolvedCpuAlgorithm {
 
 export function resolveCpuAlgorithm(
   requested: AlgorithmChoice,
-  call: { dtype: Dtype; count: number; protocol?: LlProtocol; fallback: boolean },
+  call: { dtype: Dtype; count: number; protocol?: LlProtocol; fallback: boolean; deterministic?: boolean },
   layout: ChannelLayout,
   table: TuningTable,
 ): ResolvedCpuAlgorithm {
+  if (!call.deterministic) return resolveAny(requested, call, layout, table)
+  // Only among algorithms that keep determinism: `auto` from the start, a requested one after the usual rules.
+  const names = deterministicAlgorithms(CPU_ALGORITHM_NAMES, 'cpu')
+  const preference = [...deterministicAlgorithms(CPU_AUTO_PREFERENCE, 'cpu'), DETERMINISTIC_FALLBACK]
+  const resolved = resolveAny(requested, call, layout, table, names, preference)
+  const kept = enforceDeterminism(
+    { algorithm: resolved.algorithm.name, fallbackReason: resolved.fallbackReason },
+    'cpu',
+    call.fallback,
+  )
+  const algorithm = CPU_ALGORITHMS[kept.algorithm] as CpuAlgorithm
+  return kept.fallbackReason ? { algorithm, fallbackReason: kept.fallbackReason } : { algorithm }
+}
+
+function resolveAny(
+  requested: AlgorithmChoice,
+  call: { dtype: Dtype; count: number; protocol?: LlProtocol; fallback: boolean; deterministic?: boolean },
+  layout: ChannelLayout,
+  table: TuningTable,
+  autoNames: readonly AlgorithmName[] = CPU_ALGORITHM_NAMES,
+  preference: readonly AlgorithmName[] = CPU_AUTO_PREFERENCE,
+): ResolvedCpuAlgorithm {
   const name =
     requested === 'auto'
-      ? chooseAlgorithm(
-          table,
-          'cpu',
-          layout.ranks,
-          call.count * DTYPE_BYTES[call.dtype],
-          CPU_ALGORITHM_NAMES,
-          CPU_AUTO_PREFERENCE,
-        )
+      ? chooseAlgorithm(table, 'cpu', layout.ranks, call.count * DTYPE_BYTES[call.dtype], autoNames, preference)
       : requested
   const algorithm = CPU_ALGORITHMS[name]
   if (!algorithm) {
@@ -51,7 +69,9 @@ export function resolveCpuAlgorithm(
       reason,
     })
   }
-  return { algorithm: CPU_ALGORITHMS.ring as CpuAlgorithm, fallbackReason: `${name}: ${reason}` }
+  // The fallback serves every shape: ring, or oneshot-barrier when the call must stay deterministic.
+  const to = call.deterministic ? DETERMINISTIC_FALLBACK : 'ring'
+  return { algorithm: CPU_ALGORITHMS[to] as CpuAlgorithm, fallbackReason: `${name}: ${reason}` }
 }
 
 function cannotServe(

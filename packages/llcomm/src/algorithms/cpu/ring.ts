@@ -45,6 +45,8 @@ export const ringAllReduce: CpuAlgorithm = {
       // f32 partial sums travel as their bits (a NaN's payload may change: the owner's encode canonicalizes it).
       if (sendTo > sendFrom) ll8.sendRange(next, step * seg, valuesAsWords.subarray(sendFrom, sendTo))
       ll8.flush()
+      // Every peer makes this call (MISMATCH otherwise) before we read `prev`'s first packet (idempotent per epoch).
+      if (step === 0) p.signature.check()
       const recvFrom = Math.min(elements, segFrom(rank - step - 1))
       const recvTo = segTo(rank - step - 1)
       if (recvTo > recvFrom) {

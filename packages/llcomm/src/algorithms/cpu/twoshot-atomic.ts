@@ -41,6 +41,7 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
       lines.addRangeAndArrive(o, values, elements)
     }
     lines.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read our lines
     // Our segment: wait for every counter, read, re-arm, then all-gather (re-arm before the sends: see above).
     const mine = p.rank * seg
     const mineEnd = Math.min(n, mine + seg)
@@ -60,7 +61,7 @@ export const twoshotAtomicAllReduce: CpuAlgorithm = {
           ? codec.encodeLane(values[k])
           : ((codec.encodeLane(values[k + 1]) << 16) | codec.encodeLane(values[k])) >>> 0
     }
-    if (mineEnd > mine) sentinel.bcastRange(others, 0, output.subarray(mine, mineEnd))
+    if (mineEnd > mine) sentinel.bcastRange(0, output.subarray(mine, mineEnd))
     sentinel.flush()
     for (const o of others) {
       const end = Math.min(n, (o + 1) * seg)

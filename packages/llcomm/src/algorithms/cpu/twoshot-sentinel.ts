@@ -21,16 +21,17 @@ export const twoshotSentinelAllReduce: CpuAlgorithm = {
       if (end > o * seg) s.sendRange(o, 0, input.subarray(o * seg, end))
     }
     s.flush()
+    p.signature.check() // every peer makes this call (MISMATCH otherwise) before we read any of its slots
     const mine = p.rank * seg
     const mineEnd = Math.min(n, mine + seg)
     if (mineEnd > mine) {
       const reduced = output.subarray(mine, mineEnd)
       // Reduces in rank order and re-arms the reduce-scatter slots before the all-gather sends below.
       // Our own words come straight from `input` (read before `reduced` is written, even if they alias).
-      s.recvReduceRange(p.allRanks, 0, reduced, input.subarray(mine, mineEnd))
+      s.recvReduceRange(0, reduced, input.subarray(mine, mineEnd))
       // All-gather words: safe, since each peer sent us its reduce-scatter words of this epoch (just received)
       // only after finishing the previous epoch, including re-arming these slots.
-      s.bcastRange(others, gatherBase, reduced)
+      s.bcastRange(gatherBase, reduced)
     }
     s.flush()
     for (const o of others) {

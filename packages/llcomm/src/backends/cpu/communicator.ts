@@ -92,6 +92,8 @@ interface CpuConfig {
   faults: ProtocolTestFaults | undefined
   startEpoch: number
   dataRegionMaxWords: number
+  /** The communicator's `deterministic` default (each call may override it). */
+  deterministic: boolean
 }
 
 export async function createCpuCommunicator(
@@ -133,6 +135,7 @@ export async function createCpuCommunicator(
     faults: options.testFaults,
     startEpoch,
     dataRegionMaxWords,
+    deterministic: common.deterministic,
   }
   let channel: SharedArrayBuffer
   try {
@@ -228,7 +231,7 @@ export class CpuCommunicator extends CommunicatorBase {
     inputs: T[],
     options: AllReduceOptions | undefined,
   ): PreparedCall<AllReduceOutputs<T>> {
-    const validated = validateAllReduceOptions(options, this.algorithms)
+    const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.config.deterministic })
     const count = validateInputs(inputs, this.size, validated.dtype)
     const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
     const copied = this.copyInputs(inputs, validated.dtype, count)
@@ -398,6 +401,7 @@ export class CpuCommunicator extends CommunicatorBase {
       spinIterations: this.config.spinIterations,
       channel,
       tuningTable: this.table,
+      deterministic: this.config.deterministic,
     }))
   }
 

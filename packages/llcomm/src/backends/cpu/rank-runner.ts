@@ -4,7 +4,7 @@
  */
 
 import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
-import type { AlgorithmName, Dtype } from '../../api/types.js'
+import type { AlgorithmName, Dtype, LlProtocol } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import type { ChannelMemory } from '../../protocol/cpu/layout.js'
 import { POISON_KIND } from '../../protocol/cpu/layout.js'
@@ -71,8 +71,17 @@ export class RankRunner {
     return this.protocol.rank
   }
 
-  /** One all-reduce of `input` words into `output` words; returns the chunk count. */
-  allReduceWords(algorithm: AlgorithmName, dtype: Dtype, input: Int32Array, output: Int32Array): number {
+  /**
+   * One all-reduce of `input` words into `output` words; returns the chunk count. `call` completes the call
+   * signature every peer checks (default: every lane of the words counts, the ll8 protocol).
+   */
+  allReduceWords(
+    algorithm: AlgorithmName,
+    dtype: Dtype,
+    input: Int32Array,
+    output: Int32Array,
+    call: { count?: number; protocol?: LlProtocol } = {},
+  ): number {
     const impl = CPU_ALGORITHMS[algorithm]
     if (!impl) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no cpu implementation of ${algorithm}`, { algorithm })
     this.protocol.useDtype(dtype)
@@ -80,7 +89,8 @@ export class RankRunner {
     control.checkAbort(-1)
     let chunks: number
     try {
-      chunks = runChunked(this.protocol, impl, input, output)
+      const count = call.count ?? input.length * this.protocol.codec.lanesPerWord
+      chunks = runChunked(this.protocol, impl, input, output, { dtype, count, protocol: call.protocol })
     } catch (e) {
       // A failure of this rank's own (not an abort because of another's, not a close) poisons the channel, so that
       // no rank returns data from this call or a later one until recovery (CONTROL.POISONED).

@@ -40,6 +40,8 @@ export interface CpuRankHandle {
   spinIterations: number
   channel: SharedArrayBuffer
   tuningTable: TuningTable
+  /** The communicator's `deterministic` default (absent in handles of older versions: false). */
+  deterministic?: boolean
 }
 
 export type RankAllReduceResult<T extends TensorArray> = T & { info: AllReduceInfo }
@@ -106,7 +108,7 @@ export function attachCpuRank(handle: CpuRankHandle): CpuRank {
       ensureUsable()
       // Poisoned by an earlier failure (of any rank): no call runs until recover().
       runner.protocol.control.checkAbort(-1)
-      const validated = validateAllReduceOptions(options, available)
+      const validated = validateAllReduceOptions(options, available, { deterministic: handle.deterministic })
       const count = validateRankInput(input, validated.dtype)
       const resolved = resolveCpuAlgorithm(
         validated.algorithm,
@@ -119,7 +121,12 @@ export function attachCpuRank(handle: CpuRankHandle): CpuRank {
       const outputWords = words(n, 1)
       writeWords(input, validated.dtype, inputWords)
       const chunks =
-        count === 0 ? 0 : runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords)
+        // An empty call still exchanges the call signature (one epoch), so a peer calling with more elements fails
+        // with MISMATCH instead of this rank returning at once.
+        runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords, {
+          count,
+          protocol: validated.protocol,
+        })
       const output = readWords(outputWords, validated.dtype, count) as T
       const info: AllReduceInfo = { algorithm: resolved.algorithm.name, chunks }
       if (resolved.fallbackReason) info.fallbackReason = resolved.fallbackReason

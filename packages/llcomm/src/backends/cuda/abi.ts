@@ -21,12 +21,31 @@ export const LLCOMM_SCRATCH_BARRIER_BYTES = LLCOMM_MAX_CHANNELS * 2 * LLCOMM_MAX
 export const LLCOMM_MAX_RING_STEPS = 2 * (LLCOMM_MAX_RANKS - 1)
 export const LLCOMM_SCRATCH_RING_OFFSET = LLCOMM_SCRATCH_BARRIER_OFFSET + LLCOMM_SCRATCH_BARRIER_BYTES
 export const LLCOMM_SCRATCH_RING_STRIDE = 128
-export const LLCOMM_SCRATCH_BYTES = LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4
+export const LLCOMM_SCRATCH_SIGNATURE_OFFSET =
+  LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4
+/** Call signatures (kernels/llcomm/signature.cuh): per channel, per half, per sender one 16-byte packet. */
+export const LLCOMM_SCRATCH_SIGNATURE_BYTES = LLCOMM_MAX_CHANNELS * 2 * LLCOMM_MAX_RANKS * 16
+export const LLCOMM_SCRATCH_BYTES = LLCOMM_SCRATCH_SIGNATURE_OFFSET + LLCOMM_SCRATCH_SIGNATURE_BYTES
 /** Fill word of an empty sentinel slot (f32: one NaN; f16/bf16: two 0xFFFF NaNs). */
 export const LLCOMM_SENTINEL_WORD = 0xffffffff
 /** sizeof(LlcommErrorWord): eight u32 {code, rank, peer, epoch, what, slot, channel, reserved}. */
 export const LLCOMM_ERROR_WORD_BYTES = 32
 export const LLCOMM_ERR_TIMEOUT = 1
+/** A peer's call signature differs: what/slot = the two ranks' signature words 1, channel/reserved = words 0. */
+export const LLCOMM_ERR_MISMATCH = 2
+export const LLCOMM_WAIT_SIGNATURE = 7
+/** Call-signature codes compiled into the kernels (abi.cuh LLCOMM_SIG_*; src/algorithms/signature.ts). */
+export const LLCOMM_SIG_ALG_ONESHOT_LL = 1
+export const LLCOMM_SIG_ALG_ONESHOT_SENTINEL = 2
+export const LLCOMM_SIG_ALG_TWOSHOT_SENTINEL = 3
+export const LLCOMM_SIG_ALG_TWOSHOT_ATOMIC = 4
+export const LLCOMM_SIG_ALG_ONESHOT_BARRIER = 5
+export const LLCOMM_SIG_ALG_RING = 6
+export const LLCOMM_SIG_PROTOCOL_LL8 = 1
+export const LLCOMM_SIG_PROTOCOL_LL16 = 2
+export const LLCOMM_SIG_KIND_MASK = 0x3ff
+/** abi.cuh LLCOMM_RING_F32_PARTIALS: f16/bf16 ring with f32 partial sums (half the capacity); 0 = off (default). */
+export const LLCOMM_RING_F32_PARTIALS = 0
 /** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
 export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
   1: 'LL packet',
@@ -35,6 +54,7 @@ export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
   4: 'barrier',
   5: 'ring step flag',
   6: 'ping-pong flag',
+  7: 'call signature',
 }
 
 /** Bytes of one LL128 atomic line (word 0 counter, words 1..31 data). */
@@ -107,7 +127,7 @@ export const ALL_REDUCE_PARAMS_LAYOUT = layOut('LlcommAllReduceParams', [
   { name: 'nranks', kind: 'u32' },
   { name: 'ranksInLaunch', kind: 'u32' },
   { name: 'blocksPerRank', kind: 'u32' },
-  { name: 'flags', kind: 'u32' },
+  { name: 'signatureChunk', kind: 'u32' },
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
 ])
 
@@ -168,6 +188,20 @@ export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_SCRATCH_BYTES,
   LLCOMM_SENTINEL_WORD,
   LLCOMM_ERR_TIMEOUT,
+  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
+  LLCOMM_SCRATCH_SIGNATURE_BYTES,
+  LLCOMM_ERR_MISMATCH,
+  LLCOMM_WAIT_SIGNATURE,
+  LLCOMM_SIG_ALG_ONESHOT_LL,
+  LLCOMM_SIG_ALG_ONESHOT_SENTINEL,
+  LLCOMM_SIG_ALG_TWOSHOT_SENTINEL,
+  LLCOMM_SIG_ALG_TWOSHOT_ATOMIC,
+  LLCOMM_SIG_ALG_ONESHOT_BARRIER,
+  LLCOMM_SIG_ALG_RING,
+  LLCOMM_SIG_PROTOCOL_LL8,
+  LLCOMM_SIG_PROTOCOL_LL16,
+  LLCOMM_SIG_KIND_MASK,
+  LLCOMM_RING_F32_PARTIALS,
 }
 
 export type Scalar = number | bigint
@@ -239,7 +273,8 @@ export interface AllReduceParamsHost {
   nranks: number
   ranksInLaunch: number
   blocksPerRank: number
-  flags?: number
+  /** Call-signature word 1, bits 10..31 (signatureChunkBits: chunk index and count); default 0. */
+  signatureChunk?: number
   /** Global rank of each rank slot of this launch (length ranksInLaunch). */
   launchRanks: readonly number[]
 }
@@ -284,7 +319,7 @@ export function packAllReduceParams(p: AllReduceParamsHost): Buffer {
     nranks: p.nranks,
     ranksInLaunch: p.ranksInLaunch,
     blocksPerRank: p.blocksPerRank,
-    flags: p.flags ?? 0,
+    signatureChunk: p.signatureChunk ?? 0,
     launchRanks: p.launchRanks,
   }
   for (const name of ['ll', 'sentinel', 'll128', 'plain'] as const) {

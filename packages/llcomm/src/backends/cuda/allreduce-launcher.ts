@@ -3,6 +3,8 @@
  * check, the packed parameter struct, chunking at maxCountPerCall, one cooperative launch per device per chunk.
  * Launch configs are built once per (kernel, device, shape, pdl) and reused (src/ffi/launch.ts).
  */
+
+import { signatureChunkBits } from '../../algorithms/signature.js'
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
@@ -38,6 +40,13 @@ export interface KernelAllReduceCall {
   pdl: boolean
   /** One stream per launch group. */
   streams: readonly CuStream[]
+  /**
+   * Launch only these global ranks (each group's ranks filtered; a group left empty is not launched). For a rank
+   * that makes its own call, such as the GPU test's mismatched calls (test/gpu/signature.test.ts). Default: all.
+   */
+  launchRanks?: readonly number[]
+  /** Cooperative launch (default true). Two grids launched apart to run together (launchRanks) take false. */
+  cooperative?: boolean
 }
 
 export interface PreparedChunk {
@@ -70,8 +79,9 @@ export class AllReduceLauncher {
     threads: number,
     smem: number,
     pdl: boolean,
+    cooperative = true,
   ): PreparedLaunch {
-    const key = `${v.kernelName}|${group.index}|${blocksPerRank}|${threads}|${smem}|${pdl ? 1 : 0}`
+    const key = `${v.kernelName}|${group.index}|${group.ranks.length}|${blocksPerRank}|${threads}|${smem}|${pdl ? 1 : 0}|${cooperative ? 1 : 0}`
     let l = this.launches.get(key)
     if (l) return l
     const f = this.modules.function(group, v.sourceFile, v.kernelName)
@@ -94,7 +104,7 @@ export class AllReduceLauncher {
         },
       )
     }
-    if (!group.cooperativeLaunch) {
+    if (cooperative && !group.cooperativeLaunch) {
       throw new LlcommError('NO_DEVICE', `device ${group.ordinal} does not support cooperative launch`, {
         device: group.ordinal,
       })
@@ -104,7 +114,7 @@ export class AllReduceLauncher {
       f,
       v.kernelName,
       { gridDimX: grid, blockDimX: threads, sharedBytes: smem },
-      { cooperative: true, pdl },
+      { cooperative, pdl },
       packAllReduceParams(this.emptyParams(group, blocksPerRank)).byteLength,
     )
     this.launches.set(key, l)
@@ -122,6 +132,7 @@ export class AllReduceLauncher {
     inputs: readonly DevicePtr[],
     outputs: readonly DevicePtr[],
     count: number,
+    signatureChunk = 0,
   ): AllReduceParamsHost {
     const s = this.state
     return {
@@ -139,7 +150,7 @@ export class AllReduceLauncher {
       nranks: s.nranks,
       ranksInLaunch: group.ranks.length,
       blocksPerRank,
-      flags: 0,
+      signatureChunk,
       launchRanks: group.ranks,
     }
   }
@@ -152,9 +163,10 @@ export class AllReduceLauncher {
     const { count, dtype } = call
     const v = this.variant(call.algorithm, dtype, call.op, call.protocol)
     const elemBytes = DTYPE_BYTES[dtype]
-    const chunks: PreparedChunk[] = []
-    let done = 0
-    while (done < count) {
+    // The chunking first: every launch's call signature carries its chunk index and the call's chunk count
+    // (signature.ts), which every peer's kernel checks before it uses the launch's data.
+    const pieces: { n: number; shape: ReturnType<typeof launchShape> }[] = []
+    for (let done = 0; done < count; ) {
       const shape = launchShape(v, this.state.nranks, count - done, this.state.bufferBytes)
       const n = Math.min(shape.maxCountPerCall, count - done)
       if (n <= 0)
@@ -162,6 +174,13 @@ export class AllReduceLauncher {
           'INVALID_ARGUMENT',
           `${v.kernelName}: launchShape gave maxCountPerCall ${shape.maxCountPerCall}`,
         )
+      pieces.push({ n, shape })
+      done += n
+    }
+    const chunks: PreparedChunk[] = []
+    let done = 0
+    for (const [chunkIndex, { n, shape }] of pieces.entries()) {
+      const signatureChunk = signatureChunkBits(chunkIndex, pieces.length)
       const offset = done * elemBytes
       if (done > 0 && offset % 16 !== 0) {
         throw new LlcommError(
@@ -171,12 +190,27 @@ export class AllReduceLauncher {
       }
       const ins = call.inputs.map((p) => (p + offset) as DevicePtr)
       const outs = call.outputs.map((p) => (p + offset) as DevicePtr)
-      const launches = this.devices.groups.map((group) => {
-        const launch = this.launchFor(v, group, shape.blocksPerRank, shape.threadsPerBlock, shape.sharedBytes, call.pdl)
+      const groups = call.launchRanks
+        ? this.devices.groups
+            .map((g) => ({ ...g, ranks: g.ranks.filter((r) => call.launchRanks?.includes(r)) }))
+            .filter((g) => g.ranks.length > 0)
+        : this.devices.groups
+      const launches = groups.map((group) => {
+        const launch = this.launchFor(
+          v,
+          group,
+          shape.blocksPerRank,
+          shape.threadsPerBlock,
+          shape.sharedBytes,
+          call.pdl,
+          call.cooperative ?? true,
+        )
         return {
           group,
           launch,
-          params: new Uint8Array(packAllReduceParams(this.params(group, shape.blocksPerRank, ins, outs, n))),
+          params: new Uint8Array(
+            packAllReduceParams(this.params(group, shape.blocksPerRank, ins, outs, n, signatureChunk)),
+          ),
         }
       })
       chunks.push({ launches })

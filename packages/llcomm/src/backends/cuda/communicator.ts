@@ -23,6 +23,7 @@
  */
 
 import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
+import { DETERMINISTIC_FALLBACK, deterministicAlgorithms, enforceDeterminism } from '../../algorithms/determinism.js'
 import type {
   AlgorithmChoice,
   AlgorithmName,
@@ -44,7 +45,12 @@ import {
   validateCommunicatorOptions,
 } from '../../communicator/options.js'
 import { type AlgorithmCapabilities, type ResolveCall, resolveAlgorithm } from '../../communicator/resolve.js'
-import { validateAllReduceOptions, validateBenchmarkRequest, validateInputs } from '../../communicator/validate.js'
+import {
+  validateAllReduceOptions,
+  validateBenchmarkRequest,
+  validateDeterministic,
+  validateInputs,
+} from '../../communicator/validate.js'
 import { LlcommError, toLlcommError } from '../../errors.js'
 import {
   type CudaDriver,
@@ -156,6 +162,8 @@ export class CudaCommunicator extends CommunicatorBase {
   private readonly kernelAlgorithms: readonly AlgorithmName[]
   private readonly ncclReason: string | undefined
   private readonly tuning: TuningTable
+  /** The communicator's `deterministic` default (CommunicatorOptionsBase). */
+  private readonly deterministic: boolean
   private ncclBaseline: NcclBaseline | undefined
   private staging:
     | {
@@ -221,6 +229,7 @@ export class CudaCommunicator extends CommunicatorBase {
     this.timeoutMs = timeoutMs
     this.bufferBytes = bufferBytes
     this.tuning = loadTuningTable(options.tuningTable)
+    this.deterministic = validateDeterministic(options.deterministic)
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
@@ -369,6 +378,7 @@ export class CudaCommunicator extends CommunicatorBase {
     op: ReduceOp,
     bytes: number,
     fallback: DeviceFallback = true,
+    deterministic = false,
   ): { algorithm: AlgorithmName; fallbackReason?: string } {
     if (fallback !== true && fallback !== false && fallback !== 'nccl') {
       throw new LlcommError('INVALID_ARGUMENT', `fallback must be 'nccl', true or false, got ${String(fallback)}`)
@@ -377,7 +387,24 @@ export class CudaCommunicator extends CommunicatorBase {
       throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
     if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
     const call: ResolveCall = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback }
-    return resolveAlgorithm(requested, call, this.capabilities)
+    if (!deterministic) return resolveAlgorithm(requested, call, this.capabilities)
+    // deterministic: true (src/algorithms/determinism.ts): `auto` chooses only among the algorithms that keep the
+    // rank-order f32 sum, a fallback goes to DETERMINISTIC_FALLBACK; a requested one that does not keep it is
+    // replaced with the reason (or refused with fallback: false).
+    const caps = this.capabilities
+    const deterministicCaps = {
+      ...caps,
+      available: deterministicAlgorithms(caps.available, 'cuda'),
+      autoPreference: [...deterministicAlgorithms(caps.autoPreference, 'cuda'), DETERMINISTIC_FALLBACK],
+      fallbacks: [DETERMINISTIC_FALLBACK],
+    }
+    const asked =
+      requested === 'auto' ? requested : enforceDeterminism({ algorithm: requested }, 'cuda', fallback !== false)
+    if (typeof asked === 'string')
+      return resolveAlgorithm(asked, { ...call, fallback: fallback !== false }, deterministicCaps)
+    const resolved = resolveAlgorithm(asked.algorithm, { ...call, fallback: fallback !== false }, deterministicCaps)
+    const reasons = [asked.fallbackReason, resolved.fallbackReason].filter((r): r is string => r !== undefined)
+    return reasons.length > 0 ? { algorithm: resolved.algorithm, fallbackReason: reasons.join('; then ') } : resolved
   }
 
   /** The cuda row of the capability table: NCCL needs its library and distinct GPUs; a kernel needs its variant. */
@@ -468,6 +495,7 @@ export class CudaCommunicator extends CommunicatorBase {
       op,
       bytes,
       args.fallback ?? true,
+      validateDeterministic(args.deterministic, this.deterministic),
     )
     const defaultStreams = this.streamsOf(args)
     if (args.count === 0) return { algorithm, fallbackReason, chunks: 0, issue: () => {} }
@@ -567,6 +595,7 @@ export class CudaCommunicator extends CommunicatorBase {
       protocol: args.protocol,
       pdl: args.pdl ?? false,
       fallback: args.fallback ?? true,
+      deterministic: args.deterministic,
       stream: args.stream,
       argStreams: args.streams ? [...args.streams] : undefined,
       streams,
@@ -647,6 +676,7 @@ export class CudaCommunicator extends CommunicatorBase {
       op,
       bytes,
       validated.fallback,
+      validated.deterministic,
     )
     let copies: T[]
     try {
@@ -747,6 +777,7 @@ export class CudaCommunicator extends CommunicatorBase {
         query.op ?? 'sum',
         bytes,
         query.fallback ?? true,
+        validateDeterministic(query.deterministic, this.deterministic),
       )
       return { ok: true, algorithm, ...(fallbackReason ? { fallbackReason } : {}) }
     } catch (e) {
@@ -1058,6 +1089,7 @@ interface EagerCall {
   protocol: LlProtocol | undefined
   pdl: boolean
   fallback: DeviceFallback
+  deterministic: boolean | undefined
   stream: CuStream | undefined
   argStreams: CuStream[] | undefined
   /** The streams the call runs on (a private copy, passed to issue() every time). */
@@ -1082,6 +1114,7 @@ function sameEagerCall(c: EagerCall, args: DeviceAllReduceArgs): boolean {
     args.protocol === c.protocol &&
     (args.pdl ?? false) === c.pdl &&
     (args.fallback ?? true) === c.fallback &&
+    args.deterministic === c.deterministic &&
     args.stream === c.stream &&
     (args.streams === undefined
       ? c.argStreams === undefined

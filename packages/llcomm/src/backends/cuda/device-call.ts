@@ -23,6 +23,8 @@ export interface DeviceAllReduceArgs {
    * UNSUPPORTED_ALGORITHM error instead). What ran is in the returned info.
    */
   fallback?: DeviceFallback
+  /** The rank-order f32 sum rounded once (src/algorithms/determinism.ts); default: the communicator's. */
+  deterministic?: boolean
   /** The caller's stream, when all ranks live on one device. */
   stream?: CuStream
   /** One stream per distinct device (launch group), in order of first appearance in `devices`. */
@@ -51,6 +53,7 @@ export interface CanServeQuery {
   op?: ReduceOp
   algorithm?: AlgorithmChoice
   fallback?: DeviceFallback
+  deterministic?: boolean
 }
 
 /** canServe()'s answer: what would run (and whether it is a fallback), or why nothing can. */

@@ -4,12 +4,14 @@
  * reads it after the launch has finished (stream synchronized), so the plain copy sees the kernel's writes: kernel
  * completion orders all of the kernel's memory operations before the copy that follows it.
  */
-import { LlcommError } from '../../errors.js'
+import { decodeSignature, describeSignature } from '../../algorithms/signature.js'
+import { LlcommError, mismatchError } from '../../errors.js'
 import type { CudaDriver, DevicePtr } from '../../ffi/index.js'
 import {
   decodeErrorWordBytes,
   LLCOMM_ERR_TIMEOUT as ERR_TIMEOUT,
   type ErrorWordFields,
+  LLCOMM_ERR_MISMATCH,
   LLCOMM_ERROR_WORD_BYTES,
   LLCOMM_WAIT_KINDS as WAIT_NAMES,
 } from './abi.js'
@@ -29,7 +31,7 @@ export function errorFromWord(words: Uint32Array): LlcommError | undefined {
   const w = decodeErrorWord(words)
   if (w.code === 0) return undefined
   const describe = DEVICE_ERRORS[w.code]
-  if (describe) return describe(w)
+  if (describe) return describe(w, words)
   return new LlcommError('CUDA_ERROR', `device error word holds unknown code ${w.code}`, { ...w })
 }
 
@@ -37,8 +39,9 @@ export function errorFromWord(words: Uint32Array): LlcommError | undefined {
  * The host error for each device error code (abi.cuh LLCOMM_ERR_*), in one table: a new device code (e.g. the
  * call-signature MISMATCH) is one more entry here, and the communicator's poisoning and recover() apply to it as is.
  */
-const DEVICE_ERRORS: Readonly<Record<number, (w: DecodedErrorWord) => LlcommError>> = {
+const DEVICE_ERRORS: Readonly<Record<number, (w: DecodedErrorWord, words: Uint32Array) => LlcommError>> = {
   [ERR_TIMEOUT]: timeoutFromWord,
+  [LLCOMM_ERR_MISMATCH]: (_w, words) => mismatchFromWord(words),
 }
 
 function timeoutFromWord(w: DecodedErrorWord): LlcommError {
@@ -56,4 +59,22 @@ export function readErrorWord(driver: CudaDriver, errorWord: DevicePtr): LlcommE
   const words = new Uint32Array(ERROR_WORD_BYTES / 4)
   driver.copyDtoH(words, errorWord)
   return errorFromWord(words)
+}
+
+/**
+ * MISMATCH (kernels/llcomm/signature.cuh, llcRecordMismatch): the error word's what/slot hold the two ranks' signature
+ * words 1 and channel/reserved their words 0 (abi.cuh LLCOMM_ERR_MISMATCH), decoded as the CPU backend's MISMATCH.
+ */
+export function mismatchFromWord(words: Uint32Array): LlcommError {
+  const mine: [number, number] = [words[6] >>> 0, words[4] >>> 0]
+  const theirs: [number, number] = [words[7] >>> 0, words[5] >>> 0]
+  return mismatchError({
+    rank: words[1],
+    peer: words[2],
+    epoch: words[3],
+    mine: describeSignature(decodeSignature(mine[0], mine[1])),
+    theirs: describeSignature(decodeSignature(theirs[0], theirs[1])),
+    mineWords: mine,
+    theirsWords: theirs,
+  })
 }

@@ -20,6 +20,7 @@ import {
   LLCOMM_LINE_DATA_WORDS,
   LLCOMM_MAX_CHANNELS,
   LLCOMM_MAX_RANKS,
+  LLCOMM_RING_F32_PARTIALS,
   LLCOMM_SCRATCH_BYTES,
   LLCOMM_SENTINEL_WORD,
   LLCOMM_THREADS,
@@ -300,7 +301,12 @@ export function maxBlocksPerRank(nranks: number): number {
  * Payload bytes one channel can carry in one launch for this variant, from the region sizes exactly as the
  * kernel computes its lanes (always a multiple of 16).
  */
-export function channelCapacityBytes(v: KernelVariant, nranks: number, layout: DeviceBufferLayout): number {
+export function channelCapacityBytes(
+  v: KernelVariant,
+  nranks: number,
+  layout: DeviceBufferLayout,
+  kernelOptions: KernelBuildOptions = {},
+): number {
   const n = nranks
   const ll = layout.ll.channelHalfBytes
   const s = layout.sentinel.channelHalfBytes
@@ -329,11 +335,20 @@ export function channelCapacityBytes(v: KernelVariant, nranks: number, layout: D
     case 'ring': {
       if (n === 1) return roundDown(plain, 16)
       const slot = roundDown(Math.floor(plain / (2 * (n - 1))), 16) // one part per step
-      return n * slot
+      // With f32 partials (abi.cuh LLCOMM_RING_F32_PARTIALS), f16/bf16 reduce-scatter steps carry f32 partial sums
+      // (kernels/allreduce/ring.cu): a part is half a slot.
+      const wide = (kernelOptions.ringF32Partials ?? LLCOMM_RING_F32_PARTIALS !== 0) && DTYPE_BYTES[v.dtype] === 2
+      return n * (wide ? roundDown(slot / 2, 16) : slot)
     }
     default:
       throw new LlcommError('UNSUPPORTED_ALGORITHM', `algorithm ${v.algorithm} has no llcomm kernel`)
   }
+}
+
+/** Compile-time kernel switches the capacity rules depend on (default: abi.cuh's values). For tests. */
+export interface KernelBuildOptions {
+  /** The kernels were built with LLCOMM_RING_F32_PARTIALS=1 (or 0). */
+  ringF32Partials?: boolean
 }
 
 /** llcPiece's size: ceil(count / parts) rounded up to alignElems (kernels/llcomm/channel.cuh). */
@@ -358,6 +373,7 @@ export function launchShape(
   nranks: number,
   count: number,
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
+  kernelOptions: KernelBuildOptions = {},
 ): LaunchShape {
   checkRanks(nranks)
   if (!Number.isInteger(count) || count < 1)
@@ -365,7 +381,7 @@ export function launchShape(
   const layout = deviceBufferLayout(nranks, bufferBytes)
   const eb = DTYPE_BYTES[v.dtype]
   const alignElems = 16 / eb
-  const capElems = channelCapacityBytes(v, nranks, layout) / eb
+  const capElems = channelCapacityBytes(v, nranks, layout, kernelOptions) / eb
   if (capElems < alignElems) {
     throw new LlcommError(
       'INVALID_ARGUMENT',

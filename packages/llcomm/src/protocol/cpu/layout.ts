@@ -14,6 +14,8 @@
  *   | lines    half 0: L lines x 32 int32 [counter | 31 f32 data words]   (zero-filled)            |
  *   |          half 1: same                                                                       |
  *   | staging  W int32 (oneshot-barrier publishes its chunk here)                                  |
+ *   | signature half 0: [from rank 0: 2 packets]...[from rank N-1]   (u64 LL8 packets, zero-filled) |
+ *   |           half 1: same       (the call signature: signature.ts, src/algorithms/signature.ts) |
  *   +-------------------------------------------------------------------------------------------+
  *   W = bufferBytes / 4 payload words per half; P = floor(W / N) slots per peer; L = ceil(W / 31).
  * Halves alternate by epoch parity (double buffering).
@@ -82,10 +84,14 @@ export interface ChannelLayout {
   readonly sentinelOffset: number
   readonly linesOffset: number
   readonly stagingOffset: number
+  /** The call-signature packets (signature.ts): 2 halves x ranks x SIGNATURE_PACKETS u64. */
+  readonly signatureOffset: number
   readonly totalBytes: number
 }
 
 export const MIN_BUFFER_BYTES = 256
+/** LL8 packets per sender in the signature region: one per signature word. */
+export const SIGNATURE_PACKETS = 2
 
 export function computeChannelLayout(ranks: number, bufferBytes: number): ChannelLayout {
   if (!Number.isInteger(ranks) || ranks < 1 || ranks > 1024) {
@@ -104,7 +110,8 @@ export function computeChannelLayout(ranks: number, bufferBytes: number): Channe
   const sentinelOffset = ll8Offset + 2 * ranks * slotsPerPeer * 8
   const linesOffset = sentinelOffset + 2 * ranks * slotsPerPeer * 4
   const stagingOffset = linesOffset + 2 * linesPerHalf * LINE_WORDS * 4
-  const regionBytes = align8(stagingOffset + wordsPerHalf * 4)
+  const signatureOffset = align8(stagingOffset + wordsPerHalf * 4)
+  const regionBytes = signatureOffset + 2 * ranks * SIGNATURE_PACKETS * 8
   return {
     ranks,
     bufferBytes,
@@ -117,6 +124,7 @@ export function computeChannelLayout(ranks: number, bufferBytes: number): Channe
     sentinelOffset,
     linesOffset,
     stagingOffset,
+    signatureOffset,
     totalBytes: controlBytes + ranks * regionBytes,
   }
 }

@@ -18,10 +18,13 @@ export interface LlChannel {
   send(peer: number, slot: number, word: number): void
   /** Wait (bounded) for slot `slot` from `peer` at the current epoch and return its word. */
   recv(peer: number, slot: number): number
-  /** recv from each of `peers` in the given (fixed) order and reduce lane-wise in f32; returns the rounded word. */
-  recvReduce(peers: readonly number[], slot: number): number
-  /** send the same word to every peer in `peers`. */
-  bcast(peers: readonly number[], slot: number, word: number): void
+  /**
+   * Slot `slot` of every rank reduced lane-wise in f32 in rank order 0..N-1, our own contribution being `own`
+   * (not read from the buffer); returns the rounded word. As CUDA's LlBuffer::recvReduce(slot, own).
+   */
+  recvReduce(slot: number, own: number): number
+  /** send the same word to every rank but us, starting after us (as CUDA's LlBuffer::bcast(slot, v)). */
+  bcast(slot: number, word: number): void
   /** Ring the doorbells of peers written since the last flush (done automatically before any blocking wait). */
   flush(): void
   /** Re-initialize this rank's whole receive region (only with every rank idle). */
@@ -32,6 +35,11 @@ export interface LlChannel {
   advanceEpoch(): number
   /** The dtype whose lanes recvReduce and the sentinel canonicalization use. */
   codec: DtypeCodec
+}
+
+/** Every rank but `rank`, starting after it and wrapping (the order CUDA's bcast stores in). */
+export function ranksAfter(rank: number, size: number): number[] {
+  return Array.from({ length: size - 1 }, (_, k) => (rank + 1 + k) % size)
 }
 
 /** Lane-wise f32 reduction of words in a fixed order; shared by both buffers' recvReduce. */

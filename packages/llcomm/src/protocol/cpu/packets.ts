@@ -5,7 +5,7 @@
  */
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
 import { type ChannelMemory, regionBase } from './layout.js'
-import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-buffer.js'
+import { LaneAccumulator, type LlChannel, RangeReduction, ranksAfter } from './ll-buffer.js'
 import type { RankControl } from './wait.js'
 
 const TWO_POW_32 = 1n << 32n
@@ -30,6 +30,9 @@ export class Ll8Buffer implements LlChannel {
   private acc: LaneAccumulator
   private readonly bases: Int32Array
   private readonly faults: Ll8TestFaults
+  /** Every rank but us, starting after us (bcast's order), and every rank in rank order (recvReduce's). */
+  private readonly others: number[]
+  private readonly allRanks: number[]
   /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
   private readonly rangeReduction = new RangeReduction()
 
@@ -44,6 +47,8 @@ export class Ll8Buffer implements LlChannel {
     this.acc = new LaneAccumulator(DTYPE_CODECS.f32)
     this.bases = new Int32Array(layout.ranks)
     this.faults = faults
+    this.others = ranksAfter(control.rank, layout.ranks)
+    this.allRanks = Array.from({ length: layout.ranks }, (_, r) => r)
   }
 
   private refreshEpoch(): void {
@@ -64,9 +69,10 @@ export class Ll8Buffer implements LlChannel {
     this.control.markWritten(peer)
   }
 
-  bcast(peers: readonly number[], slot: number, word: number): void {
+  bcast(slot: number, word: number): void {
     if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
     const packet = this.flagLow | BigInt(word >>> 0) // built once, stored to every peer (one SC store each)
+    const peers = this.others
     for (let i = 0; i < peers.length; i++) {
       Atomics.store(this.u64, this.index(peers[i], this.control.rank, slot), packet)
       this.control.markWritten(peers[i])
@@ -97,10 +103,11 @@ export class Ll8Buffer implements LlChannel {
     return Number(packet & 0xffffffffn)
   }
 
-  recvReduce(peers: readonly number[], slot: number): number {
+  recvReduce(slot: number, own: number): number {
     const acc = this.accumulator()
     acc.clear()
-    for (let i = 0; i < peers.length; i++) acc.add(this.recv(peers[i], slot))
+    const me = this.control.rank
+    for (let r = 0; r < this.control.size; r++) acc.add(r === me ? own : this.recv(r, slot))
     return acc.take()
   }
 
@@ -122,8 +129,9 @@ export class Ll8Buffer implements LlChannel {
     this.control.markWritten(peer)
   }
 
-  /** sendRange to every peer in `peers`: each packet is built once and stored to every peer. */
-  bcastRange(peers: readonly number[], firstSlot: number, words: Int32Array): void {
+  /** sendRange to every rank but us, starting after us (as bcast): each packet is built once, stored to every peer. */
+  bcastRange(firstSlot: number, words: Int32Array): void {
+    const peers = this.others
     if (this.cachedEpoch !== this.control.epoch) this.refreshEpoch()
     const u64 = this.u64
     const flag = this.flagLow
@@ -166,11 +174,11 @@ export class Ll8Buffer implements LlChannel {
   }
 
   /**
-   * recvReduce for a range of slots (peers in the given order); bitwise the same as recvReduce per slot. With
-   * `local`, our own rank's words come from it instead of our own slots (the caller sends only to the others).
+   * recvReduce for slots [firstSlot, firstSlot + out.length): every rank in rank order 0..N-1, our own words from
+   * `own` (length out.length); bitwise the same as recvReduce per slot.
    */
-  recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
-    this.rangeReduction.reduce(this, this.codec, this.control.rank, peers, firstSlot, out, local)
+  recvReduceRange(firstSlot: number, out: Int32Array, own: Int32Array): void {
+    this.rangeReduction.reduce(this, this.codec, this.control.rank, this.allRanks, firstSlot, out, own)
   }
 
   /** Waits for the last packet of each peer's range, the latest peer first (as SentinelBuffer.awaitRanges). */

@@ -9,9 +9,10 @@ import { EpochBarrier } from './flags.js'
 import { type ChannelLayout, type ChannelMemory, computeChannelLayout, regionBase } from './layout.js'
 import { Ll8Buffer, type Ll8TestFaults } from './packets.js'
 import { SentinelBuffer, type SentinelTestFaults } from './sentinel.js'
+import { SignatureSlots, type SignatureTestFaults } from './signature.js'
 import { RankControl, type WaitOptions } from './wait.js'
 
-export interface ProtocolTestFaults extends Ll8TestFaults, SentinelTestFaults {}
+export interface ProtocolTestFaults extends Ll8TestFaults, SentinelTestFaults, SignatureTestFaults {}
 
 export class RankProtocol {
   readonly rank: number
@@ -22,6 +23,8 @@ export class RankProtocol {
   readonly sentinel: SentinelBuffer
   readonly lines: AtomicLines
   readonly barrier: EpochBarrier
+  /** The per-call header slot: every chunk publishes its call signature, checked before any data is used. */
+  readonly signature: SignatureSlots
   /** Every rank in order 0..N-1: the fixed reduction order that makes outputs bitwise identical. */
   readonly allRanks: readonly number[]
   /** This rank's staging words (oneshot-barrier), and every rank's. */
@@ -44,6 +47,7 @@ export class RankProtocol {
     this.sentinel = new SentinelBuffer(sab, this.control, faults)
     this.lines = new AtomicLines(sab, this.control)
     this.barrier = new EpochBarrier(this.control)
+    this.signature = new SignatureSlots(sab, this.control, faults)
     this.allRanks = Array.from({ length: ranks }, (_, r) => r)
     this.staging = this.allRanks.map(
       (r) => new Int32Array(sab, regionBase(this.layout, r) + this.layout.stagingOffset, this.layout.wordsPerHalf),
@@ -105,6 +109,7 @@ export class RankProtocol {
     this.sentinel.reset()
     this.lines.reset()
     this.barrier.reset()
+    this.signature.reset()
     this.control.resetEpoch()
   }
 }

@@ -6,7 +6,7 @@
 import { DTYPE_CODECS, type DtypeCodec } from '../../dtype/codec.js'
 import { SENTINEL_WORD } from '../../dtype/sentinels.js'
 import { type ChannelMemory, regionBase } from './layout.js'
-import { LaneAccumulator, type LlChannel, RangeReduction } from './ll-buffer.js'
+import { LaneAccumulator, type LlChannel, RangeReduction, ranksAfter } from './ll-buffer.js'
 import type { RankControl } from './wait.js'
 
 const SENTINEL = SENTINEL_WORD | 0
@@ -38,6 +38,9 @@ export class SentinelBuffer implements LlChannel {
   private readonly regionIndex: number[]
   private acc: LaneAccumulator
   private readonly faults: SentinelTestFaults
+  /** Every rank but us, starting after us (bcast's order), and every rank in rank order (recvReduce's). */
+  private readonly others: number[]
+  private readonly allRanks: number[]
   /** Per-rank scratch of recvReduceRange: f32 accumulators (one per lane) and the raw words of one peer. */
   private readonly rangeReduction = new RangeReduction()
 
@@ -51,6 +54,8 @@ export class SentinelBuffer implements LlChannel {
     for (let r = 0; r < layout.ranks; r++) this.regionIndex.push((regionBase(layout, r) + layout.sentinelOffset) / 4)
     this.acc = new LaneAccumulator(DTYPE_CODECS.f32)
     this.faults = faults
+    this.others = ranksAfter(control.rank, layout.ranks)
+    this.allRanks = Array.from({ length: layout.ranks }, (_, r) => r)
   }
 
   private index(owner: number, from: number, slot: number): number {
@@ -64,8 +69,9 @@ export class SentinelBuffer implements LlChannel {
     this.control.markWritten(peer)
   }
 
-  bcast(peers: readonly number[], slot: number, word: number): void {
+  bcast(slot: number, word: number): void {
     const canonical = this.codec.canonicalizeWord(word)
+    const peers = this.others
     for (let i = 0; i < peers.length; i++) {
       Atomics.store(this.i32, this.index(peers[i], this.control.rank, slot), canonical)
       this.control.markWritten(peers[i])
@@ -94,11 +100,14 @@ export class SentinelBuffer implements LlChannel {
     return word >>> 0
   }
 
-  recvReduce(peers: readonly number[], slot: number): number {
+  recvReduce(slot: number, own: number): number {
     if (this.acc.codec !== this.codec) this.acc = new LaneAccumulator(this.codec)
     const acc = this.acc
     acc.clear()
-    for (let i = 0; i < peers.length; i++) acc.add(this.recv(peers[i], slot))
+    const me = this.control.rank
+    // Our own word canonicalized as a sent one would be, so every rank reduces the same bits (CUDA: Fmt::canonicalize).
+    for (let r = 0; r < this.control.size; r++)
+      acc.add(r === me ? this.codec.canonicalizeWord(own) : this.recv(r, slot))
     return acc.take()
   }
 
@@ -118,8 +127,9 @@ export class SentinelBuffer implements LlChannel {
     this.writeRange(peer, firstSlot, words, holdsNoSentinel(words))
   }
 
-  /** sendRange to every peer in `peers`, in that order (the words are scanned for the sentinel once). */
-  bcastRange(peers: readonly number[], firstSlot: number, words: Int32Array): void {
+  /** sendRange to every rank but us, starting after us (as bcast; the words are scanned for the sentinel once). */
+  bcastRange(firstSlot: number, words: Int32Array): void {
+    const peers = this.others
     const clean = holdsNoSentinel(words)
     for (let k = 0; k < peers.length; k++) this.writeRange(peers[k], firstSlot, words, clean)
   }
@@ -173,13 +183,13 @@ export class SentinelBuffer implements LlChannel {
   }
 
   /**
-   * recvReduce for slots [firstSlot, firstSlot + out.length): peers in the given order, lane-wise f32 sums
-   * (a Float32Array element store rounds exactly as Math.fround), rounded once to the dtype into `out`.
-   * Bitwise the same result as recvReduce per slot. With `local` (length out.length), our own rank's words
-   * come from it instead of our own slots: the caller then sends to every rank but itself.
+   * recvReduce for slots [firstSlot, firstSlot + out.length): every rank in rank order 0..N-1, lane-wise f32 sums
+   * (a Float32Array element store rounds exactly as Math.fround), rounded once to the dtype into `out`; our own
+   * words from `own` (length out.length; the caller sends to every rank but itself). Bitwise the same result as
+   * recvReduce per slot (a sentinel-pattern word is a NaN either way, and NaN results are canonical).
    */
-  recvReduceRange(peers: readonly number[], firstSlot: number, out: Int32Array, local?: Int32Array): void {
-    this.rangeReduction.reduce(this, this.codec, this.control.rank, peers, firstSlot, out, local)
+  recvReduceRange(firstSlot: number, out: Int32Array, own: Int32Array): void {
+    this.rangeReduction.reduce(this, this.codec, this.control.rank, this.allRanks, firstSlot, out, own)
   }
 
   /**

@@ -1,0 +1,116 @@
+/**
+ * The call signature (issue 18 item 1): what every rank says about the call it is making, checked by every peer
+ * before it uses any of that call's data. Two 32-bit words, identical encoding on both backends:
+ *
+ *   word 0: the element count of this chunk (one chunk = one epoch on the CPU, one launch on CUDA), low 32 bits
+ *   word 1: bits  0..3  algorithm code (ALGORITHM_CODES; 0 is never sent, so a zero word is never a signature)
+ *           bits  4..5  dtype code (LLCOMM_DTYPE_*: f32 0, f16 1, bf16 2)
+ *           bits  6..7  op code (sum 0)
+ *           bits  8..9  protocol code (0 none: the algorithm uses no LL packets, 1 ll8, 2 ll16)
+ *           bits 10..20 chunk index within the call, modulo 2048
+ *           bits 21..31 chunk count of the call, modulo 2048
+ *
+ * Two ranks whose words differ at the same epoch are making different calls: both fail with MISMATCH, and neither
+ * returns data. The chunk count makes two calls of different totals differ at their first chunk even where the
+ * first chunks have the same length (chunking at the buffer's capacity), so no rank completes a call that its peers
+ * make with another count. Equal signatures do not prove equal calls beyond these fields (different buffers, or a
+ * chunk count that differs by a multiple of 2048 with equal chunk lengths): the signature catches what a user can
+ * get wrong through options and lengths, not every possible divergence.
+ */
+import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../api/types.js'
+
+/** Algorithm codes in word 1 (kernels/llcomm/abi.cuh repeats them as LLCOMM_SIG_ALG_*). Never renumber. */
+export const ALGORITHM_CODES: Readonly<Record<AlgorithmName, number>> = {
+  'oneshot-ll': 1,
+  'oneshot-sentinel': 2,
+  'twoshot-sentinel': 3,
+  'twoshot-atomic': 4,
+  'oneshot-barrier': 5,
+  ring: 6,
+  nccl: 7,
+  'nccl-symmetric': 8,
+}
+
+export const DTYPE_CODES: Readonly<Record<Dtype, number>> = { f32: 0, f16: 1, bf16: 2 }
+export const OP_CODES: Readonly<Record<ReduceOp, number>> = { sum: 0 }
+/** 0: the algorithm moves no LL packets (the protocol option does not change what it does). */
+export const PROTOCOL_CODES: Readonly<Record<LlProtocol | 'none', number>> = { none: 0, ll8: 1, ll16: 2 }
+
+export const SIGNATURE_CHUNK_MODULUS = 2048
+
+export interface CallSignature {
+  /** Elements in this chunk. */
+  count: number
+  algorithm: AlgorithmName
+  dtype: Dtype
+  op: ReduceOp
+  protocol: LlProtocol | 'none'
+  chunkIndex: number
+  chunkCount: number
+}
+
+/** The protocol field of an algorithm's signature: only oneshot-ll moves LL packets whose format the option picks. */
+export function signatureProtocol(
+  algorithm: AlgorithmName,
+  protocol: LlProtocol | undefined,
+  backendDefault: LlProtocol,
+): LlProtocol | 'none' {
+  return algorithm === 'oneshot-ll' ? (protocol ?? backendDefault) : 'none'
+}
+
+/** Word 1's bits 0..9 (what a CUDA kernel knows at compile time). */
+export function signatureKindBits(s: Pick<CallSignature, 'algorithm' | 'dtype' | 'op' | 'protocol'>): number {
+  return (
+    ALGORITHM_CODES[s.algorithm] |
+    (DTYPE_CODES[s.dtype] << 4) |
+    (OP_CODES[s.op] << 6) |
+    (PROTOCOL_CODES[s.protocol] << 8)
+  )
+}
+
+/** Word 1's bits 10..31 (what the host knows: chunk index and count), as the CUDA params' `signatureChunk`. */
+export function signatureChunkBits(chunkIndex: number, chunkCount: number): number {
+  return (((chunkIndex % SIGNATURE_CHUNK_MODULUS) << 10) | ((chunkCount % SIGNATURE_CHUNK_MODULUS) << 21)) >>> 0
+}
+
+export function encodeSignature(s: CallSignature): [number, number] {
+  return [s.count >>> 0, (signatureKindBits(s) | signatureChunkBits(s.chunkIndex, s.chunkCount)) >>> 0]
+}
+
+function keyOf<K extends string>(table: Readonly<Record<K, number>>, code: number): K | undefined {
+  return (Object.keys(table) as K[]).find((k) => table[k] === code)
+}
+
+/** The readable form of a signature's two words (unknown codes kept as numbers). */
+export interface DecodedSignature {
+  count: number
+  algorithm: string
+  dtype: string
+  op: string
+  protocol: string
+  chunkIndex: number
+  chunkCount: number
+}
+
+export function decodeSignature(word0: number, word1: number): DecodedSignature {
+  const w = word1 >>> 0
+  const alg = w & 0xf
+  const dt = (w >>> 4) & 3
+  const op = (w >>> 6) & 3
+  const proto = (w >>> 8) & 3
+  return {
+    count: word0 >>> 0,
+    algorithm: keyOf(ALGORITHM_CODES, alg) ?? `algorithm#${alg}`,
+    dtype: keyOf(DTYPE_CODES, dt) ?? `dtype#${dt}`,
+    op: keyOf(OP_CODES, op) ?? `op#${op}`,
+    protocol: keyOf(PROTOCOL_CODES, proto) ?? `protocol#${proto}`,
+    chunkIndex: (w >>> 10) & (SIGNATURE_CHUNK_MODULUS - 1),
+    chunkCount: (w >>> 21) & (SIGNATURE_CHUNK_MODULUS - 1),
+  }
+}
+
+export function describeSignature(s: DecodedSignature): string {
+  const proto = s.protocol === 'none' ? '' : ` ${s.protocol}`
+  const chunk = s.chunkCount === 0 ? 'empty call' : `chunk ${s.chunkIndex + 1}/${s.chunkCount}`
+  return `${s.algorithm}${proto} ${s.dtype} ${s.op} × ${s.count} (${chunk})`
+}
