@@ -66,7 +66,7 @@ export class LlcommError extends Error {
   }
 }
 
-/** What a MISMATCH names: the two ranks, the epoch, and each one's call signature (src/algorithms/signature.ts). */
+/** What a MISMATCH names: the two ranks, the epoch, and each one's call signature (src/protocol/call-signature.ts). */
 export interface MismatchDetails {
   rank: number
   peer: number

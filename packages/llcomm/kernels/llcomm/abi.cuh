@@ -50,7 +50,7 @@
 #define LLCOMM_WAIT_SIGNATURE 7u
 
 // Call-signature codes (word 1, bits 0..9: algorithm | dtype << 4 | op << 6 | protocol << 8), as
-// src/algorithms/signature.ts (ALGORITHM_CODES, PROTOCOL_CODES; dtype codes are LLCOMM_DTYPE_*; op sum = 0).
+// src/protocol/call-signature.ts (ALGORITHM_CODES, PROTOCOL_CODES; dtype codes are LLCOMM_DTYPE_*; op sum = 0).
 #define LLCOMM_SIG_ALG_ONESHOT_LL 1u
 #define LLCOMM_SIG_ALG_ONESHOT_SENTINEL 2u
 #define LLCOMM_SIG_ALG_TWOSHOT_SENTINEL 3u

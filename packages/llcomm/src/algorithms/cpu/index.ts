@@ -1,7 +1,7 @@
 /** The CPU algorithm table and the chunk loop (one chunk = one epoch). */
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import { encodeSignature, signatureProtocol } from '../../protocol/call-signature.js'
 import type { RankProtocol } from '../../protocol/cpu/rank-protocol.js'
-import { encodeSignature, signatureProtocol } from '../signature.js'
 import type { CpuAlgorithm } from './cpu-algorithm.js'
 import { oneshotBarrierAllReduce } from './oneshot-barrier.js'
 import { oneshotLlAllReduce } from './oneshot-ll.js'
@@ -21,7 +21,7 @@ export const CPU_ALGORITHMS: Readonly<Partial<Record<AlgorithmName, CpuAlgorithm
   ring: ringAllReduce,
 }
 
-/** What the signature of a call needs beyond the algorithm and the words (src/algorithms/signature.ts). */
+/** What the signature of a call needs beyond the algorithm and the words (src/protocol/call-signature.ts). */
 export interface ChunkedCall {
   dtype: Dtype
   /** Elements per rank (a 16-bit dtype's last word may hold one padding lane). */

@@ -34,7 +34,7 @@ export const LLCOMM_ERR_TIMEOUT = 1
 /** A peer's call signature differs: what/slot = the two ranks' signature words 1, channel/reserved = words 0. */
 export const LLCOMM_ERR_MISMATCH = 2
 export const LLCOMM_WAIT_SIGNATURE = 7
-/** Call-signature codes compiled into the kernels (abi.cuh LLCOMM_SIG_*; src/algorithms/signature.ts). */
+/** Call-signature codes compiled into the kernels (abi.cuh LLCOMM_SIG_*; src/protocol/call-signature.ts). */
 export const LLCOMM_SIG_ALG_ONESHOT_LL = 1
 export const LLCOMM_SIG_ALG_ONESHOT_SENTINEL = 2
 export const LLCOMM_SIG_ALG_TWOSHOT_SENTINEL = 3

@@ -4,11 +4,11 @@
  * Launch configs are built once per (kernel, device, shape, pdl) and reused (src/ffi/launch.ts).
  */
 
-import { signatureChunkBits } from '../../algorithms/signature.js'
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { CU_FUNC_ATTRIBUTE, type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
+import { signatureChunkBits } from '../../protocol/call-signature.js'
 import { type AllReduceParamsHost, packAllReduceParams } from './abi.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import { type KernelVariant, launchShape, selectKernel } from './kernel-table.js'

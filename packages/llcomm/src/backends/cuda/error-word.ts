@@ -4,9 +4,10 @@
  * reads it after the launch has finished (stream synchronized), so the plain copy sees the kernel's writes: kernel
  * completion orders all of the kernel's memory operations before the copy that follows it.
  */
-import { decodeSignature, describeSignature } from '../../algorithms/signature.js'
+
 import { LlcommError, mismatchError } from '../../errors.js'
 import type { CudaDriver, DevicePtr } from '../../ffi/index.js'
+import { decodeSignature, describeSignature } from '../../protocol/call-signature.js'
 import {
   decodeErrorWordBytes,
   LLCOMM_ERR_TIMEOUT as ERR_TIMEOUT,

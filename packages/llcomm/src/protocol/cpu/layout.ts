@@ -15,7 +15,7 @@
  *   |          half 1: same                                                                       |
  *   | staging  W int32 (oneshot-barrier publishes its chunk here)                                  |
  *   | signature half 0: [from rank 0: 2 packets]...[from rank N-1]   (u64 LL8 packets, zero-filled) |
- *   |           half 1: same       (the call signature: signature.ts, src/algorithms/signature.ts) |
+ *   |           half 1: same       (the call signature: signature.ts, src/protocol/call-signature.ts) |
  *   +-------------------------------------------------------------------------------------------+
  *   W = bufferBytes / 4 payload words per half; P = floor(W / N) slots per peer; L = ceil(W / 31).
  * Halves alternate by epoch parity (double buffering).

@@ -1,6 +1,6 @@
 /**
  * The per-call header slot of the CPU channel (issue 18 item 1; CUDA: kernels/llcomm/signature.cuh): at every epoch
- * each rank stores its call signature (src/algorithms/signature.ts: two 32-bit words) into every peer's signature
+ * each rank stores its call signature (src/protocol/call-signature.ts: two 32-bit words) into every peer's signature
  * region, and checks every peer's signature before it uses any of that epoch's data. The region is the same for
  * every algorithm, so a peer that runs another algorithm, dtype, count or chunk is caught at the first chunk where
  * the two differ, instead of being read as data (or waited for until a TIMEOUT).
@@ -25,8 +25,9 @@
  *    check usually finds every packet there and does not wait; when it waits, it waits for the latest peer
  *    (RankControl.waitForAll) as the data receive would have.
  */
-import { decodeSignature, describeSignature } from '../../algorithms/signature.js'
+
 import { mismatchError } from '../../errors.js'
+import { decodeSignature, describeSignature } from '../call-signature.js'
 import { type ChannelMemory, regionBase, SIGNATURE_PACKETS } from './layout.js'
 import type { RankControl } from './wait.js'
 
