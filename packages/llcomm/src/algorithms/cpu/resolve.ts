@@ -1,17 +1,15 @@
 /**
- * Which CPU algorithm serves a call: `auto` through the tuning table, then a fallback to `ring` when the chosen
- * algorithm cannot serve the call (reported as fallbackReason), or LlcommError when `fallback: false`.
- * With `deterministic`, `auto` chooses among the algorithms that keep it (determinism.ts), the fallback is
- * oneshot-barrier, and a requested algorithm that does not keep it is replaced or refused (enforceDeterminism).
- * A pure function of its inputs, so every rank of a per-rank view resolves the same algorithm.
+ * The CPU backend's row of the capability table (../resolve.ts resolves from it, as it does for CUDA): every CPU
+ * algorithm, why one cannot serve a call (LL16 has no 16-byte atomic store in JavaScript; a buffer too small for a
+ * chunk), `auto`'s tie-break order and `ring` as the fallback that serves every shape. A pure function of its
+ * inputs, so every rank of a per-rank view resolves the same algorithm.
  */
 import type { AlgorithmChoice, AlgorithmName, Dtype, LlProtocol } from '../../api/types.js'
-import { DTYPE_BYTES } from '../../api/types.js'
 import { DTYPE_CODECS } from '../../dtype/codec.js'
 import { LlcommError } from '../../errors.js'
 import type { ChannelLayout } from '../../protocol/cpu/layout.js'
-import { chooseAlgorithm, type TuningTable } from '../auto.js'
-import { DETERMINISTIC_FALLBACK, deterministicAlgorithms, enforceDeterminism } from '../determinism.js'
+import type { TuningTable } from '../auto.js'
+import { type AlgorithmCapabilities, resolveAlgorithm } from '../resolve.js'
 import { CPU_ALGORITHMS, type CpuAlgorithm } from './index.js'
 
 export const CPU_ALGORITHM_NAMES = Object.keys(CPU_ALGORITHMS) as AlgorithmName[]
@@ -29,49 +27,24 @@ export function resolveCpuAlgorithm(
   layout: ChannelLayout,
   table: TuningTable,
 ): ResolvedCpuAlgorithm {
-  if (!call.deterministic) return resolveAny(requested, call, layout, table)
-  // Only among algorithms that keep determinism: `auto` from the start, a requested one after the usual rules.
-  const names = deterministicAlgorithms(CPU_ALGORITHM_NAMES, 'cpu')
-  const preference = [...deterministicAlgorithms(CPU_AUTO_PREFERENCE, 'cpu'), DETERMINISTIC_FALLBACK]
-  const resolved = resolveAny(requested, call, layout, table, names, preference)
-  const kept = enforceDeterminism(
-    { algorithm: resolved.algorithm.name, fallbackReason: resolved.fallbackReason },
-    'cpu',
-    call.fallback,
-  )
-  const algorithm = CPU_ALGORITHMS[kept.algorithm] as CpuAlgorithm
-  return kept.fallbackReason ? { algorithm, fallbackReason: kept.fallbackReason } : { algorithm }
-}
-
-function resolveAny(
-  requested: AlgorithmChoice,
-  call: { dtype: Dtype; count: number; protocol?: LlProtocol; fallback: boolean; deterministic?: boolean },
-  layout: ChannelLayout,
-  table: TuningTable,
-  autoNames: readonly AlgorithmName[] = CPU_ALGORITHM_NAMES,
-  preference: readonly AlgorithmName[] = CPU_AUTO_PREFERENCE,
-): ResolvedCpuAlgorithm {
-  const name =
-    requested === 'auto'
-      ? chooseAlgorithm(table, 'cpu', layout.ranks, call.count * DTYPE_BYTES[call.dtype], autoNames, preference)
-      : requested
-  const algorithm = CPU_ALGORITHMS[name]
-  if (!algorithm) {
-    throw new LlcommError('UNSUPPORTED_ALGORITHM', `algorithm ${name} does not exist on the cpu backend`, {
-      algorithm: name,
-    })
+  const caps: AlgorithmCapabilities = {
+    backend: 'cpu',
+    ranks: layout.ranks,
+    available: CPU_ALGORITHM_NAMES,
+    cannotServe: (name, c) => {
+      const algorithm = CPU_ALGORITHMS[name]
+      if (!algorithm) return `${name} does not exist on the cpu backend`
+      const reason = cannotServe(algorithm, c, layout)
+      return reason === undefined ? undefined : `${name} cannot serve this call: ${reason}`
+    },
+    autoPreference: CPU_AUTO_PREFERENCE,
+    // ring serves every shape; under `deterministic` the resolver replaces it with DETERMINISTIC_FALLBACK.
+    fallbacks: ['ring'],
+    tuning: table,
   }
-  const reason = cannotServe(algorithm, call, layout)
-  if (reason === undefined) return { algorithm }
-  if (!call.fallback) {
-    throw new LlcommError('UNSUPPORTED_ALGORITHM', `${name} cannot serve this call: ${reason}`, {
-      algorithm: name,
-      reason,
-    })
-  }
-  // The fallback serves every shape: ring, or oneshot-barrier when the call must stay deterministic.
-  const to = call.deterministic ? DETERMINISTIC_FALLBACK : 'ring'
-  return { algorithm: CPU_ALGORITHMS[to] as CpuAlgorithm, fallbackReason: `${name}: ${reason}` }
+  const resolved = resolveAlgorithm(requested, { ...call, op: 'sum' }, caps)
+  const algorithm = CPU_ALGORITHMS[resolved.algorithm] as CpuAlgorithm
+  return resolved.fallbackReason ? { algorithm, fallbackReason: resolved.fallbackReason } : { algorithm }
 }
 
 function cannotServe(

@@ -86,7 +86,11 @@ export class RankRunner {
     if (!impl) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no cpu implementation of ${algorithm}`, { algorithm })
     this.protocol.useDtype(dtype)
     const control = this.protocol.control
-    control.checkAbort(-1)
+    // A channel poisoned by MISMATCH still lets a rank run into the failed call: its own signature check (made before
+    // any data is used) finds the odd rank from the signatures already published, so every rank names both ranks
+    // and both signatures. In a later call the check waits for peers that are not there, and that wait stops at
+    // once (checkAbort), with no data either way. Any other poison refuses the call here.
+    if (control.poisonKind() !== POISON_KIND.MISMATCH) control.checkAbort(-1)
     let chunks: number
     try {
       const count = call.count ?? input.length * this.protocol.codec.lanesPerWord
@@ -96,6 +100,10 @@ export class RankRunner {
       // no rank returns data from this call or a later one until recovery (CONTROL.POISONED).
       if (!(e instanceof LlcommError) || (e.code !== 'CLOSED' && e.details.aborted !== true)) {
         control.poison(poisonKindOf(e), deadPeerOf(e))
+      }
+      // Stopped by a peer's MISMATCH: name the odd rank and both signatures as that peer did, from what is published.
+      if (e instanceof LlcommError && e.code === 'MISMATCH' && e.details.aborted === true) {
+        throw this.protocol.signature.diagnose() ?? e
       }
       throw e
     }

@@ -106,8 +106,9 @@ export function attachCpuRank(handle: CpuRankHandle): CpuRank {
     size: handle.ranks,
     allReduce<T extends TensorArray>(input: T, options?: AllReduceOptions): RankAllReduceResult<T> {
       ensureUsable()
-      // Poisoned by an earlier failure (of any rank): no call runs until recover().
-      runner.protocol.control.checkAbort(-1)
+      // Poisoned by an earlier failure (of any rank): no call runs until recover(). A MISMATCH poison is left to the
+      // runner (RankRunner.allReduceWords): the failed call's own signature check names the odd rank.
+      if (runner.protocol.control.poisonKind() !== POISON_KIND.MISMATCH) runner.protocol.control.checkAbort(-1)
       const validated = validateAllReduceOptions(options, available, { deterministic: handle.deterministic })
       const count = validateRankInput(input, validated.dtype)
       const resolved = resolveCpuAlgorithm(

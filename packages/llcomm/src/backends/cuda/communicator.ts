@@ -23,7 +23,7 @@
  */
 
 import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
-import { DETERMINISTIC_FALLBACK, deterministicAlgorithms, enforceDeterminism } from '../../algorithms/determinism.js'
+import { type AlgorithmCapabilities, type ResolveCall, resolveAlgorithm } from '../../algorithms/resolve.js'
 import type {
   AlgorithmChoice,
   AlgorithmName,
@@ -44,7 +44,6 @@ import {
   DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES_OF,
   validateCommunicatorOptions,
 } from '../../communicator/options.js'
-import { type AlgorithmCapabilities, type ResolveCall, resolveAlgorithm } from '../../communicator/resolve.js'
 import {
   validateAllReduceOptions,
   validateBenchmarkRequest,
@@ -386,25 +385,8 @@ export class CudaCommunicator extends CommunicatorBase {
     if (!DTYPES.includes(dtype))
       throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
     if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
-    const call: ResolveCall = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback }
-    if (!deterministic) return resolveAlgorithm(requested, call, this.capabilities)
-    // deterministic: true (src/algorithms/determinism.ts): `auto` chooses only among the algorithms that keep the
-    // rank-order f32 sum, a fallback goes to DETERMINISTIC_FALLBACK; a requested one that does not keep it is
-    // replaced with the reason (or refused with fallback: false).
-    const caps = this.capabilities
-    const deterministicCaps = {
-      ...caps,
-      available: deterministicAlgorithms(caps.available, 'cuda'),
-      autoPreference: [...deterministicAlgorithms(caps.autoPreference, 'cuda'), DETERMINISTIC_FALLBACK],
-      fallbacks: [DETERMINISTIC_FALLBACK],
-    }
-    const asked =
-      requested === 'auto' ? requested : enforceDeterminism({ algorithm: requested }, 'cuda', fallback !== false)
-    if (typeof asked === 'string')
-      return resolveAlgorithm(asked, { ...call, fallback: fallback !== false }, deterministicCaps)
-    const resolved = resolveAlgorithm(asked.algorithm, { ...call, fallback: fallback !== false }, deterministicCaps)
-    const reasons = [asked.fallbackReason, resolved.fallbackReason].filter((r): r is string => r !== undefined)
-    return reasons.length > 0 ? { algorithm: resolved.algorithm, fallbackReason: reasons.join('; then ') } : resolved
+    const call: ResolveCall = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback, deterministic }
+    return resolveAlgorithm(requested, call, this.capabilities)
   }
 
   /** The cuda row of the capability table: NCCL needs its library and distinct GPUs; a kernel needs its variant. */

@@ -26,7 +26,7 @@
  *    (RankControl.waitForAll) as the data receive would have.
  */
 
-import { mismatchError } from '../../errors.js'
+import { LlcommError, mismatchError } from '../../errors.js'
 import { decodeSignature, describeSignature } from '../call-signature.js'
 import { type ChannelMemory, regionBase, SIGNATURE_PACKETS } from './layout.js'
 import type { RankControl } from './wait.js'
@@ -113,6 +113,24 @@ export class SignatureSlots {
     this.checkedEpoch = 0
     const first = this.regionIndex[this.control.rank]
     this.u64.fill(0n, first, first + 2 * this.halfStride)
+  }
+
+  /**
+   * Without waiting: the MISMATCH this rank would have found itself, from the signatures already published for the
+   * current epoch, or undefined. For a rank whose wait was cut short by a peer's MISMATCH (the channel was
+   * poisoned), so that it too names the odd rank and both signatures.
+   */
+  diagnose(): LlcommError | undefined {
+    if (this.publishedEpoch !== this.control.epoch) return undefined
+    for (const peer of this.peers) {
+      try {
+        this.arrivedAndEqual(peer)
+      } catch (e) {
+        if (e instanceof LlcommError && e.code === 'MISMATCH') return e
+        throw e
+      }
+    }
+    return undefined
   }
 
   private load(peer: number, word: number): bigint {

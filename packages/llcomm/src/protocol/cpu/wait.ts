@@ -149,7 +149,7 @@ export class RankControl {
     for (let i = 0; i < this.spinIterations; i++) {
       if (ready()) return
       if ((i & (SPINS_PER_DEADLINE_CHECK - 1)) === SPINS_PER_DEADLINE_CHECK - 1) {
-        this.checkAbort(peer)
+        this.checkAbort(peer, waitingFor)
         const now = performance.now()
         if (deadline === 0) {
           deadline = now + this.timeoutMs
@@ -178,7 +178,7 @@ export class RankControl {
         if (ready()) return
         // After the doorbell read: a poisoner or closer stores its word, then notifies every doorbell, so either
         // we see the word here or its notify (after our doorbell read) ends the Atomics.wait below.
-        this.checkAbort(peer)
+        this.checkAbort(peer, waitingFor)
         const leftMs = deadline - performance.now()
         if (leftMs <= 0) {
           throw LlcommError.timeout({
@@ -260,7 +260,12 @@ export class RankControl {
    * Throws at once when the channel is closed (CLOSED) or poisoned by a failed call of another rank (that failure's
    * code, naming the rank that failed): no wait outlives the call it serves. SC loads; see CONTROL.POISONED.
    */
-  checkAbort(peer: number): void {
+  /** The POISON_KIND the channel is poisoned with, or 0 (SC load; see CONTROL.POISONED). */
+  poisonKind(): number {
+    return Atomics.load(this.i32, controlIndex(0, CONTROL.POISONED))
+  }
+
+  checkAbort(peer: number, waitingFor?: () => string): void {
     const i32 = this.i32
     if (Atomics.load(i32, controlIndex(0, CONTROL.CHANNEL_CLOSED)) !== 0) {
       throw new LlcommError('CLOSED', `rank ${this.rank}: the communicator was closed during the call`, {
@@ -286,6 +291,8 @@ export class RankControl {
           rank: this.rank,
           peer: peer >= 0 ? peer : this.laggardPeer(),
           epoch: this.epoch,
+          // What this rank was waiting for when it stopped: usually the same peer and slot as the failure.
+          ...(waitingFor ? { waitingFor: waitingFor() } : {}),
           failedRank: failed,
           aborted: true,
         },

@@ -66,9 +66,11 @@ test('a failed call poisons: peers stop at once, and a later call of any rank re
   const results = await withComm(ranks, timeoutMs, (comm) =>
     Promise.all(comm.rankHandles().map((h) => runWorker(h, steps))),
   )
-  // Call 1 (index 1): the first rank to time out poisons; the other stops at once instead of at its own deadline.
+  // Call 1 (index 1): the first rank to fail poisons; the other stops at once instead of at its own deadline. Rank 2
+  // runs call 2 at call 1's epoch, so its published call signature differs: MISMATCH (a TIMEOUT when ranks 0 and 1
+  // give up before rank 2 publishes).
   const failed = [0, 1].map((r) => results[r][1])
-  for (const f of failed) assert.equal(f.error?.code, 'TIMEOUT')
+  for (const f of failed) assert.ok(['MISMATCH', 'TIMEOUT'].includes(String(f.error?.code)), JSON.stringify(f.error))
   // Call 2 (index 2): no rank returns data, rank 2's wait (begun before the failure) included.
   for (let r = 0; r < ranks; r++) {
     assert.equal(results[r][2].output, undefined, `rank ${r} returned data from a poisoned call`)

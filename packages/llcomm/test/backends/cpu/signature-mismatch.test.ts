@@ -112,7 +112,7 @@ test('mismatch matrix: every rank of a mismatched call throws MISMATCH naming bo
       assert.ok((res.ms ?? 0) < 2_000, `${c.name}: rank ${r} took ${res.ms} ms`)
       const d = res.error?.details as Record<string, unknown>
       assert.equal(d.rank, r)
-      if (r !== ODD) assert.equal(d.peer, ODD, `${c.name}: rank ${r} names the odd rank`)
+      if (r !== ODD) assert.equal(d.peer, ODD, `${c.name}: rank ${r} names the odd rank: ${JSON.stringify(res.error)}`)
       else assert.notEqual(d.peer, ODD)
       const mine = String(d.mine)
       const theirs = String(d.theirs)

@@ -1,13 +1,18 @@
 /**
- * Which algorithm serves a call, from a backend's capability table: `auto` through the tuning table, then, when the
- * chosen or requested algorithm cannot serve the call, the first fallback that can (reported as fallbackReason,
- * never silent), or UNSUPPORTED_ALGORITHM when `fallback: false`. Deterministic in its inputs, so every rank
- * resolves the same algorithm. A backend supplies only its table (what it has and why it cannot serve a call).
+ * Which algorithm serves a call, from a backend's capability table, for both backends: `auto` through the tuning
+ * table, then, when the chosen or requested algorithm cannot serve the call, the first fallback that can (reported
+ * as fallbackReason, never silent), or UNSUPPORTED_ALGORITHM when `fallback: false`. With `deterministic`, only the
+ * algorithms that keep the rank-order f32 sum (determinism.ts) take part: `auto` chooses among them, the fallback is
+ * DETERMINISTIC_FALLBACK, and a requested one that does not keep it is replaced with the reason (or refused).
+ * Deterministic in its inputs, so every rank resolves the same algorithm. A backend supplies only its table (what
+ * it has and why it cannot serve a call).
  */
-import { chooseAlgorithm, type TuningTable } from '../algorithms/auto.js'
+
 import type { AlgorithmChoice, AlgorithmName, Backend, Dtype, LlProtocol, ReduceOp } from '../api/types.js'
 import { ALL_ALGORITHMS, DTYPE_BYTES } from '../api/types.js'
 import { LlcommError } from '../errors.js'
+import { chooseAlgorithm, type TuningTable } from './auto.js'
+import { DETERMINISTIC_FALLBACK, deterministicAlgorithms, enforceDeterminism } from './determinism.js'
 
 export interface ResolveCall {
   dtype: Dtype
@@ -20,6 +25,8 @@ export interface ResolveCall {
    * a name = that algorithm only (the cuda device path's `fallback: 'nccl'`); false = none (UNSUPPORTED_ALGORITHM).
    */
   fallback: boolean | AlgorithmName
+  /** The rank-order f32 sum rounded once, whatever the algorithm (determinism.ts). */
+  deterministic?: boolean
 }
 
 export interface AlgorithmCapabilities {
@@ -51,6 +58,21 @@ export function resolveAlgorithm(
       algorithm: requested,
     })
   }
+  if (!call.deterministic) return resolveFrom(requested, call, caps)
+  const replace = call.fallback !== false
+  const only: AlgorithmCapabilities = {
+    ...caps,
+    available: deterministicAlgorithms(caps.available, caps.backend),
+    autoPreference: [...deterministicAlgorithms(caps.autoPreference, caps.backend), DETERMINISTIC_FALLBACK],
+    fallbacks: [DETERMINISTIC_FALLBACK],
+  }
+  const asked = requested === 'auto' ? undefined : enforceDeterminism({ algorithm: requested }, caps.backend, replace)
+  const resolved = resolveFrom(asked?.algorithm ?? 'auto', { ...call, fallback: replace }, only)
+  const reasons = [asked?.fallbackReason, resolved.fallbackReason].filter((r): r is string => r !== undefined)
+  return reasons.length > 0 ? { algorithm: resolved.algorithm, fallbackReason: reasons.join('; then ') } : resolved
+}
+
+function resolveFrom(requested: AlgorithmChoice, call: ResolveCall, caps: AlgorithmCapabilities): ResolvedAlgorithm {
   const name =
     requested === 'auto'
       ? chooseAlgorithm(
