@@ -1,4 +1,4 @@
-// Speed-of-light microbenchmarks for `llcomm sol` (SPEC §6, after seed 000): L_SoL = 2 L_L2_RTT + L_remote_store.
+// Speed-of-light microbenchmarks for `llcomm sol` (docs/design.md §6, after seed 000): L_SoL = 2 L_L2_RTT + L_remote_store.
 //   llcomm_sol_l2_rtt    latency of one __threadfence() (fence.sc.gpu) or one dependent L2 load, `iters` in a row
 //   llcomm_sol_pingpong  flag round trips between two ranks (blocks), through each side's own flag word
 //   llcomm_sol_empty     an empty kernel: the floor of one launch inside a graph

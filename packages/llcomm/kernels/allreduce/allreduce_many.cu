@@ -67,7 +67,7 @@ __device__ __forceinline__ void allReduceMany(const LlcommAllReduceManyParams& p
     const LlcManySlot m = llcManySlot<DT>(p, static_cast<llc_u32>(range.begin) + s);
     llcStorePayload<DT, 4>(reinterpret_cast<char*>(p.output[m.buffer][me]), m.offset, m.bytes, sum.w);
   }
-  ch.advanceEpoch();
+  ch.blockAdvanceEpoch();
 }
 
 #define LLCOMM_FUSED_VARIANT_allreduce_many(dtype)                                                                  \

@@ -46,7 +46,7 @@ __device__ __forceinline__ void fusedRmsNormOneshot(const LlcommFusedNormParams&
   LLC_SHARED_WORDS(red, LLCOMM_NORM_SHARED_FLOATS);
   __syncthreads(); // the block's residual rows are written (and visible to every thread of the block)
   llcFusedNormRows<DT>(p, me, f, reinterpret_cast<float*>(red));
-  ch.advanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
+  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
 }
 
 #define LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot(dtype)                                                           \

@@ -13,7 +13,7 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 4u * W));
   // This thread's first slot of input is loaded before the channel's epoch, so the two loads are in flight together.
   // Loaded after it, the input load waited behind the epoch's first use (the compiler puts epoch + 1 right after the
-  // load): a second round trip before the first send, 0.08-0.1 us at 2 ranks, 8 B-2 KB (bench/NOTES.md, fifth
+  // load): a second round trip before the first send, 0.08-0.1 us at 2 ranks, 8 B-2 KB (research/notes/NOTES.md, fifth
   // session). Ordering: like every input read, it comes after llcBeginCall's wait for the prior grid (PDL); a weak
   // load is enough, since the input is stable for the whole kernel (in place, a slot's output is stored only after
   // that slot's input was read by the same thread).

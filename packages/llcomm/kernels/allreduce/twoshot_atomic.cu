@@ -69,7 +69,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     const llc_u32 w = L * LLCOMM_LINE_DATA_WORDS + lane - 1u;
     const bool hasWord = lane >= 1 && 4ull * w < mineBytes;
     Value sum;
-    sum.w[0] = lines.recv(L, lane);
+    sum.w[0] = lines.warpRecv(L, lane);
     lines.warpReset(L, lane); // zero data and counter for epoch + 2 (ordering argument in warpReset())
     if (hasWord) {
       llcStorePayload<DT, 1>(call.output + mine.begin * eb, 4ull * w, mineBytes, sum.w);

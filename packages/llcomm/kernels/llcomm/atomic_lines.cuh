@@ -1,4 +1,4 @@
-// LL128-style atomic lines (SPEC §2): a 128-byte line = word 0 a counter + words 1..31 of data. Every rank adds
+// LL128-style atomic lines (docs/design.md §2): a 128-byte line = word 0 a counter + words 1..31 of data. Every rank adds
 // its contribution into the owner's copy with NVLink reductions (red.add on peer memory), and once a warp has added
 // to all its lines, one fence and a counter bump per line publish them; the owner's line is complete when the
 // counter reaches nranks. One warp serves one line: lane i >= 1
@@ -47,10 +47,10 @@ struct LlcAtomicLines {
   // names the warp's i-th (owner, line) pair for i < pairs (false: nothing was added there, no count). One fence per
   // warp and batch instead of a release per line: a release at .sys scope waits until the thread's earlier writes
   // are performed, an NVLink round trip each when every line sends its own (measured: about 0.9 us per owner line,
-  // bench/NOTES.md), while one fence covers them all.
+  // research/notes/NOTES.md), while one fence covers them all.
   // Ordering: bar.warp.sync orders every lane's add()s before every lane's fence (memory ordering among the
   // participating threads); fence.acq_rel.sys followed by a relaxed red in the same thread is a release pattern,
-  // and it is cumulative: the owner that acquires count == nranks (recv()) sees every word of every lane of every
+  // and it is cumulative: the owner that acquires count == nranks (warpRecv()) sees every word of every lane of every
   // rank that counted. The counts are spread over the lanes, each after its own fence.
   template <class LineOf>
   LLC_DEVICE void warpPublish(llc_u32 pairs, llc_u32 lane, LineOf lineOf) const {
@@ -67,7 +67,7 @@ struct LlcAtomicLines {
   // Warp-collective: wait until my line `index` holds all nranks contributions; lane >= 1 returns its data word.
   // Every lane polls the counter with an acquire of its own (one coalesced load), so its data load below is ordered
   // after the count without relying on the warp barrier.
-  LLC_DEVICE llc_u32 recv(llc_u32 index, llc_u32 lane) const {
+  LLC_DEVICE llc_u32 warpRecv(llc_u32 index, llc_u32 lane) const {
     llc_u32* l = line(me, index);
     LlcSpin spin;
     while (llcLoadAcquireSys(l) < nranks) {
@@ -85,12 +85,6 @@ struct LlcAtomicLines {
     __syncwarp();
     llcStoreRelaxedSys(l + lane, 0u);
   }
-  // The names before the warp-scope names (issue 16 item 5), kept for kernels of other branches.
-  template <class LineOf>
-  LLC_DEVICE void publish(llc_u32 pairs, llc_u32 lane, LineOf lineOf) const {
-    warpPublish(pairs, lane, lineOf);
-  }
-  LLC_DEVICE void reset(llc_u32 index, llc_u32 lane) const { warpReset(index, lane); }
 };
 
 #endif // LLC_HAS_DEVICE

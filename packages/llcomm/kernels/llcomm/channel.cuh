@@ -20,7 +20,7 @@ LLC_DEVICE llc_u64 llcMin(llc_u64 a, llc_u64 b) { return a < b ? a : b; }
 // ...: the common launches), else a division. Every call computes its element split, lane sizes and role from such
 // divisions before its first send, and a division by a run-time value is a chain of some 20 dependent instructions
 // (a 64-bit one more): taking them off the power-of-two launches made the kernels 0.07-0.18 us faster at 2 ranks,
-// 8 B (bench/NOTES.md, fifth session). The branch is uniform over the launch.
+// 8 B (research/notes/NOTES.md, fifth session). The branch is uniform over the launch.
 LLC_DEVICE llc_u64 llcDivCount(llc_u64 a, llc_u32 n) { return (n & (n - 1)) == 0 ? a >> (__ffs(n) - 1) : a / n; }
 LLC_DEVICE llc_u64 llcCeilDivCount(llc_u64 a, llc_u32 n) { return llcDivCount(a + n - 1, n); }
 
@@ -83,8 +83,6 @@ struct LlcChannel {
     __syncthreads(); // every thread is done with this epoch's halves before the next call may start
     if (threadIdx.x == 0) llcStoreRelaxedSys(epochWord, epoch);
   }
-  // The name before blockAdvanceEpoch (issue 16 item 5), kept for kernels of other branches.
-  LLC_DEVICE void advanceEpoch() { blockAdvanceEpoch(); }
 };
 
 #endif // LLC_HAS_DEVICE

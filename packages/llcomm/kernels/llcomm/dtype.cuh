@@ -102,7 +102,7 @@ struct LlcAcc {
 // one half (the upper half of its word is zero, harmless for a sum and never stored back); words past the end are 0.
 // Sized by W, not by the 16-byte vector: an LL8 slot's tail is one 16-bit load. The tail code is in every kernel's
 // loop, taken or not, and its size counts: a bf16 tail written for 16 bytes (8 half loads or stores) made oneshot-ll
-// 0.2-0.9 us slower than f32 at equal bytes (bench/NOTES.md, fourth session).
+// 0.2-0.9 us slower than f32 at equal bytes (research/notes/NOTES.md, fourth session).
 // Unrolled with constant indices so the words stay in registers (a run-time index would move them to local memory).
 template <int DT, int W>
 LLC_DEVICE void llcLoadTail(const void* p, llc_u32 validBytes, llc_u32* w) {

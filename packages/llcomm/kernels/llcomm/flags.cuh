@@ -60,17 +60,4 @@ LLC_DEVICE void llcBlockRingWait(const llc_u64* scratch, llc_u32 me, llc_u32 pre
   __syncthreads();
 }
 
-// The names before the block-scope names (issue 16 item 5), kept for kernels of other branches.
-LLC_DEVICE void llcGlobalBarrier(const llc_u64* scratch, llc_u32 me, llc_u32 nranks, llc_u32 channel, llc_u32 which,
-                                 llc_u32 epoch, LlcWaiter& waiter) {
-  llcBlockGlobalBarrier(scratch, me, nranks, channel, which, epoch, waiter);
-}
-LLC_DEVICE void llcRingSignal(const llc_u64* scratch, llc_u32 next, llc_u32 channel, llc_u32 step, llc_u32 epoch) {
-  llcBlockRingSignal(scratch, next, channel, step, epoch);
-}
-LLC_DEVICE void llcRingWait(const llc_u64* scratch, llc_u32 me, llc_u32 prev, llc_u32 channel, llc_u32 step,
-                            llc_u32 epoch, LlcWaiter& waiter) {
-  llcBlockRingWait(scratch, me, prev, channel, step, epoch, waiter);
-}
-
 #endif // LLC_HAS_DEVICE

@@ -1,4 +1,4 @@
-// The LL buffer, device side: the thread-level API of SPEC §2 with the CPU backend's names (send, recv, recvReduce,
+// The LL buffer, device side: the thread-level API of docs/design.md §2 with the CPU backend's names (send, recv, recvReduce,
 // bcast, reset, blockResetRange, blockAdvanceEpoch), as a plain handle over one rank's view of every rank's receive buffer
 // for one channel and one epoch (MSCCL++'s DeviceHandle shape: built per block from the kernel parameters, valid
 // for the kernel's lifetime).
@@ -9,7 +9,7 @@
 // Contract for callers (what the kernels guarantee):
 //  * each (receiver, lane, slot) is written at most once per epoch and read by exactly one thread of the receiver;
 //  * the same epoch sequence runs on every rank for this channel (blocksPerRank and the element split are pure
-//    functions of the call), and the view's half is the epoch's parity (double buffering, SPEC §2);
+//    functions of the call), and the view's half is the epoch's parity (double buffering, docs/design.md §2);
 //  * blockAdvanceEpoch() runs once at the end of the call, after every recv of this block.
 #pragma once
 #include "llcomm/channel.cuh"
@@ -221,7 +221,7 @@ struct LlBuffer {
           if (pending == 1u) {
             // One peer for this poller (the common small-message case: as many groups as ranks): a plain poll loop.
             // The batch's unrolled loads and checks cost more here than they save (measured: oneshot-ll 8 B at 8-32
-            // ranks, bench/NOTES.md); nothing to overlap with one load.
+            // ranks, research/notes/NOTES.md); nothing to overlap with one load.
             while (!Fmt::tryRead(slotPtr(me, first, slot), epoch, got[0].w))
               if (!waiter->keepWaiting(spin, first, Fmt::kWhat, slot)) break;
           } else {
@@ -274,19 +274,6 @@ struct LlBuffer {
   }
   LLC_DEVICE void blockReset() const { blockResetRange(0, static_cast<llc_u32>(laneBytes / Fmt::kSlotBytes)); }
 
-  // The names before the block-scope names (issue 16 item 5), kept only so that kernels written against them on other
-  // branches still compile after the merge; new code uses the block* names. (The old recvReduceSpread had no
-  // signature hooks.)
-  template <class Load>
-  LLC_DEVICE void bcastSpread(llc_u32 slots, llc_u32 groups, Load load) const {
-    blockBcastSpread(slots, groups, load);
-  }
-  template <int DT>
-  LLC_DEVICE Value recvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage) const {
-    return blockRecvReduceSpread<DT>(slots, groups, own, stage, [] {}, [] {});
-  }
-  LLC_DEVICE void resetRange(llc_u32 first, llc_u32 count) const { blockResetRange(first, count); }
-  LLC_DEVICE void reset() const { blockReset(); }
 };
 
 template <class Fmt>

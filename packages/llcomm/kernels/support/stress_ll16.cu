@@ -1,4 +1,4 @@
-// llcomm_stress_ll16: is a 16-byte packet ever observed torn? SPEC §2: auto may choose LL16 only after this shows
+// llcomm_stress_ll16: is a 16-byte packet ever observed torn? docs/design.md §2: auto may choose LL16 only after this shows
 // no torn packet on the machine. Writer blocks rewrite every packet `iters` times; the packet written at iteration
 // i carries flag i and data words derived from (i, packet index). Reader blocks poll the packets and check every
 // packet whose flags say complete. layout 0 (llcomm's LL16): {d0, i, d1, i} as two 8-byte elements of one v2.u64

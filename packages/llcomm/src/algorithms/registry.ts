@@ -1,12 +1,12 @@
 /**
- * Algorithm metadata (SPEC §3), as data: the synchronization each one uses, the message range it is meant for,
+ * Algorithm metadata (docs/design.md §3), as data: the synchronization each one uses, the message range it is meant for,
  * and the backends that implement it. `auto` picks among these through the tuning table (auto.ts).
  */
 import type { AlgorithmName, Backend } from '../api/types.js'
 
 export interface AlgorithmMetadata {
   name: AlgorithmName
-  /** Synchronization mechanism (SPEC §2). */
+  /** Synchronization mechanism (docs/design.md §2). */
   sync: string
   /** Intended message range in bytes per rank (a hint for `auto` and for docs, not a limit). */
   messageBytes: { min: number; max: number }

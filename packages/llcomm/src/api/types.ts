@@ -2,14 +2,14 @@
 // (AsyncDisposable and Symbol.asyncDispose: a consumer needs neither @types/node nor lib "esnext" for our .d.ts files)
 /**
  * The whole public surface in one typed file (after esbuild's lib/shared/types.ts). Options are string-literal
- * unions. Names here are stable: tests and tools depend on them (SPEC §5).
+ * unions. Names here are stable: tests and tools depend on them (docs/design.md §5).
  */
 
 export type Backend = 'cpu' | 'cuda'
 export type Dtype = 'f32' | 'f16' | 'bf16'
 export type ReduceOp = 'sum'
 
-/** Algorithms of SPEC §3. `nccl` and `nccl-symmetric` exist on the cuda backend only. */
+/** Algorithms of docs/design.md §3. `nccl` and `nccl-symmetric` exist on the cuda backend only. */
 export type AlgorithmName =
   | 'oneshot-ll'
   | 'oneshot-sentinel'
@@ -58,7 +58,7 @@ export interface CudaCommunicatorOptions extends CommunicatorOptionsBase {
 
 export type CommunicatorOptions = CpuCommunicatorOptions | CudaCommunicatorOptions
 
-/** Switches for ablations (SPEC §3: each optimization can be switched on or off per call). */
+/** Switches for ablations (docs/design.md §3: each optimization can be switched on or off per call). */
 export interface AllReduceOptions {
   algorithm?: AlgorithmChoice
   dtype?: Dtype

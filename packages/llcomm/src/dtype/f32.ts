@@ -1,6 +1,6 @@
 /**
  * f32 <-> raw 32-bit patterns. Everything that crosses an LL buffer is a bit pattern, never a float: comparing
- * floats is how a flush-to-zero compare once turned subnormals into the sentinel (SPEC §2).
+ * floats is how a flush-to-zero compare once turned subnormals into the sentinel (docs/design.md §2).
  */
 import { F32_CANONICAL_NAN } from './sentinels.js'
 

@@ -1,4 +1,4 @@
-// The sentinel rule of SPEC §2: a value whose bits equal the sentinel (per 16-bit lane) is canonicalized to the
+// The sentinel rule of docs/design.md §2: a value whose bits equal the sentinel (per 16-bit lane) is canonicalized to the
 // dtype's quiet NaN, so no user value can look like an empty slot; everything else passes bit for bit.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'

@@ -1,5 +1,5 @@
 /**
- * One bench run on an open communicator: plan, sweep, and wrap the rows in the SPEC §6 document.
+ * One bench run on an open communicator: plan, sweep, and wrap the rows in the docs/design.md §6 document.
  */
 import type { Communicator } from 'llcomm/internal'
 import { allReduceCollective, type CollectiveDescriptor } from './collective.js'

@@ -1,5 +1,5 @@
 /**
- * The bench JSON document of SPEC §6: { machine, commit, date, command, rows: [...] }, plus how to fill in the
+ * The bench JSON document of docs/design.md §6: { machine, commit, date, command, rows: [...] }, plus how to fill in the
  * machine, commit and command fields, and a schema check used when a saved document is read back (--from).
  */
 import { execFileSync } from 'node:child_process'
@@ -133,7 +133,7 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** Checks the SPEC §6 shape; returns the document typed, or throws INVALID_ARGUMENT naming the first bad field. */
+/** Checks the docs/design.md §6 shape; returns the document typed, or throws INVALID_ARGUMENT naming the first bad field. */
 export function validateBenchDocument(value: unknown, where = 'document'): BenchDocument {
   if (!isRecord(value)) fail(where, 'not a JSON object')
   const m = value.machine

@@ -1,5 +1,5 @@
 /**
- * Reads bench/results JSON (SPEC §6: { machine, commit, date, command, rows: [...] }) as calibration input, and
+ * Reads bench/results JSON (docs/design.md §6: { machine, commit, date, command, rows: [...] }) as calibration input, and
  * works out which latency-model platform each row belongs to. Tolerant: it needs only the fields it uses.
  */
 import { readFileSync } from 'node:fs'

@@ -58,7 +58,7 @@ export interface CriticalPath {
   payloadEfficiency: number
 }
 
-/** Payload efficiencies of the protocols (SPEC §2). */
+/** Payload efficiencies of the protocols (docs/design.md §2). */
 export const PAYLOAD_EFFICIENCY = { ll: 0.5, sentinel: 1, ll128: 124 / 128, plain: 1 } as const
 
 /** The critical path of one AllReduce of `bytes` per rank on `ranks` ranks; undefined for NCCL's own algorithms. */

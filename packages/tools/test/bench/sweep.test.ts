@@ -94,7 +94,7 @@ test('a timeout stops the sweep instead of being skipped', async () => {
   )
 })
 
-test('measureBench produces a SPEC §6 document that validates', async () => {
+test('measureBench produces a docs/design.md §6 document that validates', async () => {
   const comm = fakeCommunicator({ size: 4, latencyUs: { 'oneshot-ll': 2, 'oneshot-barrier': 5 } })
   const doc = await measureBench(comm, settings, { showProgress: false, command: 'llcomm bench --test' })
   validateBenchDocument(JSON.parse(JSON.stringify(doc)))

@@ -62,7 +62,7 @@ export const DATA_REGION_MAX_WORDS = 1 << 22
  * Spin polls before a wait blocks, when the caller does not say. With a core per rank, a wait spins about
  * 50-100 µs (20,000 polls), longer than a peer's usual lateness, so no rank sleeps and pays a wake-up on the next
  * call. With more ranks than cores a spinning rank takes the core the rank it waits for needs, so waits block at
- * once. Measured on the 2-core VM, 4 KB f32 (bench/NOTES.md, 2026-11-29): 2 ranks oneshot-sentinel 58 → 15 µs
+ * once. Measured on the 2-core VM, 4 KB f32 (research/notes/NOTES.md, 2026-11-29): 2 ranks oneshot-sentinel 58 → 15 µs
  * with 20,000 polls instead of 2,000; 4 ranks 279-431 → 137 µs with 0.
  */
 export function defaultSpinIterations(ranks: number, cores = availableParallelism()): number {

@@ -10,7 +10,7 @@
  *   - `deviceAllReduce(args)`: device buffers, the caller's stream(s), no synchronization: graph-capturable.
  *     Call `checkDeviceError()` after the caller's stream has finished to turn a device timeout into TIMEOUT.
  *   - `prepareDeviceAllReduce(args)`: the same, pre-packed, for hot loops: `issue()` is allocation-free.
- *   - `allReduce(inputs, options)` (SPEC §5 driver view): host arrays copied in and out, synchronous inside.
+ *   - `allReduce(inputs, options)` (docs/design.md §5 driver view): host arrays copied in and out, synchronous inside.
  *
  * Lifecycle, the call queue, poisoning and recovery are CommunicatorBase's (src/communicator/base.ts): driver-view
  * calls (allReduce, benchmark, decodeStep) run one at a time in FIFO order, so the one staging pair is never used by
@@ -370,7 +370,7 @@ export class CudaCommunicator extends CommunicatorBase {
     }
   }
 
-  /** Resolves `auto` and fallbacks to the algorithm that will run (SPEC: reported, never silent). */
+  /** Resolves `auto` and fallbacks to the algorithm that will run (docs/design.md §3: reported, never silent). */
   resolveAlgorithm(
     requested: AlgorithmChoice,
     dtype: Dtype,
@@ -520,7 +520,7 @@ export class CudaCommunicator extends CommunicatorBase {
   }
 
   /**
-   * SPEC §5 concurrency: one epoch sequence per channel, so two streams must not run calls of one communicator
+   * docs/design.md §5 concurrency: one epoch sequence per channel, so two streams must not run calls of one communicator
    * at once. A call on a different stream than the previous call fails at once with BUSY while the previous
    * stream still has work in flight (cuStreamQuery). Calls on the same stream, the usual case, cost no FFI call.
    * A previous stream that cannot be queried (e.g. it is being captured into a graph) is not second-guessed.

@@ -151,7 +151,7 @@ export function selectKernel(
     }
     return candidates[0]
   }
-  // Several protocols (oneshot-ll): LL8 unless asked, since LL16 needs the stress test's verdict first (SPEC §2).
+  // Several protocols (oneshot-ll): LL8 unless asked, since LL16 needs the stress test's verdict first (docs/design.md §2).
   const want: KernelProtocol = protocol ?? 'll8'
   const v = candidates.find((c) => c.protocol === want)
   if (!v)

@@ -1,5 +1,5 @@
 /**
- * The thread-level LL-buffer API of SPEC §2, shared by the LL8 and sentinel buffers (same names as the CUDA
+ * The thread-level LL-buffer API of docs/design.md §2, shared by the LL8 and sentinel buffers (same names as the CUDA
  * device API). Values are 32-bit words: one f32, or two f16/bf16 lanes. Slot `s` from peer `p` is slot s of the
  * receiver's region for p, in the half of the double buffer selected by the current epoch's parity.
  *

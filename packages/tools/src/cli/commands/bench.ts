@@ -1,5 +1,5 @@
 /**
- * `llcomm bench`: nccl-tests' all_reduce_perf for llcomm (SPEC §6). Sweeps sizes × algorithms × dtypes on one
+ * `llcomm bench`: nccl-tests' all_reduce_perf for llcomm (docs/design.md §6). Sweeps sizes × algorithms × dtypes on one
  * communicator, times each case inside the ranks (comm.benchmark), prints a table with each algorithm's ratio to
  * the reference, and writes --json / --plot. `--from results.json` redraws a saved run (e.g. one from the GPU
  * machine) without measuring.
@@ -202,7 +202,10 @@ export function register(program: Command): void {
       '--buffer-bytes <size>',
       "each rank's receive-buffer payload, e.g. 4M (default 1M on cuda): larger takes a large message in fewer launches",
     )
-    .option('--json [file]', 'write the SPEC §6 JSON document to a file (or to stdout, the table then going to stderr)')
+    .option(
+      '--json [file]',
+      'write the docs/design.md §6 JSON document to a file (or to stdout, the table then going to stderr)',
+    )
     .option('--plot <file.svg>', 'draw latency and speedup vs size as an SVG')
     .option('--from <results.json>', 'do not measure: read a saved --json document (to print or --plot it)')
     .option(

@@ -1,5 +1,5 @@
 /**
- * `llcomm decode` (SPEC §6): an end-to-end tensor-parallel decode step of a Llama-style model (real shapes, random
+ * `llcomm decode` (docs/design.md §6): an end-to-end tensor-parallel decode step of a Llama-style model (real shapes, random
  * weights, one CUDA graph per step) whose AllReduce is pluggable: inter-token latency with NCCL against each
  * llcomm algorithm and against no AllReduce at all, in one run, taking turns. cuda only: the CPU backend has no
  * model step (`llcomm model --decode` is the cost model).
