@@ -7,7 +7,7 @@
 
 export * from './algorithms/auto.js'
 export { CPU_ALGORITHM_NAMES, resolveCpuAlgorithm } from './algorithms/cpu/resolve.js'
-export { BENCHMARK_INPUT_SETS } from './backends/cpu/benchmark-data.js'
+export { BENCHMARK_INPUT_SETS, combineRankBenchmarks } from './backends/cpu/benchmark-data.js'
 export * from './backends/cpu/process-communicator.js'
 export type { RankBenchmarkCommand, RankBenchmarkResult } from './backends/cpu/rank-runner.js'
 export * from './backends/cuda/abi.js'

@@ -6,6 +6,7 @@
  * finish times exactly as CpuCommunicator.benchmark does (arrival times are against this process's time origin).
  * A rank process that dies breaks the group: pending and later calls reject with PEER_FAILED naming it.
  */
+
 import { type ChildProcess, fork } from 'node:child_process'
 import { randomInt } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
@@ -24,6 +25,7 @@ import {
   type ChannelLayout,
   CPU_ALGORITHM_NAMES,
   CPU_PROCESS_DEFAULTS,
+  combineRankBenchmarks,
   computeChannelLayout,
   findFreePort,
   LlcommError,
@@ -232,31 +234,7 @@ export class ProcessGroupCommunicator implements Communicator {
         }
         const replies = await this.requestAll(() => ({ t: 'benchmark', cmd }))
         const perRank = replies.map((x) => (x.t === 'benchmark' ? x.result : undefined))
-        const timesUs: number[] = []
-        const skewWaitUs: number[] = []
-        for (let it = 0; it < r.iters; it++) {
-          let firstArrival = Number.POSITIVE_INFINITY
-          let lastArrival = Number.NEGATIVE_INFINITY
-          let lastFinish = Number.NEGATIVE_INFINITY
-          for (const b of perRank) {
-            if (!b) continue
-            firstArrival = Math.min(firstArrival, b.arrivalsMs[it])
-            lastArrival = Math.max(lastArrival, b.arrivalsMs[it])
-            lastFinish = Math.max(lastFinish, b.finishesMs[it])
-          }
-          timesUs.push((lastFinish - lastArrival) * 1000)
-          skewWaitUs.push((lastArrival - firstArrival) * 1000)
-        }
-        const wrong = perRank.reduce((sum, b) => sum + (b?.wrong ?? 0), 0)
-        const result: BenchmarkResult = { algorithm: resolved.algorithm.name, timesUs, skewWaitUs, wrong }
-        const ranks = perRank.filter((b) => b !== undefined)
-        if (r.iters > 0 && ranks.length > 0) {
-          const loopStartMs = Math.min(...ranks.map((b) => b.arrivalsMs[0]))
-          const loopEndMs = Math.max(...ranks.map((b) => b.finishesMs[r.iters - 1]))
-          result.backToBackUs = ((loopEndMs - loopStartMs) * 1000) / r.iters
-        }
-        if (resolved.fallbackReason) result.fallbackReason = resolved.fallbackReason
-        return result
+        return combineRankBenchmarks(perRank, r.iters, resolved)
       })
     } catch (e) {
       return Promise.reject(e)

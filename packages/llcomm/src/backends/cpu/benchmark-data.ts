@@ -3,7 +3,7 @@
  * of an output against the float64 reference sum of all ranks' inputs. Used by `benchmark` inside the workers,
  * so a wrong element is counted where it happened, without shipping data to the driver.
  */
-import type { Dtype } from '../../api/types.js'
+import type { AlgorithmName, BenchmarkResult, Dtype } from '../../api/types.js'
 import { DTYPE_CODECS } from '../../dtype/codec.js'
 import { isAcceptableSum } from '../../dtype/tolerance.js'
 
@@ -193,4 +193,48 @@ function referenceSums(
     }
   }
   return { sums, sumsAbs }
+}
+
+/** What one rank measured in a benchmark (RankRunner's timed loop): per iteration, its arrival and finish times. */
+export interface RankBenchmarkTimes {
+  arrivalsMs: ArrayLike<number>
+  finishesMs: ArrayLike<number>
+  wrong: number
+}
+
+/**
+ * The benchmark result of a group from every rank's own times (the in-process pool and the bench's process group):
+ * an iteration's collective time runs from the last rank's arrival to the last finish, and the wait for the last
+ * arrival (the skew) is reported apart; back to back, the whole loop over the iterations.
+ */
+export function combineRankBenchmarks(
+  perRank: readonly (RankBenchmarkTimes | undefined)[],
+  iters: number,
+  resolved: { algorithm: { name: AlgorithmName }; fallbackReason?: string },
+): BenchmarkResult {
+  const timesUs: number[] = []
+  const skewWaitUs: number[] = []
+  for (let it = 0; it < iters; it++) {
+    let firstArrival = Number.POSITIVE_INFINITY
+    let lastArrival = Number.NEGATIVE_INFINITY
+    let lastFinish = Number.NEGATIVE_INFINITY
+    for (const b of perRank) {
+      if (!b) continue
+      firstArrival = Math.min(firstArrival, b.arrivalsMs[it])
+      lastArrival = Math.max(lastArrival, b.arrivalsMs[it])
+      lastFinish = Math.max(lastFinish, b.finishesMs[it])
+    }
+    timesUs.push((lastFinish - lastArrival) * 1000)
+    skewWaitUs.push((lastArrival - firstArrival) * 1000)
+  }
+  const wrong = perRank.reduce((sum, b) => sum + (b?.wrong ?? 0), 0)
+  const result: BenchmarkResult = { algorithm: resolved.algorithm.name, timesUs, skewWaitUs, wrong }
+  const ranks = perRank.filter((b): b is RankBenchmarkTimes => b !== undefined)
+  if (iters > 0 && ranks.length > 0) {
+    const loopStartMs = Math.min(...ranks.map((b) => b.arrivalsMs[0]))
+    const loopEndMs = Math.max(...ranks.map((b) => b.finishesMs[iters - 1]))
+    result.backToBackUs = ((loopEndMs - loopStartMs) * 1000) / iters
+  }
+  if (resolved.fallbackReason) result.fallbackReason = resolved.fallbackReason
+  return result
 }

@@ -44,6 +44,7 @@ import {
 } from '../../protocol/cpu/layout.js'
 import type { ProtocolTestFaults } from '../../protocol/cpu/rank-protocol.js'
 import { wakeEveryRank } from '../../protocol/cpu/wait.js'
+import { combineRankBenchmarks } from './benchmark-data.js'
 import type { CpuRankHandle } from './rank-view.js'
 import { readWords, writeWords } from './tensor-words.js'
 import type { DataRegion, WorkerResponse } from './worker-messages.js'
@@ -332,31 +333,7 @@ export class CpuCommunicator extends CommunicatorBase {
       })
       throwOnFailure(responses)
       const perRank = responses.map((x) => (x.ok && x.benchmark ? x.benchmark : undefined))
-      const timesUs: number[] = []
-      const skewWaitUs: number[] = []
-      for (let it = 0; it < r.iters; it++) {
-        let firstArrival = Number.POSITIVE_INFINITY
-        let lastArrival = Number.NEGATIVE_INFINITY
-        let lastFinish = Number.NEGATIVE_INFINITY
-        for (const b of perRank) {
-          if (!b) continue
-          firstArrival = Math.min(firstArrival, b.arrivalsMs[it])
-          lastArrival = Math.max(lastArrival, b.arrivalsMs[it])
-          lastFinish = Math.max(lastFinish, b.finishesMs[it])
-        }
-        timesUs.push((lastFinish - lastArrival) * 1000)
-        skewWaitUs.push((lastArrival - firstArrival) * 1000)
-      }
-      const wrong = perRank.reduce((sum, b) => sum + (b?.wrong ?? 0), 0)
-      const result: BenchmarkResult = { algorithm: resolved.algorithm.name, timesUs, skewWaitUs, wrong }
-      const ranks = perRank.filter((b) => b !== undefined)
-      if (r.iters > 0 && ranks.length > 0) {
-        const loopStartMs = Math.min(...ranks.map((b) => b.arrivalsMs[0]))
-        const loopEndMs = Math.max(...ranks.map((b) => b.finishesMs[r.iters - 1]))
-        result.backToBackUs = ((loopEndMs - loopStartMs) * 1000) / r.iters
-      }
-      if (resolved.fallbackReason) result.fallbackReason = resolved.fallbackReason
-      return result
+      return combineRankBenchmarks(perRank, r.iters, resolved)
     }
   }
 
