@@ -67,129 +67,21 @@ static double e4m3ToDouble(unsigned b) {
 
 // Each source expands the instantiation table for its own kernels; the macros are cleared before the next one.
 #include "allreduce/oneshot_sentinel.cu"
-#undef LLCOMM_VARIANT
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
-#undef LLCOMM_FUSED_VARIANT
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
-#undef LLCOMM_FUSED_VARIANT_rmsnorm
-#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_oneshot.cu"
-#undef LLCOMM_VARIANT
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
-#undef LLCOMM_FUSED_VARIANT
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
-#undef LLCOMM_FUSED_VARIANT_rmsnorm
-#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_twoshot.cu"
-#undef LLCOMM_VARIANT
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
-#undef LLCOMM_FUSED_VARIANT
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
-#undef LLCOMM_FUSED_VARIANT_rmsnorm
-#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "undef_variants.h"
 #include "allreduce/rmsnorm.cu"
-#undef LLCOMM_VARIANT
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
-#undef LLCOMM_FUSED_VARIANT
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
-#undef LLCOMM_FUSED_VARIANT_rmsnorm
-#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "undef_variants.h"
 #include "allreduce/allreduce_many.cu"
-#undef LLCOMM_VARIANT
-#undef LLCOMM_VARIANT_oneshot_ll
-#undef LLCOMM_VARIANT_oneshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_sentinel
-#undef LLCOMM_VARIANT_twoshot_atomic
-#undef LLCOMM_VARIANT_oneshot_barrier
-#undef LLCOMM_VARIANT_ring
-#undef LLCOMM_FUSED_VARIANT
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot
-#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
-#undef LLCOMM_FUSED_VARIANT_rmsnorm
-#undef LLCOMM_FUSED_VARIANT_allreduce_many
+#include "undef_variants.h"
+#include "emu_harness.h"
 
-template <class P>
-static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned block) {
-  blockDim.x = block;
-  gridDim.x = grid;
-  const unsigned warpsPerBlock = (block + 31) / 32;
-  std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
-  std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
-  for (unsigned b = 0; b < grid; ++b) {
-    blockBarriers.push_back(std::make_unique<std::barrier<>>(block));
-    for (unsigned w = 0; w < warpsPerBlock; ++w)
-      warpBarriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, block - 32 * w)));
-  }
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(grid) * block);
-  for (unsigned b = 0; b < grid; ++b)
-    for (unsigned t = 0; t < block; ++t)
-      threads.emplace_back([&, b, t] {
-        threadIdx.x = t;
-        blockIdx.x = b;
-        emuBlockBarrier = blockBarriers[b].get();
-        emuBlockSharedMem = shared[b].data();
-        emuWarpBarrier = warpBarriers[b * warpsPerBlock + t / 32].get();
-        fn(p);
-      });
-  for (auto& th : threads) th.join();
-}
 
-static constexpr size_t kGuard = 256;
-static constexpr unsigned char kGuardByte = 0xA5;
-struct Buffer {
-  std::vector<unsigned char> bytes; // [pad to 128][data][guard]
-  size_t size;
-  size_t lead;
-  explicit Buffer(size_t n, unsigned char fill) : bytes(n + 128 + kGuard, kGuardByte), size(n) {
-    lead = (128 - reinterpret_cast<uintptr_t>(bytes.data()) % 128) % 128;
-    std::memset(data(), fill, n);
-  }
-  unsigned char* data() { return bytes.data() + lead; }
-  llc_u64 addr() { return reinterpret_cast<llc_u64>(data()); }
-  bool guardIntact() const {
-    for (size_t i = 0; i < kGuard; ++i)
-      if (bytes[lead + size + i] != kGuardByte) return false;
-    return true;
-  }
-};
 
 static int dtypeOf(const std::string& s) {
   return s == "f32" ? LLCOMM_DTYPE_F32 : s == "f16" ? LLCOMM_DTYPE_F16 : LLCOMM_DTYPE_BF16;
-}
-static double toDouble(int dt, llc_u32 bits) {
-  if (dt == LLCOMM_DTYPE_F32) return __uint_as_float(bits);
-  if (dt == LLCOMM_DTYPE_F16) return llcF32FromF16(static_cast<llc_u16>(bits));
-  return __uint_as_float(bits << 16);
-}
-static llc_u32 fromDouble(int dt, double v) {
-  if (dt == LLCOMM_DTYPE_F32) return __float_as_uint(static_cast<float>(v));
-  if (dt == LLCOMM_DTYPE_F16) return llcF16FromF32Rn(static_cast<float>(v));
-  return llcBf16FromF32Rn(static_cast<float>(v));
 }
 static llc_u32 getElem(Buffer& b, size_t eb, size_t i) {
   llc_u32 v = 0;

@@ -1,0 +1,74 @@
+// What both emulator programs (emulator.cpp: the all-reduce kernels; fused_emulator.cpp: the fused ones) share: a
+// launch of a kernel on host threads (every grid thread a std::thread, block and warp barriers, a block's shared
+// memory) and guarded buffers (a canary after the data catches any write past the end).
+#pragma once
+#include "emu.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+// Runs `fn(p)` on grid x block host threads. `setDims = false` when two launches run at once (LLCOMM_EMU_ODD): the
+// caller sets blockDim/gridDim once beforehand, as the kernels read only blockDim.
+template <class P>
+static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned block, bool setDims = true) {
+  if (setDims) {
+    blockDim.x = block;
+    gridDim.x = grid;
+  }
+  const unsigned warpsPerBlock = (block + 31) / 32;
+  std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
+  std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
+  for (unsigned b = 0; b < grid; ++b) {
+    blockBarriers.push_back(std::make_unique<std::barrier<>>(block));
+    for (unsigned w = 0; w < warpsPerBlock; ++w)
+      warpBarriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, block - 32 * w)));
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(grid) * block);
+  for (unsigned b = 0; b < grid; ++b)
+    for (unsigned t = 0; t < block; ++t)
+      threads.emplace_back([&, b, t] {
+        threadIdx.x = t;
+        blockIdx.x = b;
+        emuBlockBarrier = blockBarriers[b].get();
+        emuBlockSharedMem = shared[b].data();
+        emuWarpBarrier = warpBarriers[b * warpsPerBlock + t / 32].get();
+        fn(p);
+      });
+  for (auto& th : threads) th.join();
+}
+
+static constexpr size_t kGuard = 256;
+static constexpr unsigned char kGuardByte = 0xA5;
+
+// A 128-byte aligned buffer of `n` bytes filled with `fill`, followed by kGuard canary bytes.
+struct Buffer {
+  std::vector<unsigned char> bytes; // [pad to 128][data][guard]
+  size_t size;
+  size_t lead;
+  explicit Buffer(size_t n, unsigned char fill) : bytes(n + 128 + kGuard, kGuardByte), size(n) {
+    lead = (128 - reinterpret_cast<uintptr_t>(bytes.data()) % 128) % 128;
+    std::memset(data(), fill, n);
+  }
+  unsigned char* data() { return bytes.data() + lead; }
+  llc_u64 addr() { return reinterpret_cast<llc_u64>(data()); }
+  bool guardIntact() const {
+    for (size_t i = 0; i < kGuard; ++i)
+      if (bytes[lead + size + i] != kGuardByte) return false;
+    return true;
+  }
+};
+
+// Element bits <-> double for the three dtypes (f16/bf16 through the device code's own conversions).
+static double toDouble(int dt, llc_u32 bits) {
+  if (dt == LLCOMM_DTYPE_F32) return __uint_as_float(bits);
+  if (dt == LLCOMM_DTYPE_F16) return llcF32FromF16(static_cast<llc_u16>(bits));
+  return __uint_as_float(bits << 16);
+}
+static llc_u32 fromDouble(int dt, double v) {
+  if (dt == LLCOMM_DTYPE_F32) return __float_as_uint(static_cast<float>(v));
+  if (dt == LLCOMM_DTYPE_F16) return llcF16FromF32Rn(static_cast<float>(v));
+  return llcBf16FromF32Rn(static_cast<float>(v));
+}
