@@ -17,8 +17,8 @@ const { values: opts } = parseArgs({
 })
 const CALLS = Number(opts.calls)
 
-const { AllReduceLauncher } = await import('llcomm/internal')
-const { CudaCommunicator } = await import('llcomm/internal')
+const { AllReduceLauncher, EagerCallCache } = await import('llcomm/internal')
+const { CommunicatorBase, CudaCommunicator } = await import('llcomm/internal')
 const { deviceBufferLayout } = await import('llcomm/internal')
 const { loadTuningTable } = await import('llcomm/internal')
 
@@ -63,8 +63,10 @@ const state = {
   layout: { ll: layout.ll, sentinel: layout.sentinel, ll128: layout.ll128, plain: layout.plain },
 }
 const launcher = new AllReduceLauncher(fakeDriver, deviceSet, fakeModules, state)
-// A communicator without a GPU: the prototype's methods over the fields its constructor would have set.
-const comm = Object.create(CudaCommunicator.prototype)
+// A communicator without a GPU: the prototype's methods over the fields its constructor would have set. Only the
+// base's constructor runs (it installs the lifecycle state, CommunicatorBase's private fields); the cuda
+// constructor, which would open the driver, does not.
+const comm = Reflect.construct(CommunicatorBase, [], CudaCommunicator)
 Object.assign(comm, {
   size: nranks,
   devices: [0, 0],
@@ -81,8 +83,18 @@ Object.assign(comm, {
   closed: false,
   broken: undefined,
   lastStreams: undefined,
-  eagerCalls: [], // fields of the eager-call cache (communicator.ts), when this build has it
-  eagerNext: 0,
+  eagerCalls: new EagerCallCache(), // the eager-call cache (eager-calls.ts)
+  deterministic: false,
+  // the capability table the resolver reads (every kernel serves every call here)
+  capabilities: {
+    backend: 'cuda',
+    ranks: nranks,
+    available: ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'ring', 'oneshot-barrier'],
+    cannotServe: () => undefined,
+    autoPreference: ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'ring'],
+    fallbacks: ['ring'],
+    tuning: loadTuningTable(undefined),
+  },
   // pointer checks ask the driver about the allocation; the fake pointers here have none
   user: { checkDevicePointer() {} },
 })

@@ -79,6 +79,7 @@ import type {
   PreparedFusedCall,
 } from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
+import { EagerCallCache } from './eager-calls.js'
 import { readErrorWord } from './error-word.js'
 import { FusedLauncher } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
@@ -208,8 +209,7 @@ export class CudaCommunicator extends CommunicatorBase {
    * entry's reuses its packed launches: no validation, resolution or packing again (those depend only on these
    * values and on the communicator's fixed configuration), no allocation.
    */
-  private readonly eagerCalls: EagerCall[] = []
-  private eagerNext = 0
+  private readonly eagerCalls = new EagerCallCache()
 
   constructor(options: CudaCommunicatorOptions) {
     super()
@@ -552,41 +552,19 @@ export class CudaCommunicator extends CommunicatorBase {
 
   /** AllReduce on device buffers on the caller's stream(s); asynchronous and graph-capturable. */
   deviceAllReduce(args: DeviceAllReduceArgs): DeviceAllReduceInfo {
-    const calls = this.eagerCalls
-    for (let i = 0; i < calls.length; i++) {
-      const c = calls[i]
-      if (sameEagerCall(c, args)) {
-        this.assertOpen()
-        // c.streams is the entry's own copy, equal to the caller's streams (or the internal ones): the same array
-        // every time, so claimStreams sees an unchanged stream set without a query.
-        c.prepared.issue(c.streams)
-        return c.info
-      }
+    const cached = this.eagerCalls.find(args)
+    if (cached) {
+      this.assertOpen()
+      // cached.streams is the entry's own copy, equal to the caller's streams (or the internal ones): the same array
+      // every time, so claimStreams sees an unchanged stream set without a query.
+      cached.prepared.issue(cached.streams)
+      return cached.info
     }
     const p = this.prepareDeviceAllReduce(args)
     const streams = [...this.streamsOf(args)]
     const info: DeviceAllReduceInfo = { algorithm: p.algorithm, fallbackReason: p.fallbackReason, chunks: p.chunks }
     p.issue(streams)
-    const entry: EagerCall = {
-      inputs: [...args.inputs],
-      outputs: [...args.outputs],
-      count: args.count,
-      dtype: args.dtype,
-      op: args.op ?? 'sum',
-      algorithm: args.algorithm ?? 'auto',
-      protocol: args.protocol,
-      pdl: args.pdl ?? false,
-      fallback: args.fallback ?? true,
-      deterministic: args.deterministic,
-      stream: args.stream,
-      argStreams: args.streams ? [...args.streams] : undefined,
-      streams,
-      prepared: p,
-      info,
-    }
-    if (calls.length < EAGER_CALLS_KEPT) calls.push(entry)
-    else calls[this.eagerNext] = entry
-    this.eagerNext = (this.eagerNext + 1) % EAGER_CALLS_KEPT
+    this.eagerCalls.remember(args, streams, p, info)
     return info
   }
 
@@ -1055,55 +1033,6 @@ export class CudaCommunicator extends CommunicatorBase {
       Object.assign(o, { info: { algorithm: 'oneshot-sentinel' as AlgorithmName, chunks: launches } }),
     )
   }
-}
-
-/** How many distinct eager deviceAllReduce calls stay packed (e.g. one per layer's buffer in a model step). */
-const EAGER_CALLS_KEPT = 8
-
-/** A packed eager call and the argument values it was packed for (copies: callers may reuse their arrays). */
-interface EagerCall {
-  inputs: DevicePtr[]
-  outputs: DevicePtr[]
-  count: number
-  dtype: Dtype
-  op: ReduceOp
-  algorithm: AlgorithmChoice
-  protocol: LlProtocol | undefined
-  pdl: boolean
-  fallback: DeviceFallback
-  deterministic: boolean | undefined
-  stream: CuStream | undefined
-  argStreams: CuStream[] | undefined
-  /** The streams the call runs on (a private copy, passed to issue() every time). */
-  streams: CuStream[]
-  prepared: PreparedDeviceAllReduce
-  info: DeviceAllReduceInfo
-}
-
-function samePointers(a: readonly number[], b: unknown): boolean {
-  if (!Array.isArray(b) || b.length !== a.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
-
-/** True when `args` asks for exactly the call `c` was packed for (no allocation). */
-function sameEagerCall(c: EagerCall, args: DeviceAllReduceArgs): boolean {
-  return (
-    args.count === c.count &&
-    args.dtype === c.dtype &&
-    (args.op ?? 'sum') === c.op &&
-    (args.algorithm ?? 'auto') === c.algorithm &&
-    args.protocol === c.protocol &&
-    (args.pdl ?? false) === c.pdl &&
-    (args.fallback ?? true) === c.fallback &&
-    args.deterministic === c.deterministic &&
-    args.stream === c.stream &&
-    (args.streams === undefined
-      ? c.argStreams === undefined
-      : c.argStreams !== undefined && samePointers(c.argStreams, args.streams)) &&
-    samePointers(c.inputs, args.inputs) &&
-    samePointers(c.outputs, args.outputs)
-  )
 }
 
 /** Checks the driver-view inputs (the shared rules of src/communicator/validate.ts); returns the element count. */
