@@ -12,10 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createCudaCommunicator } from '../dist/src/backends/cuda/communicator.js'
-import { CapturedGraph } from '../dist/src/backends/cuda/graph.js'
-import { DTYPE_CODECS } from '../dist/src/dtype/index.js'
-import { cudaDriver } from '../dist/src/ffi/index.js'
+import { CapturedGraph, createCudaCommunicator, cudaDriver, DTYPE_CODECS } from 'llcomm/internal'
 
 const args = process.argv.slice(2)
 const flag = (name, fallback) => {

@@ -1,7 +1,7 @@
 // The call plan of scripts/long-run.mjs, the same on every rank: call k's algorithm, dtype, element count and input
 // set come from k alone. Inputs are small integers, so every sum is exact in every dtype (|sum| <= 8 x ranks, well
 // inside bf16's 8-bit significand) and outputs are compared bit for bit with the expected sum.
-import { DTYPE_CODECS } from '../dist/src/dtype/index.js'
+import { DTYPE_CODECS } from 'llcomm/internal'
 
 export const ALGORITHMS = [
   'oneshot-ll',

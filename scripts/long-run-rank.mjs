@@ -1,7 +1,7 @@
 // One rank of scripts/long-run.mjs: attaches its rank (per-rank view), runs the whole plan back to back, checks
 // every output word against the exact expected sum, posts { wrong, calls, failures, epoch }.
 import { parentPort, workerData } from 'node:worker_threads'
-import { attachCpuRank } from '../dist/src/backends/cpu/rank-view.js'
+import { attachCpuRank } from 'llcomm/internal'
 import { callOf, expectedWords, inputOf } from './long-run-plan.mjs'
 
 const { handle, calls } = workerData

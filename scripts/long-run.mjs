@@ -10,7 +10,7 @@ import { availableParallelism, cpus, hostname, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { createCpuCommunicator } from '../dist/src/backends/cpu/communicator.js'
+import { createCpuCommunicator } from 'llcomm/internal'
 
 const args = process.argv.slice(2)
 const flag = (name, fallback) => {
@@ -19,7 +19,7 @@ const flag = (name, fallback) => {
 }
 const calls = Number(flag('--calls', '1000000'))
 const ranks = Number(flag('--ranks', '2'))
-// Even (parity keeps alternating across the wrap, see protocol/cpu/control.ts) and about 1000 chunks below it.
+// Even (parity keeps alternating across the wrap, see protocol/cpu/wait.ts) and about 1000 chunks below it.
 const startEpoch = Number(flag('--start-epoch', String(2 ** 32 - 2 - 1000)))
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const date = new Date().toISOString()
