@@ -18,7 +18,14 @@ export LLCOMM_TEST_BACKEND=cuda LLCOMM_GPU_RESULTS=$cases
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
 export NCCL_NVLS_ENABLE=0
 started=$(date -u +%s)
-tests=$(ls packages/llcomm/dist/test/gpu/*.test.js packages/tools/dist/test/gpu/*.test.js)
+# LLCOMM_GPU_TESTS: a space-separated subset (paths or basenames, e.g. "public-api fused") to split the GPU tests
+# over several device calls; all of both packages' GPU tests by default.
+all_tests=$(ls packages/llcomm/dist/test/gpu/*.test.js packages/tools/dist/test/gpu/*.test.js)
+if [ -n "${LLCOMM_GPU_TESTS:-}" ]; then
+  tests=$(for want in $LLCOMM_GPU_TESTS; do printf '%s\n' $all_tests | grep -E "(^|/)${want%.test.js}(\.test\.js)?$"; done)
+else
+  tests=$all_tests
+fi
 if [ "${LLCOMM_GPU_SANITIZER_ONLY:-0}" != 1 ]; then # =1: only the sanitizer runs below (a re-check)
   echo "== node --test ($(echo $tests | wc -w) files)"
   timeout "${LLCOMM_GPU_TEST_TIMEOUT_S:-420}" node --test --test-concurrency=1 --test-reporter=spec $tests > "$out/gpu-test.log" 2>&1
