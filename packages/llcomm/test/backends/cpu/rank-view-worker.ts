@@ -5,6 +5,7 @@ import { benchmarkDelayUs, busyWaitUs } from '../../../src/backends/cpu/benchmar
 import { attachCpuRank, type CpuRankHandle } from '../../../src/backends/cpu/rank-view.js'
 import { LlcommError } from '../../../src/errors.js'
 import { adversarialInput } from '../../support/adversarial.js'
+import { makeTestBarrier } from '../../support/test-barrier.js'
 
 export type Step =
   | {
@@ -33,19 +34,7 @@ export interface StepResult {
 }
 
 const { handle, steps, barrier } = workerData as { handle: CpuRankHandle; steps: Step[]; barrier: SharedArrayBuffer }
-const counter = new Int32Array(barrier)
-let arrivals = 0
-function testBarrier(): void {
-  arrivals++
-  Atomics.add(counter, 0, 1)
-  Atomics.notify(counter, 0)
-  const target = arrivals * handle.ranks
-  const deadline = Date.now() + 30_000
-  for (let seen = Atomics.load(counter, 0); seen < target; seen = Atomics.load(counter, 0)) {
-    if (Date.now() > deadline) throw new Error('test barrier timed out')
-    Atomics.wait(counter, 0, seen, 100)
-  }
-}
+const testBarrier = makeTestBarrier(barrier, handle.ranks, 30_000)
 
 const rank = attachCpuRank(handle)
 const results: StepResult[] = []

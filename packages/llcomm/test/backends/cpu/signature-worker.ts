@@ -5,6 +5,7 @@ import type { AlgorithmChoice, Dtype, LlProtocol } from '../../../src/api/types.
 import { attachCpuRank, type CpuRankHandle } from '../../../src/backends/cpu/rank-view.js'
 import { LlcommError } from '../../../src/errors.js'
 import { adversarialInput } from '../../support/adversarial.js'
+import { makeTestBarrier } from '../../support/test-barrier.js'
 import { accumulationInput } from './rank-plans.js'
 
 export type RankStep =
@@ -47,19 +48,7 @@ const { handle, steps, barrier } = workerData as {
   steps: RankStep[]
   barrier: SharedArrayBuffer
 }
-const counter = new Int32Array(barrier)
-let arrivals = 0
-function testBarrier(): void {
-  arrivals++
-  Atomics.add(counter, 0, 1)
-  Atomics.notify(counter, 0)
-  const target = arrivals * handle.ranks
-  const deadline = Date.now() + 60_000
-  for (let seen = Atomics.load(counter, 0); seen < target; seen = Atomics.load(counter, 0)) {
-    if (Date.now() > deadline) throw new Error('test barrier timed out')
-    Atomics.wait(counter, 0, seen, 100)
-  }
-}
+const testBarrier = makeTestBarrier(barrier, handle.ranks, 60_000)
 
 const rank = attachCpuRank(handle)
 const results: RankStepResult[] = []
