@@ -7,7 +7,9 @@
 #   examples         the numbered examples, the GPU ones for real (04, 05), on LLCOMM_EXAMPLE_DEVICES
 #   launch-overhead  scripts/launch-overhead/run.sh: eager deviceAllReduce from Node against a C++ launch loop
 #   bench            llcomm bench on LLCOMM_BENCH_ARGS (JSON to $OUT/bench.json)
-#   script:PATH      any other script (e.g. script:scripts/bench-fused.sh)
+#   long-run-cuda    scripts/long-run-cuda.mjs --calls $LONG_RUN_CALLS (default 1,000,000), limit $LONG_RUN_LIMIT_S
+#   script:PATH      any other script (e.g. script:scripts/bench-fused.sh) with OUT = a work folder of its own; its
+#                    top-level *.json come back
 # Everything a step writes goes under a work folder; at the end $OUT gets the results (gpu-test-*.json.gz,
 # launch-overhead.json, bench.json) and one session-logs.tgz of every log (the device tool brings back 8 files).
 # The last lines printed are a short table of the steps and their exit codes.
@@ -37,11 +39,21 @@ for step in ${STEPS:-gpu-test examples}; do
       done ;;
     launch-overhead) mkdir -p "$out/launch" && run_step launch-overhead 240 env OUT="$out/launch" bash scripts/launch-overhead/run.sh --reps "${LAUNCH_REPS:-6}" ;;
     bench) run_step bench 300 node packages/tools/bin/llcomm.js bench --no-progress ${LLCOMM_BENCH_ARGS:---devices 0,0 --sizes 8,8K,64K} --json "$out/bench.json" ;;
-    script:*) run_step "$(basename "${step#script:}" .sh)" "${SCRIPT_LIMIT_S:-300}" bash "${step#script:}" ;;
+    long-run-cuda) mkdir -p "$out/long-run" && run_step long-run-cuda "${LONG_RUN_LIMIT_S:-300}" env OUT="$out/long-run" node scripts/long-run-cuda.mjs --calls "${LONG_RUN_CALLS:-1000000}" ;;
+    script:*)
+      name=$(basename "${step#script:}" .sh)
+      mkdir -p "$out/$name" && run_step "$name" "${SCRIPT_LIMIT_S:-300}" env OUT="$out/$name" bash "${step#script:}" ;;
     *) echo "unknown step $step" ;;
   esac
 done
-cp "$out"/gpu/gpu-test-*.json.gz "$out"/launch/launch-overhead.json "$out"/bench.json "$final"/ 2>/dev/null
+# The results that come back one by one (the device tool brings back 8 files): the GPU test summary, the
+# launch-overhead and bench JSON, the long run's JSON and each script step's top-level JSON; everything else is in
+# session-logs.tgz.
+cp "$out"/gpu/gpu-test-*.json.gz "$out"/launch/launch-overhead.json "$out"/bench.json "$out"/long-run/*.json \
+  "$final"/ 2>/dev/null
+for d in "$out"/*/; do
+  case $(basename "$d") in gpu | launch | long-run) ;; *) cp "$d"*.json "$final"/ 2>/dev/null ;; esac
+done
 printf '%s\n' "${summary[@]}" > "$out/steps.txt"
 tar czf "$final/session-logs.tgz" -C "$out" .
 echo "== steps"

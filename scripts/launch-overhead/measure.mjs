@@ -45,6 +45,7 @@ const { createCudaCommunicator } = await import('llcomm/internal')
 const { deviceBufferLayout } = await import('llcomm/internal')
 const { LLCOMM_ERROR_WORD_BYTES } = await import('llcomm/internal')
 const { packSolEmptyParams } = await import('../../packages/tools/dist/src/kernels/abi.js')
+const { SOL_SOURCE } = await import('../../packages/tools/dist/src/kernels/table.js')
 
 const d = ffi.cudaDriver()
 const comm = await createCudaCommunicator({ backend: 'cuda', devices: [0, 0], timeoutMs: 10_000 })
@@ -139,8 +140,8 @@ function writeManifest(name, { cubin, kernel, grid, block, smem, params, buffers
 }
 
 // ---- case 1: the empty kernel (pure launch overhead) at two shapes ----
-const solCubin = modules.cubin('tools/sol.cu', group.arch).cubin
-const emptyFn = modules.function(group, 'tools/sol.cu', 'llcomm_sol_empty')
+const solCubin = modules.cubin(SOL_SOURCE, group.arch).cubin
+const emptyFn = modules.function(group, SOL_SOURCE, 'llcomm_sol_empty')
 const emptyParams = new Uint8Array(packSolEmptyParams())
 
 // ---- case 2: oneshot-ll (LL8) bf16 sum, 2 virtual ranks ----

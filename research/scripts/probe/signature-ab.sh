@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # A/B of the call signature (issue 18 item 1) on the GPU machine, in one device call, from the repository root:
-# the current kernels (sig = kernels/) against the kernels before the signature (nosig = ab/nosig, made by
-# scripts/probe/make-signature-trees.sh before the call), the same host code, interleaved rounds (ab-kernels.sh),
+# the current kernels (sig = kernels/) against the kernels before the signature (nosig = ab/nosig: the same kernels with the signature steps empty, made by
+# research/scripts/probe/make-signature-trees.sh before the call), the same host code, interleaved rounds (ab-kernels.sh),
 # at 8 B, 8 KB and 64 KB per rank on 2 and 8 virtual ranks of GPU 0. Prints the median per variant and the ratio
 # sig / nosig per case (1.00 = no cost; the issue's closing note quotes these).
-#   bash scripts/probe/make-signature-trees.sh      # here, before the device call
-#   bash scripts/probe/signature-ab.sh              # on the GPU machine; AB_ROUNDS (default 3), AB_ITERS (1000)
+#   bash research/scripts/probe/make-signature-trees.sh      # here, before the device call
+#   bash research/scripts/probe/signature-ab.sh              # on the GPU machine; AB_ROUNDS (default 3), AB_ITERS (1000)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-test -d ab/nosig || { echo "ab/nosig missing: run scripts/probe/make-signature-trees.sh first" >&2; exit 2; }
+cd "$(dirname "$0")/../../.."
+test -d ab/nosig || { echo "ab/nosig missing: run research/scripts/probe/make-signature-trees.sh first" >&2; exit 2; }
 base=${OUT:-/tmp/llcomm-ab}
 rounds=${AB_ROUNDS:-3}
 iters=${AB_ITERS:-1000}
 algorithms=${AB_ALGORITHMS:-oneshot-ll,oneshot-sentinel,twoshot-sentinel,oneshot-barrier}
 for n in 2 8; do
   devs=$(printf '0,%.0s' $(seq $n)); devs=${devs%,}
-  OUT=$base/signature-v$n bash scripts/probe/ab-kernels.sh "$rounds" sig=kernels nosig=ab/nosig -- --devices "$devs" \
+  OUT=$base/signature-v$n bash research/scripts/probe/ab-kernels.sh "$rounds" sig=packages/llcomm/kernels nosig=ab/nosig -- --devices "$devs" \
     --algorithms "$algorithms" --dtype bf16,f32 --sizes 8,8K,64K --iters "$iters" --warmup 200
 done
 node -e '

@@ -320,9 +320,12 @@ test('fused RMSNorm in a captured graph: replays on fresh data give the eager re
           [stream],
           () => {},
           () => {
+            // The whole of pool set k's inputs: x, the initial residual and the weights (the eager results used
+            // set k's weights too).
             for (let r = 0; r < ranks; r++) {
               d().copyDtoDAsync(work.x[r], s.x[r], n * eb, stream)
               d().copyDtoDAsync(work.residual[r], s.residual[r], n * eb, stream)
+              d().copyDtoDAsync(work.weight[r], s.weight[r], hidden * eb, stream)
             }
             call.issue([stream])
             for (let r = 0; r < ranks; r++) {

@@ -4,7 +4,7 @@
  * and every rank's output bitwise identical to rank 0's.
  */
 import type { Dtype, TensorArray } from '../../src/api/types.js'
-import { isAcceptableSum } from '../../src/dtype/tolerance.js'
+import { elementRight, F32_ACCUMULATION, type NumericModel } from '../../src/dtype/tolerance.js'
 import { elementBits, elementValue } from './adversarial.js'
 
 export interface Reference {
@@ -26,8 +26,17 @@ export function float64Reference(dtype: Dtype, inputs: TensorArray[]): Reference
   return { sums, sumsAbs }
 }
 
-/** Human-readable problems (empty when the outputs are right). At most `limit` listed. */
-export function checkAllReduce(dtype: Dtype, inputs: TensorArray[], outputs: TensorArray[], limit = 5): string[] {
+/**
+ * Human-readable problems (empty when the outputs are right). At most `limit` listed. `model`: the numeric model of
+ * the algorithm that ran (src/dtype/tolerance.ts numericModel(); f32 accumulation, the CPU backend's, by default).
+ */
+export function checkAllReduce(
+  dtype: Dtype,
+  inputs: TensorArray[],
+  outputs: TensorArray[],
+  limit = 5,
+  model: NumericModel = F32_ACCUMULATION,
+): string[] {
   const problems: string[] = []
   const ranks = inputs.length
   const ref = float64Reference(dtype, inputs)
@@ -38,7 +47,7 @@ export function checkAllReduce(dtype: Dtype, inputs: TensorArray[], outputs: Ten
   if (problems.length > 0) return problems
   for (let i = 0; i < count && problems.length < limit; i++) {
     const got = elementValue(dtype, outputs[0], i)
-    if (!isAcceptableSum(dtype, ranks, got, ref.sums[i], ref.sumsAbs[i])) {
+    if (!elementRight(got, ref.sums[i], ref.sumsAbs[i], ranks, dtype, model)) {
       problems.push(`element ${i}: got ${got}, reference ${ref.sums[i]} (sum|x| ${ref.sumsAbs[i]})`)
     }
     const bits0 = elementBits(dtype, outputs[0], i)
