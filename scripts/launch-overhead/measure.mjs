@@ -169,7 +169,8 @@ d.streamSynchronize(stream)
 comm.checkDeviceError()
 /** The PreparedLaunch the communicator built for (pdl), found in its launcher's cache. */
 const launchOf = (pdl) => {
-  const all = [...comm.launcher.launches.entries()].filter(([k]) => k.endsWith(`|${pdl ? 1 : 0}`))
+  // keys: kernel|group|ranks|blocksPerRank|threads|smem|pdl|cooperative (allreduce-launcher.ts launchFor)
+  const all = [...comm.launcher.launches.entries()].filter(([k]) => k.split('|')[6] === (pdl ? '1' : '0'))
   if (all.length !== 1) throw new Error(`expected one cached launch for pdl=${pdl}, found ${all.length}`)
   return all[0][1]
 }
