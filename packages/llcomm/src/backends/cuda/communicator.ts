@@ -560,8 +560,12 @@ export class CudaCommunicator extends CommunicatorBase {
       cached.prepared.issue(cached.streams)
       return cached.info
     }
-    const p = this.prepareDeviceAllReduce(args)
+    this.assertOpen()
     const streams = [...this.streamsOf(args)]
+    // BUSY is decided before the preparation, which can outlast the previous call (a 512-chunk call packs for about
+    // 20 ms: research/scripts/probe/busy-probe.mjs, H200, 2026-12-01); issue() then finds the same streams claimed.
+    this.claimStreams(streams)
+    const p = this.prepareDeviceAllReduce(args)
     const info: DeviceAllReduceInfo = { algorithm: p.algorithm, fallbackReason: p.fallbackReason, chunks: p.chunks }
     p.issue(streams)
     this.eagerCalls.remember(args, streams, p, info)
@@ -925,6 +929,8 @@ export class CudaCommunicator extends CommunicatorBase {
 
   /** The fused AllReduce + residual add + RMSNorm on the caller's stream(s); asynchronous and graph-capturable. */
   deviceAllReduceRmsNorm(args: DeviceAllReduceRmsNormArgs): FusedDeviceInfo {
+    this.assertOpen()
+    this.claimStreams([...this.streamsOf(args)]) // BUSY before the preparation, as deviceAllReduce
     const p = this.prepareDeviceAllReduceRmsNorm(args)
     p.issue()
     return { algorithm: p.algorithm, launches: p.launches }
@@ -952,6 +958,8 @@ export class CudaCommunicator extends CommunicatorBase {
 
   /** Several AllReduces in one launch; each result bit-identical to one oneshot-sentinel call per buffer. */
   deviceAllReduceMany(args: DeviceAllReduceManyArgs): FusedDeviceInfo {
+    this.assertOpen()
+    this.claimStreams([...this.streamsOf(args)]) // BUSY before the preparation, as deviceAllReduce
     const p = this.prepareDeviceAllReduceMany(args)
     p.issue()
     return { algorithm: p.algorithm, launches: p.launches }
