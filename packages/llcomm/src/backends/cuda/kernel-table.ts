@@ -9,12 +9,13 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import type { Accumulation, AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import { DTYPE_BYTES, LLCOMM_ALGORITHMS } from '../../api/types.js'
 import { DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES_OF_BACKEND } from '../../communicator/options.js'
 import { LlcommError } from '../../errors.js'
 import {
   type BufferRegion,
+  LLCOMM_ATOMIC_F32_LINES,
   LLCOMM_ERROR_WORD_BYTES,
   LLCOMM_LINE_BYTES,
   LLCOMM_LINE_DATA_WORDS,
@@ -326,7 +327,10 @@ export function channelCapacityBytes(
     case 'twoshot-atomic': {
       const agLane = roundDown(Math.floor(ll / n), 16) // LL8 packets: 4 payload bytes per 8
       const byAg = roundDown(agLane / 2, 16)
-      const lines = Math.floor(layout.ll128.channelHalfBytes / LLCOMM_LINE_BYTES)
+      // f16/bf16 on f32 lines (abi.cuh LLCOMM_ATOMIC_F32_LINES): 31 input words take two physical lines
+      // (kernels/llcomm/atomic_lines.cuh).
+      const f32Lines = (kernelOptions.atomicF32Lines ?? LLCOMM_ATOMIC_F32_LINES !== 0) && DTYPE_BYTES[v.dtype] === 2
+      const lines = Math.floor(layout.ll128.channelHalfBytes / LLCOMM_LINE_BYTES / (f32Lines ? 2 : 1))
       const byLines = roundDown(lines * LLCOMM_LINE_DATA_WORDS * 4, 16)
       return n * Math.min(byAg, byLines)
     }
@@ -349,6 +353,27 @@ export function channelCapacityBytes(
 export interface KernelBuildOptions {
   /** The kernels were built with LLCOMM_RING_F32_PARTIALS=1 (or 0). */
   ringF32Partials?: boolean
+  /** The kernels were built with LLCOMM_ATOMIC_F32_LINES=1 (or 0). */
+  atomicF32Lines?: boolean
+}
+
+/**
+ * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
+ * accumulation everywhere); 'dtype' builds the f16/bf16 ring with 16-bit partials and twoshot-atomic with packed
+ * 16-bit red.add (docs/kernels.md, "Numerics").
+ */
+export function accumulationBuild(accumulation: Accumulation): KernelBuildOptions {
+  return accumulation === 'dtype' ? { ringF32Partials: false, atomicF32Lines: false } : {}
+}
+
+/** NVRTC -D options for the switches that differ from abi.cuh's defaults (none for the defaults: same cache key). */
+export function kernelBuildDefines(o: KernelBuildOptions): string[] {
+  const out: string[] = []
+  if (o.ringF32Partials !== undefined && o.ringF32Partials !== (LLCOMM_RING_F32_PARTIALS !== 0))
+    out.push(`-DLLCOMM_RING_F32_PARTIALS=${o.ringF32Partials ? 1 : 0}`)
+  if (o.atomicF32Lines !== undefined && o.atomicF32Lines !== (LLCOMM_ATOMIC_F32_LINES !== 0))
+    out.push(`-DLLCOMM_ATOMIC_F32_LINES=${o.atomicF32Lines ? 1 : 0}`)
+  return out
 }
 
 /** llcPiece's size: ceil(count / parts) rounded up to alignElems (kernels/llcomm/channel.cuh). */
