@@ -246,6 +246,7 @@ export class CudaCommunicator extends CommunicatorBase {
     this.bufferBytes = bufferBytes
     this.tuning = loadTuningTable(options.tuningTable)
     this.deterministic = validateDeterministic(options.deterministic)
+    this.accumulation = validateAccumulation(options.accumulation)
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
@@ -253,7 +254,6 @@ export class CudaCommunicator extends CommunicatorBase {
     const nv = loadNvrtc()
     // f16/bf16 accumulation (option `accumulation`): compiled into the kernels (abi.cuh switches as NVRTC -D
     // options, part of the cubin cache key) and into the capacity rule of every launch (launchShape()).
-    this.accumulation = validateAccumulation(options.accumulation)
     const kernelBuild = accumulationBuild(this.accumulation)
     this.modules = new KernelModules(this.driver, nv, {
       headers: kernelSources(),

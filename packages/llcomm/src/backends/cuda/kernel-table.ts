@@ -205,7 +205,10 @@ function checkRanks(nranks: number): void {
  * parity). With P = ceil(bufferBytes / channels) rounded up to 128 bytes of payload per channel-half:
  *   ll       (LL8/LL16 packets, zero fill)       2P per channel-half (packets are half flag)
  *   sentinel (sentinel slots, 0xFFFFFFFF fill)     P
- *   ll128    (atomic lines, zero fill)            lines for P / nranks of payload (twoshot-atomic's owner part)
+ *   ll128    (atomic lines, zero fill)            lines for P / nranks of payload (twoshot-atomic's owner part), twice:
+ *                                                 f16/bf16 on f32 lines take two lines per 31 words (issue 18 item 4),
+ *                                                 so twoshot-atomic's capacity per launch stays what its LL8 all-gather
+ *                                                 lanes carry (P / nranks per owner) in every build
  *   plain    (ring, oneshot-barrier; no fill)      P
  * So a one-shot carries bufferBytes / nranks per launch and a two-shot up to bufferBytes / 2 or bufferBytes.
  */
@@ -218,7 +221,7 @@ export function deviceBufferLayout(nranks: number, bufferBytes: number = DEFAULT
   const payload = roundUp(Math.ceil(bufferBytes / channels), 128)
   const llHalf = 2 * payload
   const sentinelHalf = payload
-  const ll128Half = roundUp(Math.ceil(payload / nranks / (LLCOMM_LINE_DATA_WORDS * 4)), 1) * LLCOMM_LINE_BYTES
+  const ll128Half = 2 * Math.ceil(payload / nranks / (LLCOMM_LINE_DATA_WORDS * 4)) * LLCOMM_LINE_BYTES
   const plainHalf = payload
   let offset = 0
   const place = (half: number): BufferRegion => {
