@@ -46,18 +46,22 @@ struct LlcAtomicLines {
     // Relaxed: the contributions need no order among themselves (the sum is taken once all have landed); the fence
     // in warpPublish() orders each of them before the counts that announce them.
     if constexpr (kF32Lines) {
-      // Two f32 adds, each rounded to nearest in f32 (exact for f16 inputs, which are normal f32 values; a bf16
-      // subnormal is an f32 subnormal and red.add.f32 flushes it). Same relaxed argument as the single add.
+      // Two f32 adds (the conversion to f32 is exact; each add rounds to nearest in f32, and red.add.f32 flushes
+      // subnormals: a bf16 subnormal is an f32 subnormal, an f16 value never is). Relaxed, as above: the fence in
+      // warpPublish() orders both before the one count of the pair.
       float lohi[2];
       LlcDtype<DT>::setWord(lohi, word);
       llcRedAddRelaxedSysF32(l + lane, __float_as_uint(lohi[0]));
       llcRedAddRelaxedSysF32(l + 32u + lane, __float_as_uint(lohi[1]));
-    } else if (DT == LLCOMM_DTYPE_F32)
-      llcRedAddRelaxedSysF32(l + lane, word);
-    else if (DT == LLCOMM_DTYPE_BF16)
+    } else if (DT == LLCOMM_DTYPE_F32) {
+      llcRedAddRelaxedSysF32(l + lane, word); // relaxed, ordered before the count by warpPublish()'s fence
+    } else if (DT == LLCOMM_DTYPE_BF16) {
+      // accumulation: 'dtype': packed 16-bit add; relaxed, ordered before the count by warpPublish()'s fence
       llcRedAddRelaxedSysBf16x2(l + lane, word);
-    else
+    } else {
+      // accumulation: 'dtype': packed 16-bit add; relaxed, ordered before the count by warpPublish()'s fence
       llcRedAddRelaxedSysF16x2(l + lane, word);
+    }
   }
 
   // Warp-collective: count the warp's contributions, after add() for every one of them. `lineOf(i, owner, index)`
