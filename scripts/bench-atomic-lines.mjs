@@ -1,13 +1,14 @@
 // What f32 accumulation costs (issue 18 item 4): twoshot-atomic on f32 lines against its packed 16-bit lines, and
 // ring with f32 partials against 16-bit partials, bf16, measured side by side in ONE process: per rank count two
 // communicators on the same devices, the default one (accumulation: 'f32') and accumulation: 'dtype' (the 16-bit
-// kernels), benchmarked in alternation (rep after rep, so that clock and thermal drift hit both alike). Each
-// benchmark() is graph replay of back-to-back calls timed with CUDA events (src/backends/cuda/benchmark.ts); the
-// figure per (variant, size) is the median over every iteration of every rep, µs per call. Every benchmark also
-// checks its last replay against the float64 reference under the variant's numeric model (wrong must be 0).
+// kernels), benchmarked in alternation (rep after rep, the order flipped every rep, so that clock and thermal drift
+// hit both alike). Each benchmark() replays a CUDA graph of 100 back-to-back calls, timed with CUDA events
+// (src/backends/cuda/benchmark.ts): one sample per replay, µs per call; the figure per (variant, size) is the median
+// of every sample of every rep (iters / 100 samples per rep). Every benchmark also checks its last replay against
+// the float64 reference under the variant's numeric model (wrong must be 0).
 // Needs only node and the compiled dist (`npx tsc -b`), from the repository root on the GPU machine:
 //   node scripts/bench-atomic-lines.mjs [--ranks 2,8] [--sizes 8192,65536,262144] [--dtype bf16]
-//                                       [--iters 200] [--warmup 20] [--reps 5] [--out FILE.json]
+//                                       [--iters 2000] [--warmup 200] [--reps 5] [--out FILE.json]
 // Sizes are bytes per rank. Prints one row per (ranks, algorithm, size) with the ratio f32 / 16-bit, writes JSON
 // (date, commit from $LLCOMM_COMMIT, machine) to --out or $OUT/bench-atomic-lines-<dtype>.json.
 import { writeFileSync } from 'node:fs'
@@ -20,8 +21,8 @@ const { values: opts } = parseArgs({
     ranks: { type: 'string', default: '2,8' },
     sizes: { type: 'string', default: '8192,65536,262144' },
     dtype: { type: 'string', default: 'bf16' },
-    iters: { type: 'string', default: '200' },
-    warmup: { type: 'string', default: '20' },
+    iters: { type: 'string', default: '2000' },
+    warmup: { type: 'string', default: '200' },
     reps: { type: 'string', default: '5' },
     device: { type: 'string', default: '0' },
     out: { type: 'string' },
@@ -48,7 +49,7 @@ const median = (xs) => {
 
 const rows = []
 let gpu = 'unknown'
-console.log(`${dtype}, ${iters} iterations x ${reps} reps per point (after ${warmup} warm-up), median µs per call`)
+console.log(`${dtype}, ${iters} calls x ${reps} reps per point (after ${warmup} warm-up), median µs per call`)
 console.log('ranks algorithm       bytes | f32 accumulation | 16-bit accumulation | f32/16-bit')
 for (const ranks of ranksList) {
   const comms = {}
@@ -85,6 +86,7 @@ for (const ranks of ranksList) {
           usF32: us.f32,
           us16: us.dtype,
           ratio: us.f32 / us.dtype,
+          samples: times.f32.length,
           repMediansF32: repMedians.f32,
           repMedians16: repMedians.dtype,
           wrong,
@@ -108,7 +110,7 @@ const result = {
   iters,
   warmup,
   reps,
-  timing: 'benchmark(): CUDA-graph replay of back-to-back calls, CUDA events; median over all iterations of all reps',
+  timing: 'benchmark(): CUDA-graph replays of 100 back-to-back calls, CUDA events; median over all replays of all reps',
   rows,
 }
 writeFileSync(outFile, `${JSON.stringify(result, null, 1)}\n`)
