@@ -72,8 +72,9 @@
 #ifndef LLCOMM_RING_F32_PARTIALS
 #define LLCOMM_RING_F32_PARTIALS 1
 #endif
-// 1: f16/bf16 twoshot-atomic adds into f32 lines (two physical lines per 31 input words; llcomm/atomic_lines.cuh) at
-// half the capacity per launch; 0: packed 16-bit red.add (one rounding to the dtype per add).
+// 1: f16/bf16 twoshot-atomic adds into f32 lines (two physical lines per 31 input words; llcomm/atomic_lines.cuh;
+// the ll128 region has room for them: the same capacity per launch); 0: packed 16-bit red.add (one rounding to the
+// dtype per add).
 #ifndef LLCOMM_ATOMIC_F32_LINES
 #define LLCOMM_ATOMIC_F32_LINES 1
 #endif

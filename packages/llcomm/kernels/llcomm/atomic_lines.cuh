@@ -8,8 +8,8 @@
 // pair of physical lines, 256 bytes, and each 32-bit input word's two elements are added as two red.add.f32, the low
 // element into the first line's word, the high into the second's (same lane); the first line's word 0 counts, the
 // second's stays zero. The owner rounds each f32 sum once to the dtype. Same 31 input words per logical line, so the
-// word indexing of the kernel is unchanged; half the input bytes per line byte (kernel-table.ts halves the
-// capacity). With LLCOMM_ATOMIC_F32_LINES=0 f16/bf16 add in packed 16-bit arithmetic (red.add.noftz.f16x2/bf16x2,
+// word indexing of the kernel is unchanged; half the input bytes per line byte (kernel-table.ts sizes the ll128
+// region for the pairs, so the capacity per launch stays the all-gather's). With LLCOMM_ATOMIC_F32_LINES=0 f16/bf16 add in packed 16-bit arithmetic (red.add.noftz.f16x2/bf16x2,
 // one rounding to the dtype per add), the older and denser layout: see docs/kernels.md.
 #pragma once
 #include "llcomm/abi.cuh"

@@ -48,9 +48,9 @@ export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
 /**
  * The kernel build the counts follow: the one every committed bench file and latency fit measured, 16-bit
  * accumulation for f16/bf16 (ring's 16-bit partials, twoshot-atomic's packed 16-bit lines; the communicator option
- * `accumulation: 'dtype'`). The library's default since issue 18 item 4 is f32 accumulation, which halves those two
- * kernels' f16/bf16 capacity per launch and doubles their reduce-scatter bytes: the model describes it only after
- * a refit on bench files measured with it (docs/model.md).
+ * `accumulation: 'dtype'`). The library's default since issue 18 item 4 is f32 accumulation, which halves the ring's
+ * f16/bf16 capacity per launch and doubles both kernels' reduce-scatter bytes (twoshot-atomic: two f32 reductions per
+ * input word): the model describes it only after a refit on bench files measured with it (docs/model.md).
  */
 export const FITTED_KERNEL_BUILD = accumulationBuild('dtype')
 

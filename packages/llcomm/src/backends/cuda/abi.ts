@@ -46,7 +46,7 @@ export const LLCOMM_SIG_PROTOCOL_LL16 = 2
 export const LLCOMM_SIG_KIND_MASK = 0x3ff
 /** abi.cuh LLCOMM_RING_F32_PARTIALS: f16/bf16 ring with f32 partial sums (half the capacity); 1 = on (default). */
 export const LLCOMM_RING_F32_PARTIALS: number = 1
-/** abi.cuh LLCOMM_ATOMIC_F32_LINES: f16/bf16 twoshot-atomic on f32 lines (half the capacity); 1 = on (default). */
+/** abi.cuh LLCOMM_ATOMIC_F32_LINES: f16/bf16 twoshot-atomic on f32 lines (two lines per 31 words); 1 = on (default). */
 export const LLCOMM_ATOMIC_F32_LINES: number = 1
 /** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
 export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {

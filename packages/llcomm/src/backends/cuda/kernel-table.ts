@@ -352,7 +352,10 @@ export function channelCapacityBytes(
   }
 }
 
-/** Compile-time kernel switches the capacity rules depend on (default: abi.cuh's values). For tests. */
+/**
+ * Compile-time kernel switches the capacity rules depend on (default: abi.cuh's values); set by the communicator
+ * option `accumulation` (accumulationBuild()) and by the kernel tests.
+ */
 export interface KernelBuildOptions {
   /** The kernels were built with LLCOMM_RING_F32_PARTIALS=1 (or 0). */
   ringF32Partials?: boolean
