@@ -14,7 +14,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
 import { test } from 'node:test'
-import { FUSED_KERNELS, KERNEL_VARIANTS, kernelsDirectory, TOOL_KERNELS as SUPPORT_KERNELS } from 'llcomm/internal'
+import {
+  accumulationBuild,
+  FUSED_KERNELS,
+  KERNEL_VARIANTS,
+  kernelBuildDefines,
+  kernelsDirectory,
+  TOOL_KERNELS as SUPPORT_KERNELS,
+} from 'llcomm/internal'
 import { TOOLS_KERNELS } from '../../packages/tools/dist/src/kernels/table.js'
 
 /** Every kernel of both packages: the library's collectives and support kernels, the tools' kernels. */
@@ -128,6 +135,52 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
         `${k.kernel} (kernels/${k.source}) has a ${k.stackFrameBytes}-byte stack frame`,
       )
       assert.equal(k.spillStoreBytes + k.spillLoadBytes, 0, `${k.kernel} (kernels/${k.source}) spills registers`)
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+})
+
+// The communicator option `accumulation: 'dtype'` compiles ring and twoshot-atomic with other abi.cuh switches
+// (kernel-table.ts kernelBuildDefines): those builds must compile without spills too, and the switch must reach the
+// code: the default twoshot-atomic adds f16/bf16 with red.add.f32 only, the 16-bit build with packed red.add.
+test("the 16-bit accumulation builds (accumulation: 'dtype') compile, do not spill, and use packed 16-bit red.add", async (t) => {
+  const tool = requireNvcc()
+  if ('skip' in tool) {
+    t.skip(tool.skip)
+    return
+  }
+  const dir = kernelsDirectory()
+  const defines = kernelBuildDefines(accumulationBuild('dtype'))
+  assert.deepEqual(defines, ['-DLLCOMM_RING_F32_PARTIALS=0', '-DLLCOMM_ATOMIC_F32_LINES=0'])
+  assert.deepEqual(kernelBuildDefines(accumulationBuild('f32')), [], 'the default build needs no -D (same cache key)')
+  const work = mkdtempSync(join(tmpdir(), 'llcomm-nvcc16-'))
+  try {
+    const jobs = ['allreduce/twoshot_atomic.cu', 'allreduce/ring.cu'].flatMap((src) =>
+      [defines, []].map((d) => ({ src, d })),
+    )
+    const results = await mapLimited(jobs, CONCURRENCY, async ({ src, d }) => {
+      const base = join(work, `${src.replace(/[/.]/g, '_')}${d.length ? '_16' : ''}`)
+      const common = ['-arch', ARCH, '-std=c++17', ...d, '-I', dir, join(dir, src)]
+      const cubin = await run(tool.nvcc, ['-cubin', '-Xptxas', '-v', ...common, '-o', `${base}.cubin`])
+      const ptx = await run(tool.nvcc, ['-ptx', ...common, '-o', `${base}.ptx`])
+      return { src, d, cubin, ptx: ptx.code === 0 ? readFileSync(`${base}.ptx`, 'utf8') : ptx.stderr }
+    })
+    for (const r of results) {
+      const what = `kernels/${r.src} ${r.d.join(' ') || '(default)'}`
+      assert.equal(r.cubin.code, 0, `nvcc failed on ${what}:\n${r.cubin.stderr}`)
+      assert.doesNotMatch(r.cubin.stderr, /warning/i, `nvcc warned on ${what}:\n${r.cubin.stderr}`)
+      const kernels = parsePtxasReport(r.cubin.stderr)
+      assert.ok(kernels.length >= 3, `${what}: ptxas reported ${kernels.length} kernels`)
+      for (const k of kernels) {
+        assert.ok(k.registers > 0 && k.registers <= 128, `${k.kernel} (${what}): ${k.registers} registers`)
+        assert.equal(k.stackFrameBytes + k.spillStoreBytes + k.spillLoadBytes, 0, `${k.kernel} (${what}) spills`)
+      }
+      if (r.src.includes('twoshot_atomic')) {
+        const packed = /red\.[a-z.]*add\.noftz\.(bf16x2|f16x2)/.test(r.ptx)
+        assert.equal(packed, r.d.length > 0, `${what}: packed 16-bit red.add ${packed ? 'present' : 'absent'}`)
+        assert.match(r.ptx, /red\.[a-z.]*add\.f32/, `${what}: red.add.f32 (the f32 kernel, and the f32 lines)`)
+      }
     }
   } finally {
     rmSync(work, { recursive: true, force: true })

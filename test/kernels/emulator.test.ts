@@ -16,11 +16,13 @@ import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
+  accumulationBuild,
   type Dtype,
   deviceBufferLayout,
   KERNEL_VARIANTS,
   type KernelBuildOptions,
   type KernelVariant,
+  kernelBuildDefines,
   kernelsDirectory,
   launchShape,
   mismatchFromWord,
@@ -370,23 +372,56 @@ test('a mismatched call (another algorithm, dtype, count): every launch ends wit
 
 test('f32 accumulation: small terms next to a large one survive in every kernel (16-bit partials would lose them)', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
-  // twoshot-atomic still adds 16-bit inputs with 16-bit atomics (issue 18 item 4 open for it): left out, named here.
-  // The 16-bit ring by default rounds at every hop (as NCCL): its f32-partials build (LLCOMM_RING_F32_PARTIALS=1,
-  // off by default: abi.cuh) is the one checked here, with the capacity rule of that build.
-  const gap = (v: KernelVariant) => v.algorithm === 'twoshot-atomic' && v.dtype !== 'f32'
-  const wideRing = (v: KernelVariant) => v.algorithm === 'ring' && v.dtype !== 'f32'
-  const exeWide = join(work, 'emulator-ring-f32-partials')
-  buildEmulator(gxx, exeWide, ['-DLLCOMM_RING_F32_PARTIALS=1'])
+  // The default build accumulates f16/bf16 in f32 everywhere (abi.cuh: ring's f32 partials, twoshot-atomic's f32
+  // lines; issue 18 item 4). The ring and twoshot-atomic, whose capacity the switches change, also at 8 ranks and at
+  // their largest launch.
+  const wide = (v: KernelVariant) => (v.algorithm === 'ring' || v.algorithm === 'twoshot-atomic') && v.dtype !== 'f32'
   const cases: Case[] = []
-  // Every kernel at 3 ranks; the ring (whose capacity the f32 partials change) at 8 too, and at its largest launch.
-  for (const v of KERNEL_VARIANTS.filter((x) => !gap(x)))
-    for (const nranks of wideRing(v) ? [3, 8] : [3]) {
-      const wide = wideRing(v) ? { exe: exeWide, build: { ringF32Partials: true } } : {}
-      const calls = wideRing(v) ? ['1001', '40', 'max'] : ['1001', '40']
-      cases.push({ v, nranks, bufferBytes: 65536, calls, accumulation: true, ...wide })
+  for (const v of KERNEL_VARIANTS)
+    for (const nranks of wide(v) ? [3, 8] : [3]) {
+      const calls = wide(v) ? ['1001', '40', 'max'] : ['1001', '40']
+      cases.push({ v, nranks, bufferBytes: 65536, calls, accumulation: true })
     }
   for (const { c, r } of await runAll(cases)) {
     assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
     assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.equal(r.ll128BytesNotZero, 0, `${label(c)}: LL128 lines left non-zero after the calls`)
   }
+})
+
+test("accumulation: 'dtype' builds (16-bit ring partials, packed 16-bit atomic lines): exact on exact data, and they do round in 16 bits", async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const exe16 = join(work, 'emulator-16-bit-accumulation')
+  const build = accumulationBuild('dtype')
+  buildEmulator(gxx, exe16, kernelBuildDefines(build))
+  const sixteen = KERNEL_VARIANTS.filter(
+    (v) => (v.algorithm === 'ring' || v.algorithm === 'twoshot-atomic') && v.dtype !== 'f32',
+  )
+  const cases: Case[] = []
+  for (const v of sixteen) {
+    cases.push({
+      v,
+      nranks: 3,
+      bufferBytes: 16384,
+      calls: ['max', '1', '37:inplace', '5', 'max', '100'],
+      exe: exe16,
+      build,
+    })
+    cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['1000', 'max', '333:inplace'], exe: exe16, build })
+  }
+  const exact = cases.length
+  // The same f32-accumulation inputs as above: a 16-bit sum loses the small terms next to 256 (bf16 and f16 spacing
+  // there is 2 and 0.25), so some elements must come out wrong: the switch reached the kernels.
+  for (const v of sixteen)
+    cases.push({ v, nranks: 3, bufferBytes: 65536, calls: ['1001'], accumulation: true, exe: exe16, build })
+  const results = await runAll(cases)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.ll128BytesNotZero, 0, `${label(c)}: LL128 lines left non-zero after the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    if (c.accumulation) assert.ok(r.mismatches > 0, `${label(c)}: the 16-bit build summed the small terms exactly`)
+    else assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+  }
+  assert.equal(results.filter(({ c }) => !c.accumulation).length, exact)
 })

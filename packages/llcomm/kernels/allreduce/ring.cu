@@ -1,10 +1,11 @@
 // ring: the NCCL-style baseline. The channel's elements are split in nranks parts; 2(n-1) steps pass partial sums
 // around the ring (reduce-scatter: step s sends part (me - s) to the next rank, which adds its own) and then the
 // reduced parts (all-gather). Each step's data goes into its own slot of the next rank's plain buffer and is
-// published by a per-step flag (release) that the receiver acquires. f16/bf16 partial sums are rounded to the dtype
-// at every hop (as NCCL does, which loses small terms next to large ones), or, with LLCOMM_RING_F32_PARTIALS (abi.cuh,
-// off by default), travel in f32 (the reduce-scatter slots then hold f32 values) and are rounded once at the part's
-// owner. Every part is reduced once, at its owner, and forwarded: all ranks hold the same bits. The order of the sum is the
+// published by a per-step flag (release) that the receiver acquires. f16/bf16 partial sums travel in f32 (the
+// reduce-scatter slots then hold f32 values) and are rounded once at the part's owner (LLCOMM_RING_F32_PARTIALS,
+// abi.cuh, the default since issue 18 item 4), or, with LLCOMM_RING_F32_PARTIALS=0 (communicator option
+// accumulation: 'dtype'), are rounded to the dtype at every hop (as NCCL does, which loses small terms next to large
+// ones). Every part is reduced once, at its owner, and forwarded: all ranks hold the same bits. The order of the sum is the
 // ring's (starting after the owner), not rank order: ring does not keep `deterministic` (determinism.ts).
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/signature.cuh"

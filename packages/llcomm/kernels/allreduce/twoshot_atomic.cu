@@ -3,8 +3,10 @@
 // line, word 0 a counter). Every rank adds its part-o words into owner o's lines with red.add; each warp then
 // publishes its lines with one fence and a counter bump per line. The owner waits for counter == nranks (acquire),
 // reads the sums, zeroes the line for epoch + 2, writes its output and broadcasts the words as LL8 packets (epoch in
-// the flag). No barrier anywhere: the counter
-// is the synchronization. Reduced once at the owner: every rank holds the owner's bits.
+// the flag). No barrier anywhere: the counter is the synchronization. Reduced once at the owner: every rank holds the
+// owner's bits. f16/bf16 accumulate in f32 by default: a line of the loops below is then a pair of physical lines,
+// low and high elements of each input word (atomic_lines.cuh, LLCOMM_ATOMIC_F32_LINES); the word indexing here is
+// the same in both builds.
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/signature.cuh"
 #include "llcomm/atomic_lines.cuh"

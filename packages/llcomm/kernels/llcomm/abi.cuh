@@ -63,12 +63,20 @@
 #define LLCOMM_SIG_OP_SUM 0u
 #define LLCOMM_SIG_KIND_MASK 0x3FFu
 
-// 1: f16/bf16 ring carries f32 partial sums between reduce-scatter hops (kernels/allreduce/ring.cu; issue 18 item 4)
-// at half the capacity per launch; 0: 16-bit partials, rounded at every hop (as NCCL). The host's capacity rule
-// (kernel-table.ts, LLCOMM_RING_F32_PARTIALS in abi.ts) must agree; the ABI test checks it. Off by default until the
-// latency model is re-calibrated for it (its committed fits describe the 16-bit ring's chunking).
+// f32 accumulation for f16/bf16 (issue 18 item 4), the default: the host builds the kernels with these values unless
+// the communicator asks for 16-bit accumulation (option `accumulation: 'dtype'`, which passes both as 0 to NVRTC).
+// The host's capacity rules (kernel-table.ts KernelBuildOptions, defaults from abi.ts) must agree; the ABI test
+// checks the defaults.
+// 1: f16/bf16 ring carries f32 partial sums between reduce-scatter hops (kernels/allreduce/ring.cu) at half the
+// capacity per launch; 0: 16-bit partials, rounded at every hop (as NCCL).
 #ifndef LLCOMM_RING_F32_PARTIALS
-#define LLCOMM_RING_F32_PARTIALS 0
+#define LLCOMM_RING_F32_PARTIALS 1
+#endif
+// 1: f16/bf16 twoshot-atomic adds into f32 lines (two physical lines per 31 input words; llcomm/atomic_lines.cuh;
+// the ll128 region has room for them: the same capacity per launch); 0: packed 16-bit red.add (one rounding to the
+// dtype per add).
+#ifndef LLCOMM_ATOMIC_F32_LINES
+#define LLCOMM_ATOMIC_F32_LINES 1
 #endif
 
 // One per communicator, zero-filled by the host; the first timeout wins the CAS on `code` and fills the rest.

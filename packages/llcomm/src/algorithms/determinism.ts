@@ -54,7 +54,7 @@ export const DETERMINISM_TABLE: readonly DeterminismFacts[] = [
     algorithm: 'ring',
     cpu: false,
     cuda: false,
-    why: 'partial sums travel around the ring, so each part is summed starting at its owner, not in rank order (and on CUDA rounded to the dtype at every hop)',
+    why: 'partial sums travel around the ring, so each part is summed starting at its owner, not in rank order (and, with the CUDA option accumulation: dtype, rounded to the dtype at every hop)',
   },
   {
     algorithm: 'nccl',

@@ -48,12 +48,21 @@ export interface CpuCommunicatorOptions extends CommunicatorOptionsBase {
   spinIterations?: number
 }
 
+/**
+ * How f16/bf16 sums accumulate on the cuda backend. 'f32' (default): every algorithm adds in f32 and rounds once to
+ * the dtype. 'dtype': ring rounds its partial sums to the dtype at every hop and twoshot-atomic adds with packed
+ * 16-bit red.add (denser buffers, less exact); the other algorithms are unchanged. docs/kernels.md, "Numerics".
+ */
+export type Accumulation = 'f32' | 'dtype'
+
 export interface CudaCommunicatorOptions extends CommunicatorOptionsBase {
   backend: 'cuda'
   /** Device ordinals, one per rank. A repeated index gives virtual ranks on one GPU. */
   devices: number[]
   /** Directory of the NVRTC cubin cache. Default: $LLCOMM_CACHE_DIR or ~/.cache/llcomm. */
   cacheDir?: string
+  /** f16/bf16 accumulation of ring and twoshot-atomic (Accumulation). Default 'f32'. */
+  accumulation?: Accumulation
 }
 
 export type CommunicatorOptions = CpuCommunicatorOptions | CudaCommunicatorOptions

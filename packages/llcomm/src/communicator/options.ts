@@ -48,7 +48,7 @@ export const BENCHMARK_REQUEST_KEYS: readonly string[] = [
 /** Keys of CommunicatorOptionsBase and of each backend's options (api/types.ts). */
 export const COMMUNICATOR_OPTION_KEYS: Readonly<Record<Backend, readonly string[]>> = {
   cpu: ['backend', 'timeoutMs', 'bufferBytes', 'tuningTable', 'deterministic', 'ranks', 'spinIterations'],
-  cuda: ['backend', 'timeoutMs', 'bufferBytes', 'tuningTable', 'deterministic', 'devices', 'cacheDir'],
+  cuda: ['backend', 'timeoutMs', 'bufferBytes', 'tuningTable', 'deterministic', 'devices', 'cacheDir', 'accumulation'],
 }
 
 /** Throws INVALID_ARGUMENT naming the first key of `o` that is not in `known`. */

@@ -7,9 +7,13 @@
  * Numeric models:
  *   - one-shot, two-shot sentinel, one-shot barrier (and every CPU algorithm): f32 accumulation, one rounding to the
  *     dtype;
- *   - ring (cuda): partial sums rounded to the dtype at every hop (n-1 roundings in the dtype);
- *   - twoshot-atomic (cuda): red.add in the dtype for f16/bf16 (packed 16-bit adds), and for f32 red.add.f32, which
- *     flushes subnormal inputs and results to zero;
+ *   - ring (cuda): f32 partial sums between hops, rounded once at the part's owner (f32 accumulation; another order
+ *     than rank order); with the communicator option `accumulation: 'dtype'`, f16/bf16 partial sums rounded to the
+ *     dtype at every hop (n-1 roundings in the dtype);
+ *   - twoshot-atomic (cuda): red.add.f32 into f32 lines for every dtype, rounded once at the owner; red.add.f32
+ *     flushes subnormal inputs and results to zero, which touches f32 and bf16 (whose subnormals are f32
+ *     subnormals) but not f16 (every f16 value is a normal f32); with `accumulation: 'dtype'`, f16/bf16 add with
+ *     packed 16-bit red.add.noftz (a rounding in the dtype per add, no flush);
  *   - nccl, nccl-symmetric: NCCL's reductions, rounded in the dtype per step.
  *
  * The bound: the n-term sum accumulated with unit roundoff `step` (2^-24 in f32 registers, the dtype's own when it
@@ -18,7 +22,7 @@
  * accumulation error), plus the dtype's smallest subnormal near zero); with a 1e-4 relative margin for the bound's
  * own evaluation.
  */
-import type { AlgorithmName, Dtype, TensorArray } from '../api/types.js'
+import type { Accumulation, AlgorithmName, Dtype, TensorArray } from '../api/types.js'
 import { DTYPE_CODECS } from './codec.js'
 
 /** Unit roundoff, smallest subnormal and largest finite value of each output dtype. */
@@ -38,17 +42,21 @@ export interface NumericModel {
 
 export const F32_ACCUMULATION: NumericModel = { stepRounding: 'f32', flushesSubnormals: false }
 
-/** The numeric model of an algorithm for a dtype on the cuda backend (table above; the CPU's is F32_ACCUMULATION). */
-export function numericModel(algorithm: AlgorithmName, dtype: Dtype): NumericModel {
+/**
+ * The numeric model of an algorithm for a dtype on the cuda backend (table above; the CPU's is F32_ACCUMULATION),
+ * under the communicator's `accumulation` option (default 'f32').
+ */
+export function numericModel(algorithm: AlgorithmName, dtype: Dtype, accumulation: Accumulation = 'f32'): NumericModel {
+  const sixteenBit = dtype !== 'f32' && accumulation === 'dtype'
   switch (algorithm) {
-    case 'ring':
     case 'nccl':
     case 'nccl-symmetric':
       return { stepRounding: 'dtype', flushesSubnormals: false }
+    case 'ring':
+      return sixteenBit ? { stepRounding: 'dtype', flushesSubnormals: false } : F32_ACCUMULATION
     case 'twoshot-atomic':
-      return dtype === 'f32'
-        ? { stepRounding: 'f32', flushesSubnormals: true }
-        : { stepRounding: 'dtype', flushesSubnormals: false }
+      if (sixteenBit) return { stepRounding: 'dtype', flushesSubnormals: false }
+      return { stepRounding: 'f32', flushesSubnormals: dtype !== 'f16' }
     default:
       return F32_ACCUMULATION
   }

@@ -13,9 +13,12 @@ import {
   LLCOMM_THREADS,
 } from '../../src/backends/cuda/abi.js'
 import {
+  accumulationBuild,
   channelCapacityBytes,
   deviceBufferLayout,
   KERNEL_VARIANTS,
+  type KernelBuildOptions,
+  kernelBuildDefines,
   kernelSources,
   kernelsDirectory,
   launchShape,
@@ -137,7 +140,12 @@ function laneUse(
   pieceBytes: number,
   eb: number,
   L: ReturnType<typeof deviceBufferLayout>,
+  build: KernelBuildOptions = {},
 ): { fits: boolean } {
+  // f16/bf16 accumulated in f32 (abi.cuh defaults, issue 18 item 4): two physical lines per 31 input words, and ring
+  // reduce-scatter slots holding f32 partials (twice the input bytes).
+  const f32Lines = eb === 2 && build.atomicF32Lines !== false
+  const f32Partials = eb === 2 && build.ringF32Partials !== false
   const down16 = (x: number) => Math.floor(x / 16) * 16
   const partBytes = Math.ceil(Math.ceil(pieceBytes / eb / n) / (16 / eb)) * 16
   switch (alg) {
@@ -153,47 +161,87 @@ function laneUse(
       const words = partBytes / 4
       const lines = Math.ceil(words / 31)
       return {
-        fits: words * 8 <= down16(Math.floor(L.ll.channelHalfBytes / n)) && lines * 128 <= L.ll128.channelHalfBytes,
+        fits:
+          words * 8 <= down16(Math.floor(L.ll.channelHalfBytes / n)) &&
+          lines * 128 * (f32Lines ? 2 : 1) <= L.ll128.channelHalfBytes,
       }
     }
     case 'oneshot-barrier':
       return { fits: Math.ceil(pieceBytes / 16) * 16 <= L.plain.channelHalfBytes }
     case 'ring': {
       if (n === 1) return { fits: pieceBytes <= L.plain.channelHalfBytes }
-      return { fits: partBytes <= down16(Math.floor(L.plain.channelHalfBytes / (2 * (n - 1)))) }
+      return { fits: partBytes * (f32Partials ? 2 : 1) <= down16(Math.floor(L.plain.channelHalfBytes / (2 * (n - 1)))) }
     }
   }
   throw new Error(alg)
 }
 
 test('launchShape: channels fit their lanes at every count up to maxCountPerCall; shapes are well formed', () => {
-  for (const v of KERNEL_VARIANTS) {
-    const eb = DTYPE_BYTES[v.dtype]
-    for (const n of RANKS) {
-      for (const b of BUFFERS) {
-        const L = deviceBufferLayout(n, b)
-        const full = launchShape(v, n, 1, b).maxCountPerCall
-        assert.equal((full * eb) % 16, 0, 'chunk boundaries stay 16-byte aligned')
-        assert.equal(full, maxBlocksPerRank(n) * (channelCapacityBytes(v, n, L) / eb))
-        const counts = [1, 2, 3, 7, 8, 9, 15, 17, 1000, 4097, Math.floor(full / 3), full - 1, full, full + 1, 10 * full]
-        for (const count of counts.filter((c) => c >= 1)) {
-          const s = launchShape(v, n, count, b)
-          assert.equal(s.maxCountPerCall, full)
-          assert.equal(s.threadsPerBlock, LLCOMM_THREADS)
-          assert.equal(s.sharedBytes, 0)
-          assert.ok(s.blocksPerRank >= 1 && s.blocksPerRank <= LLCOMM_MAX_CHANNELS)
-          assert.ok(s.blocksPerRank * n <= Math.max(128, n), `${s.blocksPerRank} blocks × ${n} ranks`)
-          const launched = Math.min(count, full)
-          const piece = pieceElems(launched, s.blocksPerRank, 16 / eb)
-          const where = `${v.kernelName} n=${n} buffer=${b} count=${count} blocks=${s.blocksPerRank}`
-          assert.ok(
-            laneUse(v.algorithm, n, piece * eb, eb, L).fits,
-            `channel piece of ${piece} elements overflows its lanes: ${where}`,
-          )
+  // The default build and the 16-bit accumulation build (communicator option accumulation: 'dtype').
+  for (const build of [{}, accumulationBuild('dtype')])
+    for (const v of KERNEL_VARIANTS) {
+      const eb = DTYPE_BYTES[v.dtype]
+      for (const n of RANKS) {
+        for (const b of BUFFERS) {
+          const L = deviceBufferLayout(n, b)
+          const full = launchShape(v, n, 1, b, build).maxCountPerCall
+          assert.equal((full * eb) % 16, 0, 'chunk boundaries stay 16-byte aligned')
+          assert.equal(full, maxBlocksPerRank(n) * (channelCapacityBytes(v, n, L, build) / eb))
+          const counts = [
+            1,
+            2,
+            3,
+            7,
+            8,
+            9,
+            15,
+            17,
+            1000,
+            4097,
+            Math.floor(full / 3),
+            full - 1,
+            full,
+            full + 1,
+            10 * full,
+          ]
+          for (const count of counts.filter((c) => c >= 1)) {
+            const s = launchShape(v, n, count, b, build)
+            assert.equal(s.maxCountPerCall, full)
+            assert.equal(s.threadsPerBlock, LLCOMM_THREADS)
+            assert.equal(s.sharedBytes, 0)
+            assert.ok(s.blocksPerRank >= 1 && s.blocksPerRank <= LLCOMM_MAX_CHANNELS)
+            assert.ok(s.blocksPerRank * n <= Math.max(128, n), `${s.blocksPerRank} blocks × ${n} ranks`)
+            const launched = Math.min(count, full)
+            const piece = pieceElems(launched, s.blocksPerRank, 16 / eb)
+            const where = `${v.kernelName} n=${n} buffer=${b} count=${count} blocks=${s.blocksPerRank}`
+            assert.ok(
+              laneUse(v.algorithm, n, piece * eb, eb, L, build).fits,
+              `channel piece of ${piece} elements overflows its lanes: ${where}`,
+            )
+          }
         }
       }
     }
-  }
+})
+
+test('f32 accumulation: ring halves its f16/bf16 capacity per launch; twoshot-atomic (lines for both builds) and the rest keep theirs', () => {
+  const sixteen = accumulationBuild('dtype')
+  assert.deepEqual(accumulationBuild('f32'), {})
+  for (const v of KERNEL_VARIANTS)
+    for (const n of [2, 3, 4, 8, 63])
+      for (const b of BUFFERS) {
+        const wide = launchShape(v, n, 1, b).maxCountPerCall
+        const narrow = launchShape(v, n, 1, b, sixteen).maxCountPerCall
+        const where = `${v.kernelName} n=${n} buffer=${b}: ${wide} vs ${narrow}`
+        if (v.algorithm === 'ring' && v.dtype !== 'f32' && n > 1) {
+          // each slot halves, rounded down to 16 bytes: at most 16 bytes per slot and block less than half
+          const slack = (maxBlocksPerRank(n) * n * 16) / DTYPE_BYTES[v.dtype]
+          assert.ok(wide <= narrow / 2 && wide >= narrow / 2 - slack, where)
+        } else assert.equal(wide, narrow, where)
+      }
+  assert.deepEqual(kernelBuildDefines({}), [])
+  assert.deepEqual(kernelBuildDefines({ ringF32Partials: true, atomicF32Lines: true }), [])
+  assert.deepEqual(kernelBuildDefines({ atomicF32Lines: false }), ['-DLLCOMM_ATOMIC_F32_LINES=0'])
 })
 
 test('launchShape is a pure function of (variant, nranks, count, bufferBytes)', () => {

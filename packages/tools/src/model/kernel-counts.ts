@@ -31,6 +31,7 @@
  */
 import type { Dtype } from 'llcomm/internal'
 import {
+  accumulationBuild,
   DEFAULT_BUFFER_BYTES,
   DTYPE_BYTES,
   type KernelProtocol,
@@ -43,6 +44,15 @@ import {
 
 /** The kernel family whose structure an algorithm follows (data/latency/algorithms.json `kernel`). */
 export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
+
+/**
+ * The kernel build the counts follow: the one every committed bench file and latency fit measured, 16-bit
+ * accumulation for f16/bf16 (ring's 16-bit partials, twoshot-atomic's packed 16-bit lines; the communicator option
+ * `accumulation: 'dtype'`). The library's default since issue 18 item 4 is f32 accumulation, which halves the ring's
+ * f16/bf16 capacity per launch and doubles both kernels' reduce-scatter bytes (twoshot-atomic: two f32 reductions per
+ * input word): the model describes it only after a refit on bench files measured with it (docs/model.md).
+ */
+export const FITTED_KERNEL_BUILD = accumulationBuild('dtype')
 
 /** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
 export const RECV_BATCH = 8
@@ -207,7 +217,7 @@ function structureCounts(
   bufferBytes: number,
 ): StructureCounts {
   const eb = DTYPE_BYTES[variant.dtype]
-  const ls = launchShape(variant, ranks, count, bufferBytes)
+  const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD)
   const threads = ls.threadsPerBlock
   const pieceBytes = pieceElems(count, ls.blocksPerRank, 16 / eb) * eb
   const payload = SLOT_PAYLOAD_BYTES[variant.protocol]
@@ -351,7 +361,7 @@ export function kernelLaunches(
   // the name comes from the model's table; selectKernel rejects one without a kernel
   const variant = selectKernel(algorithm as Parameters<typeof selectKernel>[0], dtype, 'sum')
   const count = Math.max(1, Math.ceil(bytes / DTYPE_BYTES[dtype]))
-  const maxCount = launchShape(variant, ranks, 1, bufferBytes).maxCountPerCall
+  const maxCount = launchShape(variant, ranks, 1, bufferBytes, FITTED_KERNEL_BUILD).maxCountPerCall
   const full = Math.floor(count / maxCount)
   const rest = count - full * maxCount
   const groups: LaunchGroup[] = []

@@ -44,8 +44,10 @@ export const LLCOMM_SIG_ALG_RING = 6
 export const LLCOMM_SIG_PROTOCOL_LL8 = 1
 export const LLCOMM_SIG_PROTOCOL_LL16 = 2
 export const LLCOMM_SIG_KIND_MASK = 0x3ff
-/** abi.cuh LLCOMM_RING_F32_PARTIALS: f16/bf16 ring with f32 partial sums (half the capacity); 0 = off (default). */
-export const LLCOMM_RING_F32_PARTIALS = 0
+/** abi.cuh LLCOMM_RING_F32_PARTIALS: f16/bf16 ring with f32 partial sums (half the capacity); 1 = on (default). */
+export const LLCOMM_RING_F32_PARTIALS: number = 1
+/** abi.cuh LLCOMM_ATOMIC_F32_LINES: f16/bf16 twoshot-atomic on f32 lines (two lines per 31 words); 1 = on (default). */
+export const LLCOMM_ATOMIC_F32_LINES: number = 1
 /** LlcommErrorWord.what: what the waiter that timed out was waiting for. */
 export const LLCOMM_WAIT_KINDS: Readonly<Record<number, string>> = {
   1: 'LL packet',
@@ -202,6 +204,7 @@ export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_SIG_PROTOCOL_LL16,
   LLCOMM_SIG_KIND_MASK,
   LLCOMM_RING_F32_PARTIALS,
+  LLCOMM_ATOMIC_F32_LINES,
 }
 
 export type Scalar = number | bigint

@@ -11,7 +11,7 @@ import { CU_FUNC_ATTRIBUTE, type CudaDriver, type CuStream, type DevicePtr, Prep
 import { signatureChunkBits } from '../../protocol/call-signature.js'
 import { type AllReduceParamsHost, packAllReduceParams } from './abi.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
-import { type KernelVariant, launchShape, selectKernel } from './kernel-table.js'
+import { type KernelBuildOptions, type KernelVariant, launchShape, selectKernel } from './kernel-table.js'
 import type { KernelModules } from './modules.js'
 
 /** The per-communicator device state every AllReduce launch points at. */
@@ -24,6 +24,8 @@ export interface CommunicatorDeviceState {
   /** The communicator's bufferBytes (launchShape() must see the same value as deviceBufferLayout()). */
   bufferBytes: number
   layout: AllReduceLayoutFields
+  /** The kernel switches the modules were compiled with (communicator option `accumulation`); default abi.cuh's. */
+  kernelBuild?: KernelBuildOptions
 }
 
 /** The region fields of the params struct that come from deviceBufferLayout() (identical on every rank). */
@@ -167,7 +169,7 @@ export class AllReduceLauncher {
     // (signature.ts), which every peer's kernel checks before it uses the launch's data.
     const pieces: { n: number; shape: ReturnType<typeof launchShape> }[] = []
     for (let done = 0; done < count; ) {
-      const shape = launchShape(v, this.state.nranks, count - done, this.state.bufferBytes)
+      const shape = launchShape(v, this.state.nranks, count - done, this.state.bufferBytes, this.state.kernelBuild)
       const n = Math.min(shape.maxCountPerCall, count - done)
       if (n <= 0)
         throw new LlcommError(

@@ -8,6 +8,7 @@
  * last replay are checked against a float64 reference (reference.ts) and for bitwise agreement across ranks.
  */
 import type {
+  Accumulation,
   AlgorithmChoice,
   AlgorithmName,
   BenchmarkRequest,
@@ -48,6 +49,8 @@ export function randomInput(dtype: Dtype, count: number, random: () => number = 
 export interface BenchmarkedCommunicator {
   readonly size: number
   readonly streams: readonly CuStream[]
+  /** Option `accumulation`: the numeric model of the correctness check (tolerance.ts numericModel). */
+  readonly accumulation: Accumulation
   resolveAlgorithm(
     requested: AlgorithmChoice,
     dtype: Dtype,
@@ -187,7 +190,7 @@ export async function runCudaBenchmark(
     }
     const ref = referenceSum(hostInputs[lastSet], dtype, count)
     let wrong = 0
-    const model = numericModel(algorithm, dtype)
+    const model = numericModel(algorithm, dtype, comm.accumulation)
     for (const o of outs) wrong += countWrong(o, ref, nranks, dtype, count, model)
     if (ranksAgreeBitwise(outs, count) >= 0) {
       // Count every element where some rank differs from rank 0 (each such element is wrong on some rank).

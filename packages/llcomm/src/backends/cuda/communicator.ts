@@ -25,6 +25,7 @@
 import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
 import { type AlgorithmCapabilities, type ResolveCall, resolveAlgorithm } from '../../algorithms/resolve.js'
 import type {
+  Accumulation,
   AlgorithmChoice,
   AlgorithmName,
   AllReduceOptions,
@@ -83,13 +84,27 @@ import { EagerCallCache } from './eager-calls.js'
 import { readErrorWord } from './error-word.js'
 import { FusedLauncher } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
-import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
+import {
+  accumulationBuild,
+  deviceBufferLayout,
+  KERNEL_VARIANTS,
+  kernelBuildDefines,
+  kernelSources,
+} from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
 import { NcclBaseline, ncclUnavailableReason } from './nccl-baseline.js'
 import { UserDeviceResources } from './user-resources.js'
 
 export const DEFAULT_TIMEOUT_MS = COMMON_DEFAULT_TIMEOUT_MS
+
+/** The `accumulation` option: 'f32' (default) or 'dtype'; INVALID_ARGUMENT for anything else. */
+export function validateAccumulation(value: unknown): Accumulation {
+  if (value === undefined || value === 'f32' || value === 'dtype') return value ?? 'f32'
+  throw new LlcommError('INVALID_ARGUMENT', `accumulation must be 'f32' or 'dtype', got ${JSON.stringify(value)}`, {
+    accumulation: value,
+  })
+}
 export const DEFAULT_BUFFER_BYTES = DEFAULT_BUFFER_BYTES_OF.cuda
 
 export type {
@@ -179,6 +194,8 @@ export class CudaCommunicator extends CommunicatorBase {
   /** A device failure seen by checkDeviceError or a stream wait: device views refuse to launch until recover(). */
   private broken: LlcommError | undefined
   private readonly capabilities: AlgorithmCapabilities
+  /** f16/bf16 accumulation of ring and twoshot-atomic (option `accumulation`, default 'f32'). */
+  readonly accumulation: Accumulation
   /** Every rank's buffers at their initial contents (creation and recover()). */
   private readonly layout: ReturnType<typeof deviceBufferLayout>
 
@@ -229,12 +246,20 @@ export class CudaCommunicator extends CommunicatorBase {
     this.bufferBytes = bufferBytes
     this.tuning = loadTuningTable(options.tuningTable)
     this.deterministic = validateDeterministic(options.deterministic)
+    this.accumulation = validateAccumulation(options.accumulation)
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
     this.user = new UserDeviceResources(this.driver, this.deviceSet, this.allocs)
     const nv = loadNvrtc()
-    this.modules = new KernelModules(this.driver, nv, { headers: kernelSources(), cacheDir: options.cacheDir })
+    // f16/bf16 accumulation (option `accumulation`): compiled into the kernels (abi.cuh switches as NVRTC -D
+    // options, part of the cubin cache key) and into the capacity rule of every launch (launchShape()).
+    const kernelBuild = accumulationBuild(this.accumulation)
+    this.modules = new KernelModules(this.driver, nv, {
+      headers: kernelSources(),
+      cacheDir: options.cacheDir,
+      extraOptions: kernelBuildDefines(kernelBuild),
+    })
     try {
       const layout = deviceBufferLayout(this.size, bufferBytes)
       this.layout = layout
@@ -260,6 +285,7 @@ export class CudaCommunicator extends CommunicatorBase {
         timeoutNs: timeoutMs * 1e6,
         bufferBytes,
         layout,
+        kernelBuild,
       })
     } catch (e) {
       this.releaseAll()

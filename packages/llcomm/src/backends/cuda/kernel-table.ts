@@ -9,12 +9,13 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import type { Accumulation, AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import { DTYPE_BYTES, LLCOMM_ALGORITHMS } from '../../api/types.js'
 import { DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES_OF_BACKEND } from '../../communicator/options.js'
 import { LlcommError } from '../../errors.js'
 import {
   type BufferRegion,
+  LLCOMM_ATOMIC_F32_LINES,
   LLCOMM_ERROR_WORD_BYTES,
   LLCOMM_LINE_BYTES,
   LLCOMM_LINE_DATA_WORDS,
@@ -204,7 +205,10 @@ function checkRanks(nranks: number): void {
  * parity). With P = ceil(bufferBytes / channels) rounded up to 128 bytes of payload per channel-half:
  *   ll       (LL8/LL16 packets, zero fill)       2P per channel-half (packets are half flag)
  *   sentinel (sentinel slots, 0xFFFFFFFF fill)     P
- *   ll128    (atomic lines, zero fill)            lines for P / nranks of payload (twoshot-atomic's owner part)
+ *   ll128    (atomic lines, zero fill)            lines for P / nranks of payload (twoshot-atomic's owner part), twice:
+ *                                                 f16/bf16 on f32 lines take two lines per 31 words (issue 18 item 4),
+ *                                                 so twoshot-atomic's capacity per launch stays what its LL8 all-gather
+ *                                                 lanes carry (P / nranks per owner) in every build
  *   plain    (ring, oneshot-barrier; no fill)      P
  * So a one-shot carries bufferBytes / nranks per launch and a two-shot up to bufferBytes / 2 or bufferBytes.
  */
@@ -217,7 +221,7 @@ export function deviceBufferLayout(nranks: number, bufferBytes: number = DEFAULT
   const payload = roundUp(Math.ceil(bufferBytes / channels), 128)
   const llHalf = 2 * payload
   const sentinelHalf = payload
-  const ll128Half = roundUp(Math.ceil(payload / nranks / (LLCOMM_LINE_DATA_WORDS * 4)), 1) * LLCOMM_LINE_BYTES
+  const ll128Half = 2 * Math.ceil(payload / nranks / (LLCOMM_LINE_DATA_WORDS * 4)) * LLCOMM_LINE_BYTES
   const plainHalf = payload
   let offset = 0
   const place = (half: number): BufferRegion => {
@@ -326,7 +330,10 @@ export function channelCapacityBytes(
     case 'twoshot-atomic': {
       const agLane = roundDown(Math.floor(ll / n), 16) // LL8 packets: 4 payload bytes per 8
       const byAg = roundDown(agLane / 2, 16)
-      const lines = Math.floor(layout.ll128.channelHalfBytes / LLCOMM_LINE_BYTES)
+      // f16/bf16 on f32 lines (abi.cuh LLCOMM_ATOMIC_F32_LINES): 31 input words take two physical lines
+      // (kernels/llcomm/atomic_lines.cuh).
+      const f32Lines = (kernelOptions.atomicF32Lines ?? LLCOMM_ATOMIC_F32_LINES !== 0) && DTYPE_BYTES[v.dtype] === 2
+      const lines = Math.floor(layout.ll128.channelHalfBytes / LLCOMM_LINE_BYTES / (f32Lines ? 2 : 1))
       const byLines = roundDown(lines * LLCOMM_LINE_DATA_WORDS * 4, 16)
       return n * Math.min(byAg, byLines)
     }
@@ -345,10 +352,34 @@ export function channelCapacityBytes(
   }
 }
 
-/** Compile-time kernel switches the capacity rules depend on (default: abi.cuh's values). For tests. */
+/**
+ * Compile-time kernel switches the capacity rules depend on (default: abi.cuh's values); set by the communicator
+ * option `accumulation` (accumulationBuild()) and by the kernel tests.
+ */
 export interface KernelBuildOptions {
   /** The kernels were built with LLCOMM_RING_F32_PARTIALS=1 (or 0). */
   ringF32Partials?: boolean
+  /** The kernels were built with LLCOMM_ATOMIC_F32_LINES=1 (or 0). */
+  atomicF32Lines?: boolean
+}
+
+/**
+ * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
+ * accumulation everywhere); 'dtype' builds the f16/bf16 ring with 16-bit partials and twoshot-atomic with packed
+ * 16-bit red.add (docs/kernels.md, "Numerics").
+ */
+export function accumulationBuild(accumulation: Accumulation): KernelBuildOptions {
+  return accumulation === 'dtype' ? { ringF32Partials: false, atomicF32Lines: false } : {}
+}
+
+/** NVRTC -D options for the switches that differ from abi.cuh's defaults (none for the defaults: same cache key). */
+export function kernelBuildDefines(o: KernelBuildOptions): string[] {
+  const out: string[] = []
+  if (o.ringF32Partials !== undefined && o.ringF32Partials !== (LLCOMM_RING_F32_PARTIALS !== 0))
+    out.push(`-DLLCOMM_RING_F32_PARTIALS=${o.ringF32Partials ? 1 : 0}`)
+  if (o.atomicF32Lines !== undefined && o.atomicF32Lines !== (LLCOMM_ATOMIC_F32_LINES !== 0))
+    out.push(`-DLLCOMM_ATOMIC_F32_LINES=${o.atomicF32Lines ? 1 : 0}`)
+  return out
 }
 
 /** llcPiece's size: ceil(count / parts) rounded up to alignElems (kernels/llcomm/channel.cuh). */

@@ -140,6 +140,8 @@ test('unknown or mistyped communicator options are INVALID_ARGUMENT before any l
     { backend: 'cuda', devices: [0], bufferBytes: 2 ** 33 },
     { backend: 'cuda', devices: [0], deterministic: 'yes' },
     { backend: 'cuda', devices: [0], ranks: 2 },
+    { backend: 'cuda', devices: [0], accumulation: 'bf16' },
+    { backend: 'cuda', devices: [0], accumulation: true },
   ]) {
     await assert.rejects(createCudaCommunicator(options as never), (e) => isLlcommError(e, 'INVALID_ARGUMENT'))
     await assert.rejects(createCommunicator(options as never), (e) => isLlcommError(e, 'INVALID_ARGUMENT'))
