@@ -247,6 +247,8 @@ export interface ProcessDeviceAllReduceRequest {
   protocol?: LlProtocol
   pdl?: boolean
   fallback?: boolean
+  /** As AllReduceOptions.deterministic. Default: the communicator's `deterministic`, else false. */
+  deterministic?: boolean
 }
 
 export interface CudaProcessCommunicatorApi extends ProcessCommunicator {

@@ -71,6 +71,20 @@ async function main(): Promise<void> {
       }
     }
   }
+  // deterministic: true per call: every algorithm gives oneshot-barrier's bits; ring and twoshot-atomic are replaced
+  // by it, with the reason.
+  for (const dtype of ['f32', 'bf16'] as const) {
+    const inputs = Array.from({ length: comm.size }, (_, r) => inputOf(dtype, 4099, r, 91))
+    const reference = digest(await comm.allReduce(inputs[rank], { algorithm: 'oneshot-barrier', dtype }))
+    for (const algorithm of algorithms) {
+      const out = await comm.allReduce(inputs[rank], { algorithm, dtype, deterministic: true })
+      calls++
+      if (digest(out) !== reference)
+        problems.push(`deterministic ${algorithm} ${dtype}: bits differ from oneshot-barrier`)
+      if ((algorithm === 'ring' || algorithm === 'twoshot-atomic') && out.info.algorithm !== 'oneshot-barrier')
+        problems.push(`deterministic ${algorithm} ${dtype} ran ${out.info.algorithm}`)
+    }
+  }
   // nccl on a GPU shared by the ranks: not offered; a request falls back with a reason.
   let ncclFallback: string | undefined
   if (!comm.algorithms.includes('nccl')) {

@@ -51,6 +51,32 @@ for (const { worldSize, lengths, dtypes } of MATRIX_SAMPLES) {
   })
 }
 
+test('deterministic: true on a per-process communicator: every algorithm gives oneshot-barrier bits, replacements reported', async () => {
+  const runs = await runRanks({
+    worldSize: 3,
+    scenario: 'deterministic',
+    env: { LLCOMM_TEST_DETERMINISTIC: '1' },
+    deadlineMs: 60_000,
+  })
+  for (const r of runs) {
+    assert.equal(r.code, 0, r.stderr)
+    const { ran, digests } = resultOf(r) as {
+      ran: Record<string, { algorithm: string; fallbackReason?: string }>
+      digests: Record<string, string>
+    }
+    for (const [key, info] of Object.entries(ran)) {
+      const [algorithm, dtype] = key.split('/')
+      assert.equal(digests[key], digests[`oneshot-barrier/${dtype}`], `rank ${r.rank}: ${key} bits`)
+      if (algorithm === 'ring' || algorithm === 'twoshot-atomic') {
+        assert.equal(info.algorithm, 'oneshot-barrier', `rank ${r.rank}: ${key} ran ${info.algorithm}`)
+        assert.match(info.fallbackReason ?? '', /deterministic/, `rank ${r.rank}: ${key}`)
+      }
+    }
+    assert.deepEqual(digests, resultOf(runs[0]).digests, `rank ${r.rank} differs from rank 0`)
+  }
+  assertNothingLeft(runs)
+})
+
 test('10,000 back-to-back checked calls at 2 processes, 300 at 6', async () => {
   for (const [worldSize, calls] of [
     [2, 10_000],

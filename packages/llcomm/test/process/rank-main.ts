@@ -119,6 +119,25 @@ async function killed(comm: CpuProcessCommunicator): Promise<Record<string, unkn
   }
 }
 
+/**
+ * The communicator was created with deterministic: true (LLCOMM_TEST_DETERMINISTIC=1): every algorithm, asked for
+ * by name with the default fallback, gives oneshot-barrier's bits; those that do not keep determinism report the
+ * replacement.
+ */
+async function deterministic(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  const ran: Record<string, { algorithm: string; fallbackReason?: string }> = {}
+  const digests: Record<string, string> = {}
+  for (const dtype of ['f32', 'bf16'] as const) {
+    const inputs = Array.from({ length: comm.size }, (_, r) => adversarialInput(dtype, 4097, 77, r))
+    for (const algorithm of MATRIX_ALGORITHMS) {
+      const out = await comm.allReduce(inputs[comm.rank], { algorithm, dtype })
+      ran[`${algorithm}/${dtype}`] = { algorithm: out.info.algorithm, fallbackReason: out.info.fallbackReason }
+      digests[`${algorithm}/${dtype}`] = digest(out)
+    }
+  }
+  return { ran, digests }
+}
+
 /** The victim joins but never calls: the others get TIMEOUT naming it. */
 async function absent(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
   if (comm.rank === victim) {
@@ -143,6 +162,7 @@ async function main(): Promise<void> {
       rendezvous: 'env',
       timeoutMs,
       bufferBytes: 16 * 1024,
+      ...(process.env.LLCOMM_TEST_DETERMINISTIC === '1' ? { deterministic: true } : {}),
       ...(process.env.LLCOMM_TEST_SPIN ? { spinIterations: Number(process.env.LLCOMM_TEST_SPIN) } : {}),
     })) as CpuProcessCommunicator
   } catch (e) {
@@ -157,6 +177,9 @@ async function main(): Promise<void> {
       break
     case 'stress':
       result = await stress(comm, Number(process.env.LLCOMM_TEST_CALLS ?? 10_000))
+      break
+    case 'deterministic':
+      result = await deterministic(comm)
       break
     case 'killed':
       result = await killed(comm)

@@ -27,7 +27,7 @@ import type {
   RankAllReduceOutput,
   TensorArray,
 } from '../../api/types.js'
-import { validateAllReduceOptions, validateRankInput } from '../../communicator/validate.js'
+import { validateAllReduceOptions, validateDeterministic, validateRankInput } from '../../communicator/validate.js'
 import { wordsForCount } from '../../dtype/codec.js'
 import { LlcommError } from '../../errors.js'
 import { type ChannelLayout, computeChannelLayout } from '../../protocol/cpu/layout.js'
@@ -72,6 +72,8 @@ export async function createCpuProcessCommunicator(
   const { rank, worldSize, address } = resolveRendezvousSettings(options)
   const timeoutMs = positive(options.timeoutMs ?? CPU_PROCESS_DEFAULTS.timeoutMs, 'timeoutMs')
   const rendezvousTimeoutMs = positive(options.rendezvousTimeoutMs ?? timeoutMs, 'rendezvousTimeoutMs')
+  // The default of every call's `deterministic` (CommunicatorOptionsBase), as on the in-process communicators.
+  const deterministic = validateDeterministic(options.deterministic)
   const spinIterations = options.spinIterations ?? defaultProcessSpinIterations(worldSize)
   if (!Number.isInteger(spinIterations) || spinIterations < 0) {
     throw new LlcommError('INVALID_ARGUMENT', 'spinIterations must be an integer >= 0', { spinIterations })
@@ -101,7 +103,7 @@ export async function createCpuProcessCommunicator(
     throw e
   }
   rv.unref()
-  return new CpuProcessCommunicator(rv, channel, layout, table, { timeoutMs, spinIterations })
+  return new CpuProcessCommunicator(rv, channel, layout, table, { timeoutMs, spinIterations, deterministic })
 }
 
 export class CpuProcessCommunicator implements ProcessCommunicator {
@@ -115,6 +117,8 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
   private readonly runner: RankRunner
   private readonly table: TuningTable
   private readonly timeoutMs: number
+  /** The communicator's `deterministic` default (each call may override it). */
+  readonly deterministic: boolean
   private queue: Promise<unknown> = Promise.resolve()
   private state: 'open' | 'closing' | 'closed' = 'open'
   private broken: LlcommError | undefined
@@ -127,7 +131,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
     channel: ProcessChannel,
     layout: ChannelLayout,
     table: TuningTable,
-    wait: { timeoutMs: number; spinIterations: number },
+    wait: { timeoutMs: number; spinIterations: number; deterministic?: boolean },
   ) {
     this.rv = rv
     this.channel = channel
@@ -136,6 +140,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
     this.layout = layout
     this.table = table
     this.timeoutMs = wait.timeoutMs
+    this.deterministic = wait.deterministic ?? false
     this.algorithms = ['auto', ...CPU_ALGORITHM_NAMES]
     this.runner = new RankRunner({
       sab: channel.segment.buffer,
@@ -177,7 +182,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
   allReduce<T extends TensorArray>(input: T, options?: AllReduceOptions): Promise<RankAllReduceOutput<T>> {
     try {
       this.ensureUsable()
-      const validated = validateAllReduceOptions(options, this.algorithms)
+      const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.deterministic })
       const count = validateRankInput(input, validated.dtype, this.rank)
       const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
       const run = this.queue.then(() => {

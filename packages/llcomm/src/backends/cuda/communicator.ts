@@ -656,7 +656,7 @@ export class CudaCommunicator extends CommunicatorBase {
     options: AllReduceOptions | undefined,
   ): PreparedCall<AllReduceOutputs<T>> {
     // Every name is accepted here: the resolver decides availability, and falls back when allowed (nccl on one GPU).
-    const validated = validateAllReduceOptions(options, ANY_ALGORITHM)
+    const validated = validateAllReduceOptions(options, ANY_ALGORITHM, { deterministic: this.deterministic })
     const { dtype, op } = validated
     const count = validateHostInputs(inputs, this.size, dtype)
     const bytes = count * DTYPE_BYTES[dtype]

@@ -23,6 +23,7 @@
  */
 import { createHash } from 'node:crypto'
 import { chooseAlgorithm, loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
+import { resolveAlgorithm as resolveWithCapabilities } from '../../algorithms/resolve.js'
 import type {
   AlgorithmChoice,
   AlgorithmName,
@@ -37,7 +38,7 @@ import type {
   TensorArray,
 } from '../../api/types.js'
 import { DTYPE_BYTES, DTYPES } from '../../api/types.js'
-import { validateRankInput } from '../../communicator/validate.js'
+import { validateDeterministic, validateRankInput } from '../../communicator/validate.js'
 import { LlcommError, type LlcommErrorCode } from '../../errors.js'
 import {
   asDevicePtr,
@@ -122,7 +123,15 @@ export async function createCudaProcessCommunicator(
     timeoutMs: rendezvousTimeoutMs,
     config: { backend: 'cuda', worldSize, bufferBytes, tuningTable: digest },
   })
-  const comm = new CudaProcessCommunicator(rv, { device, timeoutMs, bufferBytes, table, cacheDir: options.cacheDir })
+  const deterministic = validateDeterministic(options.deterministic)
+  const comm = new CudaProcessCommunicator(rv, {
+    device,
+    timeoutMs,
+    bufferBytes,
+    table,
+    cacheDir: options.cacheDir,
+    deterministic,
+  })
   try {
     await comm.connect(rendezvousTimeoutMs)
   } catch (e) {
@@ -145,6 +154,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private readonly rv: Rendezvous
   private readonly table: TuningTable
   private readonly cacheDir: string | undefined
+  /** The communicator's `deterministic` default (CommunicatorOptionsBase; each call may override it). */
+  readonly deterministic: boolean
   private driver: CudaDriver | undefined
   private ipc: CudaIpc | undefined
   private deviceSet: DeviceSet | undefined
@@ -171,7 +182,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
 
   constructor(
     rv: Rendezvous,
-    o: { device: number; timeoutMs: number; bufferBytes: number; table: TuningTable; cacheDir?: string },
+    o: {
+      device: number
+      timeoutMs: number
+      bufferBytes: number
+      table: TuningTable
+      cacheDir?: string
+      deterministic?: boolean
+    },
   ) {
     this.rv = rv
     this.rank = rv.rank
@@ -181,6 +199,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.bufferBytes = o.bufferBytes
     this.table = o.table
     this.cacheDir = o.cacheDir
+    this.deterministic = o.deterministic ?? false
   }
 
   /** Steps 1-4 of the header. Every rank takes part in every gather, reporting its own failure there. */
@@ -396,10 +415,29 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     op: ReduceOp,
     bytes: number,
     fallback = true,
+    deterministic = this.deterministic,
   ): { algorithm: AlgorithmName; fallbackReason?: string } {
     if (!DTYPES.includes(dtype)) throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not supported`)
     if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
     const available = this.algorithms.filter((a): a is AlgorithmName => a !== 'auto')
+    if (deterministic) {
+      // The shared resolver's determinism rules (algorithms/determinism.ts): auto among the algorithms that keep
+      // the rank-order f32 sum, a requested one that does not replaced by oneshot-barrier (reported) or refused.
+      const call = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback, deterministic }
+      return resolveWithCapabilities(requested, call, {
+        backend: 'cuda',
+        ranks: this.size,
+        available,
+        cannotServe: (algorithm) => {
+          if (algorithm === 'nccl' || algorithm === 'nccl-symmetric')
+            return `${algorithm} is not usable per process here: ${algorithm === 'nccl' ? this.ncclReason : 'not offered on this path'}`
+          return this.hasKernel(algorithm, dtype, op) ? undefined : `${algorithm} has no kernel for ${dtype}/${op}`
+        },
+        autoPreference: AUTO_PREFERENCE,
+        fallbacks: FALLBACK_KERNELS,
+        tuning: this.table,
+      })
+    }
     if (requested === 'auto') {
       const chosen = chooseAlgorithm(this.table, 'cuda', this.size, bytes, available, AUTO_PREFERENCE)
       if (chosen === 'nccl' || this.hasKernel(chosen, dtype, op)) return { algorithm: chosen }
@@ -452,6 +490,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       op,
       count * DTYPE_BYTES[dtype],
       request.fallback ?? true,
+      validateDeterministic(request.deterministic, this.deterministic),
     )
     const info: AllReduceInfo = { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
     if (count === 0) return info
@@ -549,7 +588,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       const bytes = count * DTYPE_BYTES[dtype]
       const output = (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count)) as T
       if (count === 0) {
-        const r = this.resolveAlgorithm(options.algorithm ?? 'auto', dtype, options.op ?? 'sum', 0, options.fallback)
+        const r = this.resolveAlgorithm(
+          options.algorithm ?? 'auto',
+          dtype,
+          options.op ?? 'sum',
+          0,
+          options.fallback,
+          validateDeterministic(options.deterministic, this.deterministic),
+        )
         return Object.assign(output, { info: { algorithm: r.algorithm, chunks: 0 } })
       }
       const driver = this.driver as CudaDriver
@@ -567,6 +613,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         protocol: options.protocol,
         pdl: options.pdl,
         fallback: options.fallback,
+        deterministic: options.deterministic,
       })
       await this.waitForStream(this.timeoutMs * 2 + 5000, 'the all-reduce')
       this.checkDeviceError()
