@@ -1,0 +1,197 @@
+// The split fused AllReduce + residual add + RMSNorm (kernels/allreduce/fused_rmsnorm_split*.cu): one-shot, like
+// fused_rmsnorm_oneshot.cu, but a row is shared by the C blocks of one thread-block cluster (C = 1, 2, 4 or 8, the
+// launch's cluster dimension), so a batch of one row still puts C blocks per rank on the wire, as the unfused
+// AllReduce does. Clusters never straddle two ranks: C divides blocksPerRank, and a rank's blocks are consecutive
+// (channel.cuh), so the C consecutive blocks of a cluster are channels gC .. gC + C - 1 of one rank.
+//
+// Work split. The rows of a launch are shared out over the G = blocksPerRank / C clusters of a rank (llcPiece);
+// every block of cluster g carries all of g's rows. The reference RMSNorm (llcomm/rmsnorm.cuh) has 512 threads per
+// row, thread t owning the row's 16-byte slots t, t + 512, t + 1024, ...; here those 512 "virtual threads" are split
+// in C runs of V = 512 / C: block b of the cluster owns virtual threads bV .. bV + V - 1, i.e. the row slots
+// j = k * 512 + bV + u (k = 0 .. K - 1 with K = ceil(slots per row / 512), u < V, j < slots per row). A unit is
+// (row, u); the threads of the block take units in turn (kPk threads per unit in the exchange, one in the output
+// pass); the block's message is its units' slots, data slot
+// (row, k, u) at index (row * K + k) * V + u of its lanes (indices with j past the row are holes: never sent).
+//
+// Arithmetic: bit-identical to the reference kernel, so to AllReduce + llcomm_rmsnorm_* and to the other fused
+// kernels. Each data slot is reduced in rank order in f32 (recvReduce), rounded to the dtype, added to the residual
+// and rounded (llcResidualAfterStored); the thread of unit (row, u) then holds exactly the reference thread vt's
+// fma chain q_vt (its slots in k order, elements in order) in a register and stores it in its block's shared memory.
+// After a cluster barrier every block computes, for each of its rows, a_l = q_l + q_{l+32} + ... + q_{l+480} (lane
+// l of one warp, reading the q's of all C blocks through distributed shared memory, in that order), total = a_0 + ...
+// + a_31 (one thread, in order) and inv = rsqrtf(total / hidden + eps): the reference's order exactly. Every block of
+// the cluster computes the same inv redundantly (no second exchange). The output pass reloads each residual slot
+// (written by the same thread) and applies llcNormStoreSlot, as the reference does.
+//
+// Protocols: Fmt = LlcSentinel (a data slot is one sentinel slot; region `sentinel`) or LlcLL16 (a data slot is two
+// LL16 packets of 8 payload bytes; region `ll`). A block's lanes must hold R * K * V data slots (fused-launcher.ts
+// checks, with the unit cap below).
+#pragma once
+#include "llcomm/allreduce_common.cuh"
+#include "llcomm/cluster.cuh"
+#include "llcomm/ll_buffer.cuh"
+#include "llcomm/rmsnorm.cuh"
+
+#if LLC_HAS_DEVICE && !defined(LLCOMM_HOST_EMULATION)
+
+// Units (row, u) one block may own: the q's of its rows live in static shared memory (16 KB of floats).
+#define LLCOMM_SPLIT_MAX_UNITS 4096
+// Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
+#define LLCOMM_SPLIT_MAX_ROWS 64
+
+template <class Fmt, int DT>
+__device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
+  using Value = typename LlBuffer<Fmt>::Value;
+  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+  constexpr llc_u32 E = 16u / eb;                 // elements per 16-byte data slot
+  constexpr int W = Fmt::kWords;                  // payload words per packet
+  constexpr llc_u32 kPk = 4u / W;                 // packets per data slot (sentinel 1, LL16 2)
+  constexpr llc_u32 kVirtual = LLCOMM_THREADS;    // the reference kernel's threads per row
+  llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
+  const LlcBlockRole role = llcBlockRole(p.blocksPerRank, p.launchRanks);
+  const llc_u32 C = llcClusterNumCtas();          // 1, 2, 4 or 8 (the host's cluster dimension)
+  const llc_u32 cShift = static_cast<llc_u32>(__ffs(C) - 1);
+  const llc_u32 b = llcClusterCtaRank();          // = role.channel % C (clusters of consecutive blocks of one rank)
+  const llc_u32 g = role.channel >> cShift;
+  const LlcRange rows = llcPiece(p.rows, p.blocksPerRank >> cShift, g, 1);
+  // A cluster without rows: the same for all its blocks (rows depend on g only), so no block of it reaches a cluster
+  // barrier; no exchange and no epoch step, identically on every rank.
+  if (rows.size() == 0) return;
+  const llc_u32 me = role.rank;
+  const llc_u32 R = static_cast<llc_u32>(rows.size());
+  const llc_u32 V = kVirtual >> cShift;
+  const llc_u32 vShift = static_cast<llc_u32>(__ffs(V) - 1);
+  const llc_u32 S = static_cast<llc_u32>(static_cast<llc_u64>(p.hidden) * eb / 16u); // slots per row
+  const llc_u32 K = (S + kVirtual - 1u) / kVirtual;
+  const llc_u32 units = R * V;
+  const llc_u64 rowBytes = static_cast<llc_u64>(p.hidden) * eb;
+  const bool f32res = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+  const llc_u64 resRowBytes = static_cast<llc_u64>(p.hidden) * (f32res ? 4u : eb);
+  const char* input = reinterpret_cast<const char*>(p.input[me]) + rows.begin * rowBytes;
+  char* residual = reinterpret_cast<char*>(p.residual[me]) + rows.begin * resRowBytes;
+  LlcChannel ch(p.scratch[me], role.channel);
+  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  const llc_u64 laneBytes = llcDivCount(region.channelHalfBytes, p.nranks) / 16u * 16u;
+  const LlBuffer<Fmt> buf = llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(region), laneBytes, me, p.nranks, ch, &waiter);
+  const llc_u32 t = threadIdx.x;
+
+  // kPk threads per unit: thread h = t % kPk of a unit carries packet h of each of its data slots (one LL16 packet
+  // each, as the unfused oneshot-ll puts one packet per thread; for sentinel slots kPk = 1).
+  const llc_u32 h = t % kPk, unitStride = blockDim.x / kPk;
+
+  // Send: packet h of every slot of my units to every peer (the own contribution is reloaded at the receive).
+  for (llc_u32 w = t / kPk; w < units; w += unitStride) {
+    const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+    for (llc_u32 k = 0; k < K; ++k) {
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) break;
+      const llc_u32 i = (rowL * K + k) * V + u;
+      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+      Value v;
+#pragma unroll
+      for (int c = 0; c < W; ++c) v.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+      buf.bcast(i * kPk + h, v);
+    }
+  }
+
+  // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. With kPk = 2
+  // the two threads of a unit are lanes 2m and 2m + 1 of one warp (same unit, same trip counts, so both reach the
+  // shuffle); each reduces its packet and the pair swaps halves, then thread 0 of the pair adds and stores.
+  LLC_SHARED_WORDS(qWords, LLCOMM_SPLIT_MAX_UNITS);
+  float* qs = reinterpret_cast<float*>(qWords);
+  for (llc_u32 w = t / kPk; w < units; w += unitStride) {
+    const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+    float q = 0.0f;
+    for (llc_u32 k = 0; k < K; ++k) {
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) break;
+      const llc_u32 i = (rowL * K + k) * V + u;
+      char* resRow = residual + rowL * resRowBytes;
+      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
+      // The slot's residual is loaded before the receive, so the load overlaps the wait.
+      const LlcSlotFloats<DT> r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+      Value own;
+#pragma unroll
+      for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+      const Value part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+      llc_u32 sum[4]; // constant indices only (a run-time index would put it in local memory)
+      if (kPk == 2) {
+        const unsigned mask = __activemask(); // both lanes of the pair are in it (same unit, same trip counts)
+#pragma unroll
+        for (int c = 0; c < W; ++c) {
+          const llc_u32 other = __shfl_xor_sync(mask, part.w[c], 1);
+          sum[c] = h == 0 ? part.w[c] : other;
+          sum[(kPk - 1) * W + c] = h == 0 ? other : part.w[c];
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < W; ++c) sum[c] = part.w[c];
+      }
+      if (h == 0) {
+        const LlcSlotFloats<DT> stored =
+            llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
+#pragma unroll
+        for (llc_u32 e = 0; e < E; ++e) q = __fmaf_rn(stored.v[e], stored.v[e], q); // the reference's chain
+      }
+    }
+    if (h == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
+  }
+  // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
+  llcClusterArriveRelease();
+  llcClusterWaitAcquire();
+
+  // Per row: the reference's level-1 and total sums over the cluster's q's, then inv; warp `wi` takes rows wi,
+  // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
+  __shared__ float level1[LLCOMM_THREADS / 32][32];
+  __shared__ float invs[LLCOMM_SPLIT_MAX_ROWS];
+  const llc_u32 lane = t & 31u, warp = t >> 5;
+  const llc_u32 qsBase = llcSharedAddress(qs);
+  const float eps = __uint_as_float(p.epsBits);
+  for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
+    float vals[kVirtual / 32];
+#pragma unroll
+    for (llc_u32 m = 0; m < kVirtual / 32; ++m) { // every load in flight before the first add
+      const llc_u32 vt = lane + 32u * m;
+      const llc_u32 owner = vt >> vShift, u = vt & (V - 1u);
+      vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
+    }
+    float a = vals[0];
+#pragma unroll
+    for (llc_u32 m = 1; m < kVirtual / 32; ++m) a = __fadd_rn(a, vals[m]);
+    level1[warp][lane] = a;
+    __syncwarp(); // the warp's level-1 sums are visible to its lane 0
+    if (lane == 0u) {
+      float total = level1[warp][0];
+      for (llc_u32 l = 1; l < 32u; ++l) total = __fadd_rn(total, level1[warp][l]);
+      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));
+    }
+    __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
+  }
+  // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
+  llcClusterArriveRelease();
+  __syncthreads(); // invs is visible to every thread of the block
+
+  // Output: out = dtype((r * inv) * weight) for every slot of my units, one thread per unit. The residual slots were
+  // stored by threads of this block before the cluster barrier and the __syncthreads above, which order those
+  // stores before these loads (llcLoadAfterBarrierV4: the load cannot be hoisted above the barrier).
+  const char* weight = reinterpret_cast<const char*>(p.weight[me]);
+  const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
+  const float outScale = __uint_as_float(p.outScaleBits);
+  const llc_u64 outRowBytes = e4m3 ? p.hidden : rowBytes;
+  char* out = reinterpret_cast<char*>(p.out[me]) + rows.begin * outRowBytes;
+  for (llc_u32 w = t; w < units; w += blockDim.x) {
+    const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+    const float inv = invs[rowL];
+    for (llc_u32 k = 0; k < K; ++k) {
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) break;
+      LlcSlotFloats<DT> r;
+      llcLoadResidualSlot<DT>(residual + rowL * resRowBytes, static_cast<llc_u64>(j) * E, f32res, r);
+      llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, inv, e4m3, outScale);
+    }
+  }
+  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
+  llcClusterWaitAcquire(); // no block exits while another block of the cluster may still read its q's
+}
+
+#endif
