@@ -9,19 +9,20 @@
 // row, thread t owning the row's 16-byte slots t, t + 512, t + 1024, ...; here those 512 "virtual threads" are split
 // in C runs of V = 512 / C: block b of the cluster owns virtual threads bV .. bV + V - 1, i.e. the row slots
 // j = k * 512 + bV + u (k = 0 .. K - 1 with K = ceil(slots per row / 512), u < V, j < slots per row). A unit is
-// (row, u); the threads of the block take units in turn (kPk threads per unit in the exchange, one in the output
-// pass); the block's message is its units' slots, data slot
+// (row, u); the threads of the block take units in turn (up to 32 consecutive lanes per unit in the exchange, one
+// thread per slot in the output pass); the block's message is its units' slots, data slot
 // (row, k, u) at index (row * K + k) * V + u of its lanes (indices with j past the row are holes: never sent).
 //
 // Arithmetic: bit-identical to the reference kernel, so to AllReduce + llcomm_rmsnorm_* and to the other fused
 // kernels. Each data slot is reduced in rank order in f32 (recvReduce), rounded to the dtype, added to the residual
-// and rounded (llcResidualAfterStored); the thread of unit (row, u) then holds exactly the reference thread vt's
-// fma chain q_vt (its slots in k order, elements in order) in a register and stores it in its block's shared memory.
+// and rounded (llcResidualAfterStored); the unit's threads then form exactly the reference thread vt's fma chain q_vt
+// (its slots in k order, elements in order; handed between lanes by shuffles when its slots are on several lanes)
+// in a register and store it in their block's shared memory.
 // After a cluster barrier every block computes, for each of its rows, a_l = q_l + q_{l+32} + ... + q_{l+480} (lane
 // l of one warp, reading the q's of all C blocks through distributed shared memory, in that order), total = a_0 + ...
 // + a_31 (one thread, in order) and inv = rsqrtf(total / hidden + eps): the reference's order exactly. Every block of
 // the cluster computes the same inv redundantly (no second exchange). The output pass reloads each residual slot
-// (written by the same thread) and applies llcNormStoreSlot, as the reference does.
+// (stored by this block's threads before the barriers) and applies llcNormStoreSlot, as the reference does.
 //
 // Protocols: Fmt = LlcSentinel (a data slot is one sentinel slot; region `sentinel`) or LlcLL16 (a data slot is two
 // LL16 packets of 8 payload bytes; region `ll`). A block's lanes must hold R * K * V data slots (fused-launcher.ts
@@ -75,14 +76,21 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const LlBuffer<Fmt> buf = llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(region), laneBytes, me, p.nranks, ch, &waiter);
   const llc_u32 t = threadIdx.x;
 
-  // kPk threads per unit: thread h = t % kPk of a unit carries packet h of each of its data slots (one LL16 packet
-  // each, as the unfused oneshot-ll puts one packet per thread; for sentinel slots kPk = 1).
-  const llc_u32 h = t % kPk, unitStride = blockDim.x / kPk;
+  // Threads per unit: T = kLanes * kPk, consecutive lanes of one warp. Thread h = li % kPk of the unit carries
+  // packet h of its data slots (one LL16 packet per thread, as the unfused oneshot-ll; kPk = 1 for sentinel slots);
+  // with kLanes = K (a power of two, T <= 32) thread li carries slot k = li / kPk, so all K slots of a unit are in
+  // flight at once (one poll round trip, not K); otherwise (kLanes = 1) it walks k = 0 .. K - 1 in turn.
+  const llc_u32 kLanes = (K & (K - 1u)) == 0u && K * kPk <= 32u ? K : 1u;
+  const llc_u32 T = kLanes * kPk;
+  const llc_u32 tShift = static_cast<llc_u32>(__ffs(T) - 1);
+  const llc_u32 li = t & (T - 1u), h = li % kPk, kl = li / kPk;
+  const llc_u32 unitStride = blockDim.x >> tShift;
+  const llc_u32 lane = t & 31u;
 
-  // Send: packet h of every slot of my units to every peer (the own contribution is reloaded at the receive).
-  for (llc_u32 w = t / kPk; w < units; w += unitStride) {
+  // Send: packet h of my slots of every unit of mine to every peer (the own contribution is reloaded at the receive).
+  for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
-    for (llc_u32 k = 0; k < K; ++k) {
+    for (llc_u32 k = kl; k < K; k += kLanes) {
       const llc_u32 j = k * kVirtual + b * V + u;
       if (j >= S) break;
       const llc_u32 i = (rowL * K + k) * V + u;
@@ -94,17 +102,18 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   }
 
-  // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. With kPk = 2
-  // the two threads of a unit are lanes 2m and 2m + 1 of one warp (same unit, same trip counts, so both reach the
-  // shuffle); each reduces its packet and the pair swaps halves, then thread 0 of the pair adds and stores.
+  // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
+  // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
   LLC_SHARED_WORDS(qWords, LLCOMM_SPLIT_MAX_UNITS);
   float* qs = reinterpret_cast<float*>(qWords);
-  for (llc_u32 w = t / kPk; w < units; w += unitStride) {
+  for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     float q = 0.0f;
-    for (llc_u32 k = 0; k < K; ++k) {
+    LlcSlotFloats<DT> mine; // kLanes > 1: the stored residual of my slot (valid when `have`)
+    bool have = false;
+    for (llc_u32 k = kl; k < K; k += kLanes) {
       const llc_u32 j = k * kVirtual + b * V + u;
-      if (j >= S) break;
+      if (j >= S) break; // the same for both threads of a pair (same k)
       const llc_u32 i = (rowL * K + k) * V + u;
       char* resRow = residual + rowL * resRowBytes;
       const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
@@ -116,10 +125,11 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       const Value part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
       llc_u32 sum[4]; // constant indices only (a run-time index would put it in local memory)
       if (kPk == 2) {
-        const unsigned mask = __activemask(); // both lanes of the pair are in it (same unit, same trip counts)
+        // The pair (lanes 2m, 2m + 1: same unit, same k) swaps its halves; data from the partner's registers.
+        const unsigned pairMask = 3u << (lane & ~1u);
 #pragma unroll
         for (int c = 0; c < W; ++c) {
-          const llc_u32 other = __shfl_xor_sync(mask, part.w[c], 1);
+          const llc_u32 other = __shfl_xor_sync(pairMask, part.w[c], 1);
           sum[c] = h == 0 ? part.w[c] : other;
           sum[(kPk - 1) * W + c] = h == 0 ? other : part.w[c];
         }
@@ -130,11 +140,29 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       if (h == 0) {
         const LlcSlotFloats<DT> stored =
             llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
+        if (kLanes == 1u) {
 #pragma unroll
-        for (llc_u32 e = 0; e < E; ++e) q = __fmaf_rn(stored.v[e], stored.v[e], q); // the reference's chain
+          for (llc_u32 e = 0; e < E; ++e) q = __fmaf_rn(stored.v[e], stored.v[e], q); // the reference's chain
+        } else {
+          mine = stored;
+          have = true;
+        }
       }
     }
-    if (h == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
+    if (kLanes > 1u) {
+      // The reference's chain over k = 0 .. K - 1 in order, handed from slot lane to slot lane: after step kk every
+      // thread of the unit holds q over slots 0 .. kk (a slot past the row adds nothing, as in the reference).
+      const llc_u32 base = lane & ~(T - 1u);
+      const unsigned groupMask = T == 32u ? 0xFFFFFFFFu : ((1u << T) - 1u) << base;
+      for (llc_u32 kk = 0; kk < K; ++kk) {
+        float next = q;
+        if (have && kl == kk)
+#pragma unroll
+          for (llc_u32 e = 0; e < E; ++e) next = __fmaf_rn(mine.v[e], mine.v[e], next);
+        q = __shfl_sync(groupMask, next, base + kk * kPk);
+      }
+    }
+    if (li == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
   }
   // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
   llcClusterArriveRelease();
@@ -144,7 +172,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
   __shared__ float level1[LLCOMM_THREADS / 32][32];
   __shared__ float invs[LLCOMM_SPLIT_MAX_ROWS];
-  const llc_u32 lane = t & 31u, warp = t >> 5;
+  const llc_u32 warp = t >> 5;
   const llc_u32 qsBase = llcSharedAddress(qs);
   const float eps = __uint_as_float(p.epsBits);
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
@@ -171,7 +199,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
-  // Output: out = dtype((r * inv) * weight) for every slot of my units, one thread per unit. The residual slots were
+  // Output: out = dtype((r * inv) * weight) for every slot of my units, one thread per slot. The residual slots were
   // stored by threads of this block before the cluster barrier and the __syncthreads above, which order those
   // stores before these loads (llcLoadAfterBarrierV4: the load cannot be hoisted above the barrier).
   const char* weight = reinterpret_cast<const char*>(p.weight[me]);
@@ -179,16 +207,14 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const float outScale = __uint_as_float(p.outScaleBits);
   const llc_u64 outRowBytes = e4m3 ? p.hidden : rowBytes;
   char* out = reinterpret_cast<char*>(p.out[me]) + rows.begin * outRowBytes;
-  for (llc_u32 w = t; w < units; w += blockDim.x) {
+  for (llc_u32 x = t; x < units * K; x += blockDim.x) { // item x = slot k of unit w, units fastest (coalesced)
+    const llc_u32 k = x / units, w = x - k * units;
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
-    const float inv = invs[rowL];
-    for (llc_u32 k = 0; k < K; ++k) {
-      const llc_u32 j = k * kVirtual + b * V + u;
-      if (j >= S) break;
-      LlcSlotFloats<DT> r;
-      llcLoadResidualSlot<DT>(residual + rowL * resRowBytes, static_cast<llc_u64>(j) * E, f32res, r);
-      llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, inv, e4m3, outScale);
-    }
+    const llc_u32 j = k * kVirtual + b * V + u;
+    if (j >= S) continue;
+    LlcSlotFloats<DT> r;
+    llcLoadResidualSlot<DT>(residual + rowL * resRowBytes, static_cast<llc_u64>(j) * E, f32res, r);
+    llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
   }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
   llcClusterWaitAcquire(); // no block exits while another block of the cluster may still read its q's

@@ -464,6 +464,14 @@ export class FusedLauncher {
     const flags = this.normFlags(call)
     const requested = call.algorithm ?? 'auto'
     const split = requested === 'split' || requested === 'split-ll'
+    if (split && !reference)
+      for (const g of this.devices.groups)
+        if (Number(g.arch.replace(/\D/g, '')) < 90)
+          throw new LlcommError(
+            'UNSUPPORTED_ALGORITHM',
+            `the ${requested} fused kernel needs thread-block clusters (sm_90 or newer); device ${g.ordinal} is ${g.arch}`,
+            { algorithm: requested, device: g.ordinal },
+          )
     const ranksPerDevice = Math.max(...this.devices.groups.map((g) => g.ranks.length))
     // The split kernels' cluster limit: the smallest over the devices (every rank plans the same launches).
     const limit: ClusterLimit = (c) =>
