@@ -11,7 +11,9 @@
 #pragma once
 #include "llcomm/types.cuh"
 
-#if LLC_HAS_DEVICE && !defined(LLCOMM_HOST_EMULATION)
+#if LLC_HAS_DEVICE && defined(LLCOMM_HOST_EMULATION)
+// Host emulation (test/kernels/emulator/emu.h supplies every function of this file under the same name).
+#elif LLC_HAS_DEVICE
 
 // %cluster_ctarank: this block's rank in its cluster (blockIdx.x % clusterDim.x for the 1-D clusters used here).
 LLC_DEVICE llc_u32 llcClusterCtaRank() {

@@ -33,9 +33,10 @@
 #include "llcomm/ll_buffer.cuh"
 #include "llcomm/rmsnorm.cuh"
 
-#if LLC_HAS_DEVICE && !defined(LLCOMM_HOST_EMULATION)
+#if LLC_HAS_DEVICE
 
 // Units (row, u) one block may own: the q's of its rows live in static shared memory (16 KB of floats).
+// kVirtual (= blockDim.x) must be a power of two >= 32 and C must divide it.
 #define LLCOMM_SPLIT_MAX_UNITS 4096
 // Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
 #define LLCOMM_SPLIT_MAX_ROWS 64
@@ -47,7 +48,9 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   constexpr llc_u32 E = 16u / eb;                 // elements per 16-byte data slot
   constexpr int W = Fmt::kWords;                  // payload words per packet
   constexpr llc_u32 kPk = 4u / W;                 // packets per data slot (sentinel 1, LL16 2)
-  constexpr llc_u32 kVirtual = LLCOMM_THREADS;    // the reference kernel's threads per row
+  // The reference kernel's threads per row: blockDim.x (LLCOMM_THREADS on the GPU; the emulator test runs both
+  // kernels with its own, smaller, power-of-two block), split over the cluster.
+  const llc_u32 kVirtual = blockDim.x;
   llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
   const LlcBlockRole role = llcBlockRole(p.blocksPerRank, p.launchRanks);
   const llc_u32 C = llcClusterNumCtas();          // 1, 2, 4 or 8 (the host's cluster dimension)
@@ -63,7 +66,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 V = kVirtual >> cShift;
   const llc_u32 vShift = static_cast<llc_u32>(__ffs(V) - 1);
   const llc_u32 S = static_cast<llc_u32>(static_cast<llc_u64>(p.hidden) * eb / 16u); // slots per row
-  const llc_u32 K = (S + kVirtual - 1u) / kVirtual;
+  const llc_u32 K = (S + kVirtual - 1u) >> (__ffs(kVirtual) - 1); // ceil(S / kVirtual)
   const llc_u32 units = R * V;
   const llc_u64 rowBytes = static_cast<llc_u64>(p.hidden) * eb;
   const bool f32res = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
@@ -104,8 +107,12 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
 
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
-  LLC_SHARED_WORDS(qWords, LLCOMM_SPLIT_MAX_UNITS);
-  float* qs = reinterpret_cast<float*>(qWords);
+  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
+  // level-1 sums, then the rows' inverse RMS.
+  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
+  float* qs = reinterpret_cast<float*>(sharedWords);
+  float* level1 = qs + LLCOMM_SPLIT_MAX_UNITS; // [warp][32]
+  float* invs = level1 + LLCOMM_THREADS;
   for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     float q = 0.0f;
@@ -170,27 +177,30 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
 
   // Per row: the reference's level-1 and total sums over the cluster's q's, then inv; warp `wi` takes rows wi,
   // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
-  __shared__ float level1[LLCOMM_THREADS / 32][32];
-  __shared__ float invs[LLCOMM_SPLIT_MAX_ROWS];
   const llc_u32 warp = t >> 5;
   const llc_u32 qsBase = llcSharedAddress(qs);
   const float eps = __uint_as_float(p.epsBits);
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
-    float vals[kVirtual / 32];
+    constexpr llc_u32 kMaxM = LLCOMM_THREADS / 32; // q's per level-1 sum (kVirtual / 32 of them are used)
+    const llc_u32 mCount = kVirtual >> 5;
+    float vals[kMaxM];
 #pragma unroll
-    for (llc_u32 m = 0; m < kVirtual / 32; ++m) { // every load in flight before the first add
-      const llc_u32 vt = lane + 32u * m;
-      const llc_u32 owner = vt >> vShift, u = vt & (V - 1u);
-      vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
+    for (llc_u32 m = 0; m < kMaxM; ++m) { // every load in flight before the first add
+      if (m < mCount) {
+        const llc_u32 vt = lane + 32u * m;
+        const llc_u32 owner = vt >> vShift, u = vt & (V - 1u);
+        vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
+      }
     }
     float a = vals[0];
 #pragma unroll
-    for (llc_u32 m = 1; m < kVirtual / 32; ++m) a = __fadd_rn(a, vals[m]);
-    level1[warp][lane] = a;
+    for (llc_u32 m = 1; m < kMaxM; ++m)
+      if (m < mCount) a = __fadd_rn(a, vals[m]);
+    level1[32u * warp + lane] = a;
     __syncwarp(); // the warp's level-1 sums are visible to its lane 0
     if (lane == 0u) {
-      float total = level1[warp][0];
-      for (llc_u32 l = 1; l < 32u; ++l) total = __fadd_rn(total, level1[warp][l]);
+      float total = level1[32u * warp];
+      for (llc_u32 l = 1; l < 32u; ++l) total = __fadd_rn(total, level1[32u * warp + l]);
       invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));
     }
     __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
