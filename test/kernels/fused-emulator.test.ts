@@ -114,6 +114,9 @@ interface NormCase {
   bufferBytes?: number
   absentRank?: number
   timeoutMs?: number
+  /** The split kernels: blocks per rank and cluster size instead of the planner's (shapes the planner's 512-thread
+   * rules never give the emulator's 32-thread blocks). */
+  shape?: { blocksPerRank: number; clusterBlocks: number }
 }
 interface ManyCase {
   kind: 'many'
@@ -139,8 +142,9 @@ function argsOf(c: Case): string[] {
     assert.equal(plans.length, 1, 'a case is one launch')
     return ['many', c.dtype, ...common, String(plans[0].blocksPerRank), String(c.calls), ...c.counts.map(String)]
   }
-  const plan = planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype, c.bufferBytes)
-  assert.equal(plan.launches.length, 1, 'a case is one launch')
+  const planned = planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype, c.bufferBytes)
+  assert.equal(planned.launches.length, 1, 'a case is one launch')
+  const plan = c.shape ? { launches: [{ ...planned.launches[0], ...c.shape }] } : planned
   // The split kernels: the LL region and the launch's cluster size (blocks per cluster).
   const split =
     c.algorithm === 'split' || c.algorithm === 'split-ll'
@@ -268,6 +272,24 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
       // 8 ranks, a row that leaves blocks of a cluster without slots
       cases.push({ kind: 'norm', algorithm, dtype, nranks: 8, rows: 2, hidden: 1000, flags: flagSets[i + 1], calls: 2 })
     })
+  // Every thread at most one slot (the LL16 kernel keeps the residual and weights in registers for the output):
+  // one slot per unit (64 bf16) and four slots of a unit on four lanes (1024 bf16), clusters of 8.
+  for (const [rows, hidden] of [
+    [2, 64],
+    [1, 1024],
+  ])
+    for (const dtype of dtypes)
+      cases.push({
+        kind: 'norm',
+        algorithm: 'split-ll',
+        dtype,
+        nranks: 3,
+        rows,
+        hidden: dtype === 'f32' ? hidden / 2 : hidden,
+        flags: LLCOMM_FUSED_RESIDUAL_F32,
+        calls: 2,
+        shape: { blocksPerRank: 8, clusterBlocks: 8 },
+      })
   // bf16 8192 at 8 ranks: a 16 KB row over a cluster (no whole-row one-shot lane holds it), 2 rows
   for (const algorithm of ['split', 'split-ll'] as const)
     cases.push({ kind: 'norm', algorithm, dtype: 'bf16', nranks: 8, rows: 2, hidden: 8192, flags: 0, calls: 2 })

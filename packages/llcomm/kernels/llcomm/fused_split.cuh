@@ -21,8 +21,9 @@
 // After a cluster barrier every block computes, for each of its rows, a_l = q_l + q_{l+32} + ... + q_{l+480} (lane
 // l of one warp, reading the q's of all C blocks through distributed shared memory, in that order), total = a_0 + ...
 // + a_31 (one thread, in order) and inv = rsqrtf(total / hidden + eps): the reference's order exactly. Every block of
-// the cluster computes the same inv redundantly (no second exchange). The output pass reloads each residual slot
-// (stored by this block's threads before the barriers) and applies llcNormStoreSlot, as the reference does.
+// the cluster computes the same inv redundantly (no second exchange). The output pass applies llcNormStoreSlot, as the
+// reference does, to the residual as stored: kept in registers with the slot's weights when every thread has at most
+// one slot, else reloaded (stored by this block's threads before the barriers).
 //
 // Protocols: Fmt = LlcSentinel (a data slot is one sentinel slot; region `sentinel`) or LlcLL16 (a data slot is two
 // LL16 packets of 8 payload bytes; region `ll`). A block's lanes must hold R * K * V data slots (fused-launcher.ts
@@ -66,7 +67,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 V = kVirtual >> cShift;
   const llc_u32 vShift = static_cast<llc_u32>(__ffs(V) - 1);
   const llc_u32 S = static_cast<llc_u32>(static_cast<llc_u64>(p.hidden) * eb / 16u); // slots per row
-  const llc_u32 K = (S + kVirtual - 1u) >> (__ffs(kVirtual) - 1); // ceil(S / kVirtual)
+  // ceil(S / kVirtual); a division, not a shift: with the shift ptxas spills 8 bytes in the f32 sentinel kernel
+  const llc_u32 K = (S + kVirtual - 1u) / kVirtual;
   const llc_u32 units = R * V;
   const llc_u64 rowBytes = static_cast<llc_u64>(p.hidden) * eb;
   const bool f32res = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
@@ -113,6 +115,16 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   float* qs = reinterpret_cast<float*>(sharedWords);
   float* level1 = qs + LLCOMM_SPLIT_MAX_UNITS; // [warp][32]
   float* invs = level1 + LLCOMM_THREADS;
+  // `keep` (uniform): every thread has at most one slot (one unit, one k), so thread 0 of the slot keeps the stored
+  // residual and the slot's weights (loaded before the receive, overlapping the wait) in registers for the output.
+  // LL16 only: the sentinel kernel is at the 128-register cap already (its 4-word slots, 8 peers in flight) and
+  // spills with them (ptxas: 110 bytes), so it reloads.
+  constexpr bool kKeepable = kPk > 1u;
+  const bool keep = kKeepable && kLanes == K && units <= unitStride;
+  LlcSlotFloats<DT> keptR;
+  LlcWords4 keptW;
+  llc_u32 keptJ = 0, keptRow = 0;
+  bool kept = false;
   for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     float q = 0.0f;
@@ -126,6 +138,9 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
       // The slot's residual is loaded before the receive, so the load overlaps the wait.
       const LlcSlotFloats<DT> r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+      LlcWords4 wv{};
+      if constexpr (kKeepable)
+        if (keep && h == 0) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
       Value own;
 #pragma unroll
       for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
@@ -153,6 +168,13 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         } else {
           mine = stored;
           have = true;
+        }
+        if (keep) {
+          keptR = stored;
+          keptW = wv;
+          keptJ = j;
+          keptRow = rowL;
+          kept = true;
         }
       }
     }
@@ -209,23 +231,32 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
-  // Output: out = dtype((r * inv) * weight) for every slot of my units, one thread per slot. The residual slots were
-  // stored by threads of this block before the cluster barrier and the __syncthreads above, which order those
-  // stores before these loads (llcLoadAfterBarrierV4: the load cannot be hoisted above the barrier).
+  // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
+  // thread per slot reloading it. The residual slots were stored by threads of this block before the cluster barrier
+  // and the __syncthreads above, which order those stores before these loads (llcLoadAfterBarrierV4: the load
+  // cannot be hoisted above the barrier).
   const char* weight = reinterpret_cast<const char*>(p.weight[me]);
   const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
   const float outScale = __uint_as_float(p.outScaleBits);
   const llc_u64 outRowBytes = e4m3 ? p.hidden : rowBytes;
   char* out = reinterpret_cast<char*>(p.out[me]) + rows.begin * outRowBytes;
-  for (llc_u32 x = t; x < units * K; x += blockDim.x) { // item x = slot k of unit w, units fastest (coalesced)
-    const llc_u32 k = x / units, w = x - k * units;
-    const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
-    const llc_u32 j = k * kVirtual + b * V + u;
-    if (j >= S) continue;
-    LlcSlotFloats<DT> r;
-    llcLoadResidualSlot<DT>(residual + rowL * resRowBytes, static_cast<llc_u64>(j) * E, f32res, r);
-    llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
+  bool outDone = false;
+  if constexpr (kKeepable) {
+    if (keep) {
+      if (kept) llcNormStoreSlotWeights<DT>(keptR, keptW, out + keptRow * outRowBytes, keptJ, invs[keptRow], e4m3, outScale);
+      outDone = true;
+    }
   }
+  if (!outDone)
+    for (llc_u32 x = t; x < units * K; x += blockDim.x) { // item x = slot k of unit w, units fastest (coalesced)
+      const llc_u32 k = x / units, w = x - k * units;
+      const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) continue;
+      LlcSlotFloats<DT> r;
+      llcLoadResidualSlot<DT>(residual + rowL * resRowBytes, static_cast<llc_u64>(j) * E, f32res, r);
+      llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
+    }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
   llcClusterWaitAcquire(); // no block exits while another block of the cluster may still read its q's
 }

@@ -158,12 +158,12 @@ LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, con
 // The output of slot j of a row (16-byte slot j of x's dtype): out = dtype((r * inv) * weight), or with outE4m3
 // e4m3((r * inv) * weight * outScale) (E bytes per slot, lowest element in the lowest byte). Shared by every kernel
 // that normalizes (llcRmsNormRow, the split fused kernel), so their arithmetic is the same by construction.
+// llcNormStoreSlotWeights takes slot j's weights already loaded (wv: the 16 bytes at weight + 16 j).
 template <int DT>
-LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* outRow, llc_u32 j, float inv,
-                                 bool outE4m3, float outScale) {
+LLC_DEVICE void llcNormStoreSlotWeights(LlcSlotFloats<DT> r, const LlcWords4& wv, char* outRow, llc_u32 j, float inv,
+                                        bool outE4m3, float outScale) {
   constexpr int E = LlcSlotFloats<DT>::kElems;
   LlcSlotFloats<DT> w;
-  const LlcWords4 wv = llcLoadWeakV4(weight + 16ull * j);
   w.unpack(wv.w);
 #pragma unroll
   for (int i = 0; i < E; ++i) r.v[i] = __fmul_rn(__fmul_rn(r.v[i], inv), w.v[i]);
@@ -184,6 +184,11 @@ LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* 
   LlcWords4 o;
   r.pack(o.w);
   llcStoreWeakV4(outRow + 16ull * j, o);
+}
+template <int DT>
+LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* outRow, llc_u32 j, float inv,
+                                 bool outE4m3, float outScale) {
+  llcNormStoreSlotWeights<DT>(r, llcLoadWeakV4(weight + 16ull * j), outRow, j, inv, outE4m3, outScale);
 }
 
 // RMSNorm of one row, block-wide (every thread calls it; the row's residual was written by threads of this block
