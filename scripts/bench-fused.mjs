@@ -1,7 +1,9 @@
 // Kernel-level bench of the fused AllReduce + residual + RMSNorm against AllReduce + RMSNorm (issue 21), all variants
 // measured side by side in one run (src/bench/fused.ts). Run on the GPU machine after `npm run build`:
 //   node scripts/bench-fused.mjs [--ranks 2,8] [--hidden 4096,8192] [--batch 1,2,4,8,16,32,64] [--dtype bf16]
-//                                [--calls 50] [--replays 20] [--out FILE.json]
+//                                [--calls 50] [--replays 20] [--buffer-bytes N] [--out FILE.json]
+// --buffer-bytes: the communicator's bufferBytes (default 1 MiB): larger lanes let more rows fit one launch (both the
+// fused kernels and the unfused AllReduce run on the same communicator).
 // Prints one line per shape: µs per call of every variant and the ratios fused/unfused; writes the rows as JSON.
 import { writeFileSync } from 'node:fs'
 import { createCudaCommunicator } from 'llcomm/internal'
@@ -19,6 +21,7 @@ const batches = list(opt('batch', '1,2,4,8,16,32,64'))
 const dtype = opt('dtype', 'bf16')
 const calls = Number(opt('calls', '50'))
 const replays = Number(opt('replays', '20'))
+const bufferBytes = opt('buffer-bytes', undefined)
 const outFile = opt('out', `${process.env.OUT ?? '/tmp'}/bench-fused-${dtype}.json`)
 
 const rows = []
@@ -27,7 +30,12 @@ console.log(
   'ranks hidden batch | fused-1s fused-2s fused-auto | split split-ll | unfused (allreduce + rmsnorm) | nccl+rms | auto/unfused best/unfused split/unf split-ll/unf',
 )
 for (const ranks of ranksList) {
-  const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+  const comm = await createCudaCommunicator({
+    backend: 'cuda',
+    devices: new Array(ranks).fill(0),
+    timeoutMs: 5000,
+    ...(bufferBytes !== undefined ? { bufferBytes: Number(bufferBytes) } : {}),
+  })
   try {
     for (const hidden of hiddens)
       for (const batch of batches) {
@@ -49,5 +57,8 @@ for (const ranks of ranksList) {
     await comm.close()
   }
 }
-writeFileSync(outFile, `${JSON.stringify({ dtype, calls, replays, at: new Date().toISOString(), rows }, null, 1)}\n`)
+writeFileSync(
+  outFile,
+  `${JSON.stringify({ dtype, calls, replays, bufferBytes: bufferBytes ?? null, at: new Date().toISOString(), rows }, null, 1)}\n`,
+)
 console.log(`wrote ${outFile}`)
