@@ -1,7 +1,9 @@
 // Kernel-level bench of the fused AllReduce + residual + RMSNorm against AllReduce + RMSNorm (issue 21), all variants
 // measured side by side in one run (src/bench/fused.ts). Run on the GPU machine after `npm run build`:
 //   node scripts/bench-fused.mjs [--ranks 2,8] [--hidden 4096,8192] [--batch 1,2,4,8,16,32,64] [--dtype bf16]
-//                                [--calls 50] [--replays 20] [--out FILE.json]
+//                                [--calls 50] [--replays 20] [--buffer-bytes N] [--out FILE.json]
+// --buffer-bytes: the communicator's bufferBytes (default 1 MiB): larger lanes let more rows fit one launch (both the
+// fused kernels and the unfused AllReduce run on the same communicator).
 // Prints one line per shape: µs per call of every variant and the ratios fused/unfused; writes the rows as JSON.
 import { writeFileSync } from 'node:fs'
 import { createCudaCommunicator } from 'llcomm/internal'
@@ -19,31 +21,44 @@ const batches = list(opt('batch', '1,2,4,8,16,32,64'))
 const dtype = opt('dtype', 'bf16')
 const calls = Number(opt('calls', '50'))
 const replays = Number(opt('replays', '20'))
+const bufferBytes = opt('buffer-bytes', undefined)
 const outFile = opt('out', `${process.env.OUT ?? '/tmp'}/bench-fused-${dtype}.json`)
 
 const rows = []
 const f = (x) => (x === undefined ? '    -' : x.toFixed(2).padStart(6))
 console.log(
-  'ranks hidden batch | fused-1s fused-2s fused-auto | unfused (allreduce + rmsnorm) | nccl+rms | auto/unfused best/unfused',
+  'ranks hidden batch | fused-1s fused-2s fused-auto | split split-ll | unfused (allreduce + rmsnorm) | nccl+rms | auto/unfused best/unfused split/unf split-ll/unf',
 )
 for (const ranks of ranksList) {
-  const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+  const comm = await createCudaCommunicator({
+    backend: 'cuda',
+    devices: new Array(ranks).fill(0),
+    timeoutMs: 5000,
+    ...(bufferBytes !== undefined ? { bufferBytes: Number(bufferBytes) } : {}),
+  })
   try {
     for (const hidden of hiddens)
       for (const batch of batches) {
         const r = benchFusedShape(comm, { rows: batch, hidden, dtype }, { callsPerGraph: calls, replays })
         const u = r.us
-        const best = Math.min(...['fused-oneshot', 'fused-twoshot'].filter((k) => k in u).map((k) => u[k]))
+        const best = Math.min(
+          ...['fused-oneshot', 'fused-twoshot', 'fused-split', 'fused-split-ll'].filter((k) => k in u).map((k) => u[k]),
+        )
         r.ratioAuto = u['fused-auto'] / u.unfused
         r.ratioBest = best / u.unfused
+        const ratio = (k) => (k in u ? (u[k] / u.unfused).toFixed(3) : '    -')
         rows.push(r)
         console.log(
-          `${String(ranks).padStart(5)} ${String(hidden).padStart(6)} ${String(batch).padStart(5)} | ${f(u['fused-oneshot'])}  ${f(u['fused-twoshot'])}  ${f(u['fused-auto'])}(${r.fusedAuto.slice(0, 3)}) | ${f(u.unfused)} (${f(u.allreduce)} ${r.allReduceAlgorithm} + ${f(u.rmsnorm)}) | ${f(u['nccl+rmsnorm'])} | ${r.ratioAuto.toFixed(3)} ${r.ratioBest.toFixed(3)}`,
+          `${String(ranks).padStart(5)} ${String(hidden).padStart(6)} ${String(batch).padStart(5)} | ${f(u['fused-oneshot'])}  ${f(u['fused-twoshot'])}  ${f(u['fused-auto'])}(${r.fusedAuto.slice(0, 3)}) | ${f(u['fused-split'])} ${f(u['fused-split-ll'])} | ${f(u.unfused)} (${f(u.allreduce)} ${r.allReduceAlgorithm} + ${f(u.rmsnorm)}) | ${f(u['nccl+rmsnorm'])} | ${r.ratioAuto.toFixed(3)} ${r.ratioBest.toFixed(3)} ${ratio('fused-split')} ${ratio('fused-split-ll')}`,
         )
+        for (const [k, why] of Object.entries(r.skipped ?? {})) console.log(`      ${k} skipped: ${why}`)
       }
   } finally {
     await comm.close()
   }
 }
-writeFileSync(outFile, `${JSON.stringify({ dtype, calls, replays, at: new Date().toISOString(), rows }, null, 1)}\n`)
+writeFileSync(
+  outFile,
+  `${JSON.stringify({ dtype, calls, replays, bufferBytes: bufferBytes ?? null, at: new Date().toISOString(), rows }, null, 1)}\n`,
+)
 console.log(`wrote ${outFile}`)

@@ -16,9 +16,13 @@ import {
   deviceBufferLayout,
   FUSED_ABI_CONSTANTS,
   FUSED_ABI_STRUCTS,
+  FUSED_CLUSTER_SIZES,
   FUSED_KERNELS,
   FUSED_NORM_PARAMS_LAYOUT,
+  FUSED_SPLIT_MAX_UNITS,
+  FUSED_SPLIT_VIRTUAL_THREADS,
   fusedRowsPerBlock,
+  fusedSplitRowsPerCluster,
   kernelsDirectory,
   LLCOMM_MANY_MAX_BUFFERS,
   maxBlocksPerRank,
@@ -212,6 +216,57 @@ test('planFusedNorm: every launch fits the lanes, rows are covered once, one-sho
   assert.equal(fusedRowsPerBlock('twoshot', 8, 8192, 'f32'), 1)
   assert.equal(planFusedNorm('auto', 8, 1, 8192, 'f32').algorithm, 'twoshot')
   assert.throws(() => planFusedNorm('auto', 2, 1, 4095, 'bf16'), /multiple of 16/)
+})
+
+test('planFusedNorm split / split-ll: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {
+  const dtypes: Dtype[] = ['f32', 'f16', 'bf16']
+  const limits = [() => Number.POSITIVE_INFINITY, (c: number) => Math.floor(64 / c)]
+  for (const nranks of [2, 3, 8, 16])
+    for (const dtype of dtypes)
+      for (const hidden of [8, 1000, 4096, 8192])
+        for (const rows of [1, 2, 7, 16, 17, 64, 300])
+          for (const alg of ['split', 'split-ll'] as const)
+            for (const limit of limits) {
+              if ((hidden * (dtype === 'f32' ? 4 : 2)) % 16 !== 0) continue
+              const fitsSomewhere = FUSED_CLUSTER_SIZES.some(
+                (c) => fusedSplitRowsPerCluster(alg, nranks, hidden, dtype, c) > 0 && (c === 1 || limit(c) >= nranks),
+              )
+              if (!fitsSomewhere) {
+                assert.throws(
+                  () => planFusedNorm(alg, nranks, rows, hidden, dtype, undefined, nranks, limit),
+                  /does not fit/,
+                )
+                continue
+              }
+              const plan = planFusedNorm(alg, nranks, rows, hidden, dtype, undefined, nranks, limit)
+              assert.equal(plan.algorithm, alg)
+              let next = 0
+              for (const l of plan.launches) {
+                const c = l.clusterBlocks ?? 1
+                assert.equal(l.firstRow, next)
+                assert.ok(FUSED_CLUSTER_SIZES.includes(c), `cluster size ${c}`)
+                assert.equal(l.blocksPerRank % c, 0, 'a cluster never straddles two ranks')
+                assert.ok(l.blocksPerRank >= 1 && l.blocksPerRank <= maxBlocksPerRank(nranks))
+                const g = l.blocksPerRank / c
+                const perCluster = Math.ceil(l.rows / g)
+                assert.ok(
+                  perCluster <= fusedSplitRowsPerCluster(alg, nranks, hidden, dtype, c),
+                  'rows within the lanes',
+                )
+                assert.ok((perCluster * FUSED_SPLIT_VIRTUAL_THREADS) / c <= FUSED_SPLIT_MAX_UNITS, 'units')
+                if (c > 1) assert.ok(nranks * g <= limit(c), 'co-resident clusters')
+                next += l.rows
+              }
+              assert.equal(next, rows)
+            }
+  // A batch of one bf16 row of 4096 at 8 ranks: 8 KB on LL16 packets, one 1 KB block per 1 KB -> a cluster of 8.
+  assert.deepEqual(
+    planFusedNorm('split-ll', 8, 1, 4096, 'bf16').launches.map((l) => [l.blocksPerRank, l.clusterBlocks]),
+    [[8, 8]],
+  )
+  // 8192 bf16 at 8 ranks: a 16 KB row does not fit one 8 KB sentinel lane, but half a row per block does.
+  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 1), 0)
+  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 2), 1)
 })
 
 test('planAllReduceMany: pieces cover every buffer once, at most 8 per launch, within the lanes', () => {

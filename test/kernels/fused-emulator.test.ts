@@ -114,6 +114,9 @@ interface NormCase {
   bufferBytes?: number
   absentRank?: number
   timeoutMs?: number
+  /** The split kernels: blocks per rank and cluster size instead of the planner's (shapes the planner's 512-thread
+   * rules never give the emulator's 32-thread blocks). */
+  shape?: { blocksPerRank: number; clusterBlocks: number }
 }
 interface ManyCase {
   kind: 'many'
@@ -139,8 +142,14 @@ function argsOf(c: Case): string[] {
     assert.equal(plans.length, 1, 'a case is one launch')
     return ['many', c.dtype, ...common, String(plans[0].blocksPerRank), String(c.calls), ...c.counts.map(String)]
   }
-  const plan = planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype, c.bufferBytes)
-  assert.equal(plan.launches.length, 1, 'a case is one launch')
+  const planned = planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype, c.bufferBytes)
+  assert.equal(planned.launches.length, 1, 'a case is one launch')
+  const plan = c.shape ? { launches: [{ ...planned.launches[0], ...c.shape }] } : planned
+  // The split kernels: the LL region and the launch's cluster size (blocks per cluster).
+  const split =
+    c.algorithm === 'split' || c.algorithm === 'split-ll'
+      ? [String(L.ll.offset), String(L.ll.channelHalfBytes), String(plan.launches[0].clusterBlocks ?? 1)]
+      : []
   return [
     'norm',
     c.algorithm,
@@ -152,6 +161,7 @@ function argsOf(c: Case): string[] {
     String(c.flags),
     c.dtype === 'f16' ? '1e-3' : '1e-5',
     String(c.calls),
+    ...split,
     ...(c.absentRank !== undefined ? [String(c.absentRank)] : []),
   ]
 }
@@ -240,6 +250,73 @@ test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within round
   }
 })
 
+test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16): exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // The emulated blocks have 32 threads, so a row has 32 virtual threads split over the cluster (V = 32 / C) and a
+  // slot index k up to ceil(slots / 32): the same code paths as 512 on the GPU (several slots per unit on several
+  // lanes, holes past the row, clusters of 1 to 8), with the planner's launch shapes.
+  const cases: NormCase[] = []
+  const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
+  const flagSets = [
+    0,
+    LLCOMM_FUSED_RESIDUAL_F32,
+    LLCOMM_FUSED_NO_RESIDUAL_IN,
+    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32,
+  ]
+  for (const algorithm of ['split', 'split-ll'] as const)
+    dtypes.forEach((dtype, i) => {
+      for (const flags of flagSets)
+        cases.push({ kind: 'norm', algorithm, dtype, nranks: 3, rows: 5, hidden: 264, flags, calls: 2 })
+      // one model-sized row: clusters of 4 or 8 blocks (8 KB in bf16)
+      cases.push({ kind: 'norm', algorithm, dtype, nranks: 2, rows: 1, hidden: 4096, flags: flagSets[i], calls: 2 })
+      // 8 ranks, a row that leaves blocks of a cluster without slots
+      cases.push({ kind: 'norm', algorithm, dtype, nranks: 8, rows: 2, hidden: 1000, flags: flagSets[i + 1], calls: 2 })
+    })
+  // Every thread at most one slot (the LL16 kernel keeps the residual and weights in registers for the output):
+  // one slot per unit (64 bf16) and four slots of a unit on four lanes (1024 bf16), clusters of 8.
+  for (const [rows, hidden] of [
+    [2, 64],
+    [1, 1024],
+  ])
+    for (const dtype of dtypes)
+      cases.push({
+        kind: 'norm',
+        algorithm: 'split-ll',
+        dtype,
+        nranks: 3,
+        rows,
+        hidden: dtype === 'f32' ? hidden / 2 : hidden,
+        flags: LLCOMM_FUSED_RESIDUAL_F32,
+        calls: 2,
+        shape: { blocksPerRank: 8, clusterBlocks: 8 },
+      })
+  // bf16 8192 at 8 ranks: a 16 KB row over a cluster (no whole-row one-shot lane holds it), 2 rows
+  for (const algorithm of ['split', 'split-ll'] as const)
+    cases.push({ kind: 'norm', algorithm, dtype: 'bf16', nranks: 8, rows: 2, hidden: 8192, flags: 0, calls: 2 })
+  const clusters = new Set(
+    cases.map((c) => planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype).launches[0].clusterBlocks),
+  )
+  assert.deepEqual([...clusters].sort(), [1, 2, 4, 8], 'the cases cover every cluster size')
+  const started = Date.now()
+  const results = await runAll<NormResult>(cases)
+  t.diagnostic(`${cases.length} emulated split runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
+    assert.equal(
+      r.outOutOfTolerance,
+      0,
+      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
+    )
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
 test('allReduceMany: bit-identical to one oneshot-sentinel call per buffer, exact, NaN in -> NaN out', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   const cases: ManyCase[] = [
@@ -261,7 +338,7 @@ test('allReduceMany: bit-identical to one oneshot-sentinel call per buffer, exac
 
 test('fused RMSNorm with a rank that never arrives: the launch ends with a TIMEOUT naming the waiter, peer and epoch', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
-  const cases: NormCase[] = (['oneshot', 'twoshot'] as const).map((algorithm) => ({
+  const cases: NormCase[] = (['oneshot', 'twoshot', 'split', 'split-ll'] as const).map((algorithm) => ({
     kind: 'norm',
     algorithm,
     dtype: 'bf16',
@@ -278,6 +355,10 @@ test('fused RMSNorm with a rank that never arrives: the launch ends with a TIMEO
     assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)
     assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
     assert.equal(r.error.epoch, 1, `${label(c)}: epoch of the first call`)
-    assert.equal(r.error.what, 2, `${label(c)}: waiting for a sentinel slot`)
+    assert.equal(
+      r.error.what,
+      (c as NormCase).algorithm === 'split-ll' ? 1 : 2,
+      `${label(c)}: waiting for a sentinel slot / LL packet`,
+    )
   }
 })

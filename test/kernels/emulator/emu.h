@@ -9,6 +9,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #define __global__
@@ -34,6 +35,66 @@ inline void* llcEmuBlockShared(unsigned long long bytes) {
   return emuBlockSharedMem;
 }
 inline void __syncwarp() { emuWarpBarrier->arrive_and_wait(); }
+
+// Thread-block clusters (llcomm/cluster.cuh): emuLaunch's clusterSize consecutive blocks form a cluster with one
+// std::barrier over all their threads (barrier.cluster.arrive / wait: the token kept per thread; the std::barrier's
+// arrive/wait give release/acquire ordering of everything before them, as the PTX barrier does at cluster scope),
+// and distributed shared memory is the cluster's block shared buffers: an address is (block in cluster << 20 |
+// offset in the block's buffer).
+inline unsigned emuClusterSize = 1;
+inline thread_local std::barrier<>* emuClusterBarrier = nullptr;
+inline thread_local std::optional<std::barrier<>::arrival_token> emuClusterToken;
+inline thread_local unsigned char* const* emuClusterShared = nullptr; // the cluster's blocks' shared buffers
+inline unsigned llcClusterCtaRank() { return blockIdx.x % emuClusterSize; }
+inline unsigned llcClusterNumCtas() { return emuClusterSize; }
+inline void llcClusterArriveRelease() { emuClusterToken.emplace(emuClusterBarrier->arrive()); }
+inline void llcClusterWaitAcquire() {
+  emuClusterBarrier->wait(std::move(*emuClusterToken));
+  emuClusterToken.reset();
+}
+inline unsigned llcSharedAddress(const void* p) {
+  return static_cast<unsigned>(static_cast<const unsigned char*>(p) - emuBlockSharedMem);
+}
+inline unsigned llcMapSharedCluster(unsigned a, unsigned cta) { return (cta << 20) | a; }
+inline float llcLoadSharedClusterF32(unsigned a) {
+  float v;
+  std::memcpy(&v, emuClusterShared[a >> 20] + (a & 0xFFFFFu), 4);
+  return v;
+}
+
+// Warp shuffles (__shfl_sync, __shfl_xor_sync) among the lanes of `mask` only (the kernels shuffle within pairs or
+// groups of lanes while other lanes of the warp do something else): each lane publishes its value under its count of
+// shuffles with masks of that size, then waits until every lane of the mask has published that count, and reads the
+// source lane's value. A lane can be at most one shuffle ahead of its mask's lanes, so 4 slots per lane suffice.
+struct EmuWarpShuffle {
+  std::atomic<unsigned> gen[6][32]; // [log2(mask size)][lane]: shuffles published
+  unsigned value[6][32][4];
+};
+inline thread_local EmuWarpShuffle* emuWarpShuffle = nullptr;
+inline thread_local unsigned emuShuffleGen[6] = {0, 0, 0, 0, 0, 0};
+inline unsigned emuShuffle(unsigned mask, unsigned v, unsigned src) {
+  EmuWarpShuffle* w = emuWarpShuffle;
+  const unsigned lane = threadIdx.x & 31u;
+  const int size = __builtin_ctz(static_cast<unsigned>(__builtin_popcount(mask))); // masks are 2^k lanes
+  const unsigned g = ++emuShuffleGen[size];
+  w->value[size][lane][g & 3u] = v;
+  w->gen[size][lane].store(g, std::memory_order_release);
+  for (unsigned l = 0; l < 32; ++l)
+    if ((mask >> l) & 1u)
+      while (w->gen[size][l].load(std::memory_order_acquire) < g) std::this_thread::yield();
+  return w->value[size][src & 31u][g & 3u];
+}
+inline unsigned __shfl_sync(unsigned mask, unsigned v, unsigned src) { return emuShuffle(mask, v, src); }
+inline float __shfl_sync(unsigned mask, float v, unsigned src) {
+  unsigned u;
+  std::memcpy(&u, &v, 4);
+  u = emuShuffle(mask, u, src);
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+inline unsigned __shfl_xor_sync(unsigned mask, unsigned v, int laneMask) {
+  return emuShuffle(mask, v, (threadIdx.x & 31u) ^ static_cast<unsigned>(laneMask));
+}
 inline float __uint_as_float(unsigned u) {
   float f;
   std::memcpy(&f, &u, 4);

@@ -12,18 +12,28 @@
 // Runs `fn(p)` on grid x block host threads. `setDims = false` when two launches run at once (LLCOMM_EMU_ODD): the
 // caller sets blockDim/gridDim once beforehand, as the kernels read only blockDim.
 template <class P>
-static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned block, bool setDims = true) {
+static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned block, bool setDims = true,
+                      unsigned clusterSize = 1) {
   if (setDims) {
     blockDim.x = block;
     gridDim.x = grid;
   }
+  emuClusterSize = clusterSize; // grid is a multiple of it (the launcher's rule)
   const unsigned warpsPerBlock = (block + 31) / 32;
-  std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers;
+  std::vector<std::unique_ptr<std::barrier<>>> blockBarriers, warpBarriers, clusterBarriers;
   std::vector<std::vector<unsigned char>> shared(grid, std::vector<unsigned char>(kEmuSharedBytes, 0));
+  std::vector<unsigned char*> sharedPtrs;
+  for (auto& s : shared) sharedPtrs.push_back(s.data());
+  std::vector<std::unique_ptr<EmuWarpShuffle>> shuffles;
   for (unsigned b = 0; b < grid; ++b) {
     blockBarriers.push_back(std::make_unique<std::barrier<>>(block));
-    for (unsigned w = 0; w < warpsPerBlock; ++w)
+    for (unsigned w = 0; w < warpsPerBlock; ++w) {
       warpBarriers.push_back(std::make_unique<std::barrier<>>(std::min(32u, block - 32 * w)));
+      shuffles.push_back(std::make_unique<EmuWarpShuffle>());
+      for (auto& row : shuffles.back()->gen)
+        for (auto& g : row) g.store(0);
+    }
+    if (b % clusterSize == 0) clusterBarriers.push_back(std::make_unique<std::barrier<>>(block * clusterSize));
   }
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(grid) * block);
@@ -35,9 +45,14 @@ static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned b
         emuBlockBarrier = blockBarriers[b].get();
         emuBlockSharedMem = shared[b].data();
         emuWarpBarrier = warpBarriers[b * warpsPerBlock + t / 32].get();
+        emuWarpShuffle = shuffles[b * warpsPerBlock + t / 32].get();
+        for (unsigned& g : emuShuffleGen) g = 0;
+        emuClusterBarrier = clusterBarriers[b / clusterSize].get();
+        emuClusterShared = sharedPtrs.data() + (b / clusterSize) * clusterSize;
         fn(p);
       });
   for (auto& th : threads) th.join();
+  emuClusterSize = 1;
 }
 
 static constexpr size_t kGuard = 256;

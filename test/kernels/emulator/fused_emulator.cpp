@@ -10,7 +10,7 @@
 //         bitwise against one oneshot-sentinel call per buffer, run here too, and against the exact sum (NaN in ->
 //         NaN out for user values equal to the sentinel).
 // usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
-//                       EPS CALLS [ABSENT_RANK]
+//                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split or split-ll] [ABSENT_RANK]
 //        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
 // prints one JSON object.
 #include "emu.h"
@@ -71,6 +71,10 @@ static double e4m3ToDouble(unsigned b) {
 #include "allreduce/fused_rmsnorm_oneshot.cu"
 #include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_twoshot.cu"
+#include "undef_variants.h"
+#include "allreduce/fused_rmsnorm_split.cu"
+#include "undef_variants.h"
+#include "allreduce/fused_rmsnorm_split_ll.cu"
 #include "undef_variants.h"
 #include "allreduce/rmsnorm.cu"
 #include "undef_variants.h"
@@ -138,16 +142,21 @@ static std::string jsonError(const LlcommErrorWord& ew) {
 using NormFn = void (*)(const LlcommFusedNormParams);
 template <int DT>
 static void normKernels(const std::string& kernel, NormFn& fused, NormFn& reference) {
+#define LLC_EMU_PICK(dt)                                                                                             \
+  fused = kernel == "oneshot"    ? &llcomm_fused_rmsnorm_oneshot_##dt                                                \
+          : kernel == "twoshot"  ? &llcomm_fused_rmsnorm_twoshot_##dt                                                \
+          : kernel == "split"    ? &llcomm_fused_rmsnorm_split_##dt                                                  \
+          : kernel == "split-ll" ? &llcomm_fused_rmsnorm_split_ll_##dt                                               \
+                                 : nullptr;                                                                         \
+  reference = &llcomm_rmsnorm_##dt;
   if constexpr (DT == LLCOMM_DTYPE_F32) {
-    fused = kernel == "oneshot" ? &llcomm_fused_rmsnorm_oneshot_f32 : &llcomm_fused_rmsnorm_twoshot_f32;
-    reference = &llcomm_rmsnorm_f32;
+    LLC_EMU_PICK(f32)
   } else if constexpr (DT == LLCOMM_DTYPE_F16) {
-    fused = kernel == "oneshot" ? &llcomm_fused_rmsnorm_oneshot_f16 : &llcomm_fused_rmsnorm_twoshot_f16;
-    reference = &llcomm_rmsnorm_f16;
+    LLC_EMU_PICK(f16)
   } else {
-    fused = kernel == "oneshot" ? &llcomm_fused_rmsnorm_oneshot_bf16 : &llcomm_fused_rmsnorm_twoshot_bf16;
-    reference = &llcomm_rmsnorm_bf16;
+    LLC_EMU_PICK(bf16)
   }
+#undef LLC_EMU_PICK
 }
 
 static int runNorm(int argc, char** argv) {
@@ -162,11 +171,22 @@ static int runNorm(int argc, char** argv) {
   const unsigned flags = std::atoi(argv[13]);
   const float eps = static_cast<float>(std::atof(argv[14]));
   const int calls = std::atoi(argv[15]);
-  const int absent = argc > 16 ? std::atoi(argv[16]) : -1;
+  // The split kernels: LL_OFF LL_HALF CLUSTER follow CALLS (the LL region, zero-filled; blocks per cluster).
+  const bool split = kernel == "split" || kernel == "split-ll";
+  if (split && argc < 19) return 2;
+  LlcommRegion ll{0, 0};
+  unsigned cluster = 1;
+  if (split) {
+    ll = {std::strtoull(argv[16], nullptr, 10), std::strtoull(argv[17], nullptr, 10)};
+    cluster = std::atoi(argv[18]);
+  }
+  const int absentArg = split ? 19 : 16;
+  const int absent = argc > absentArg ? std::atoi(argv[absentArg]) : -1;
   NormFn fused = nullptr, reference = nullptr;
   if (dt == LLCOMM_DTYPE_F32) normKernels<LLCOMM_DTYPE_F32>(kernel, fused, reference);
   else if (dt == LLCOMM_DTYPE_F16) normKernels<LLCOMM_DTYPE_F16>(kernel, fused, reference);
   else normKernels<LLCOMM_DTYPE_BF16>(kernel, fused, reference);
+  if (!fused || cluster < 1 || blocks % cluster != 0) return 2;
   const size_t eb = dt == LLCOMM_DTYPE_F32 ? 4 : 2;
   const bool resF32 = (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0;
   const bool noResidualIn = (flags & LLCOMM_FUSED_NO_RESIDUAL_IN) != 0;
@@ -176,6 +196,8 @@ static int runNorm(int argc, char** argv) {
   const size_t reb = resF32 ? 4 : eb;
   const size_t elems = static_cast<size_t>(rows) * hidden;
   Rig rig(n, recvBytes, s);
+  if (split)
+    for (unsigned r = 0; r < n; ++r) std::memset(rig.recv[r]->data() + ll.offset, 0, LLCOMM_MAX_CHANNELS * 2 * ll.channelHalfBytes);
   std::vector<unsigned> launchRanks;
   for (unsigned r = 0; r < n; ++r)
     if (static_cast<int>(r) != absent) launchRanks.push_back(r);
@@ -224,6 +246,7 @@ static int runNorm(int argc, char** argv) {
     p.errorWord = rig.errorWord.addr();
     p.timeoutNs = static_cast<llc_u64>(timeoutMs * 1e6);
     p.sentinel = s;
+    p.ll = ll;
     p.rows = rows;
     p.hidden = hidden;
     p.epsBits = __float_as_uint(eps);
@@ -233,10 +256,12 @@ static int runNorm(int argc, char** argv) {
     p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
     p.blocksPerRank = blocks;
     for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
-    emuLaunch(fused, p, p.ranksInLaunch * blocks, threads);
+    emuLaunch(fused, p, p.ranksInLaunch * blocks, threads, true, cluster);
     if (absent >= 0) break; // a timeout run: one call, the error word is checked by the caller
+    // A channel steps its epoch when its block (split: its cluster, channel / cluster) has rows.
+    const unsigned groups = blocks / cluster;
     for (unsigned ch = 0; ch < blocks; ++ch)
-      if (static_cast<unsigned long long>((rows + blocks - 1) / blocks) * ch < rows) expectedEpoch[ch]++;
+      if (static_cast<unsigned long long>((rows + groups - 1) / groups) * (ch / cluster) < rows) expectedEpoch[ch]++;
     // The unfused composition: the AllReduce's output (the exact sum) into the reference kernel.
     LlcommFusedNormParams q = p;
     for (unsigned r = 0; r < n; ++r) {

@@ -38,6 +38,7 @@ struct LlcommFusedNormParams {
   llc_u32 blocksPerRank;
   llc_u32 outScaleBits; // f32 bits of the per-tensor scale of an e4m3 output (OUT_E4M3; else unused)
   llc_u8 launchRanks[LLCOMM_MAX_RANKS];
+  LlcommRegion ll; // LL8/LL16 packet region (deviceBufferLayout's, zero fill): the LL fused kernels only
 };
 
 // allReduceMany: up to LLCOMM_MANY_MAX_BUFFERS buffers of different sizes reduced in one launch. The buffers are laid

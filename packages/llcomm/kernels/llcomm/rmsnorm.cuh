@@ -131,9 +131,64 @@ LLC_DEVICE void llcResidualAfter(char* base, llc_u64 elem0, llc_u32 flags, const
     for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) s.v[i] = __fadd_rn(r.v[i], s.v[i]);
   llcStoreResidualSlot<DT>(base, elem0, (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u, s);
 }
+// llcResidualAfter that also returns the residual values as stored (rounded to the residual's type), i.e. exactly
+// what llcLoadResidualSlot would read back: the split fused kernel takes the sum of squares from them in registers.
+template <int DT>
+LLC_DEVICE LlcSlotFloats<DT> llcResidualAfterStored(char* base, llc_u64 elem0, llc_u32 flags,
+                                                   const LlcSlotFloats<DT>& r, const llc_u32* sumWords) {
+  LlcSlotFloats<DT> s;
+  s.unpack(sumWords);
+  if ((flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u)
+#pragma unroll
+    for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) s.v[i] = __fadd_rn(r.v[i], s.v[i]);
+  const bool f32 = (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+  llcStoreResidualSlot<DT>(base, elem0, f32, s);
+  if (!(f32 && LlcDtype<DT>::kElemBytes == 2)) {
+    llc_u32 w[4];
+    s.pack(w); // the stored words (llcStoreResidualSlot packs the same way)
+    s.unpack(w);
+  }
+  return s;
+}
 template <int DT>
 LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, const llc_u32* sumWords) {
   llcResidualAfter<DT>(base, elem0, flags, llcResidualBefore<DT>(base, elem0, flags), sumWords);
+}
+
+// The output of slot j of a row (16-byte slot j of x's dtype): out = dtype((r * inv) * weight), or with outE4m3
+// e4m3((r * inv) * weight * outScale) (E bytes per slot, lowest element in the lowest byte). Shared by every kernel
+// that normalizes (llcRmsNormRow, the split fused kernel), so their arithmetic is the same by construction.
+// llcNormStoreSlotWeights takes slot j's weights already loaded (wv: the 16 bytes at weight + 16 j).
+template <int DT>
+LLC_DEVICE void llcNormStoreSlotWeights(LlcSlotFloats<DT> r, const LlcWords4& wv, char* outRow, llc_u32 j, float inv,
+                                        bool outE4m3, float outScale) {
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  LlcSlotFloats<DT> w;
+  w.unpack(wv.w);
+#pragma unroll
+  for (int i = 0; i < E; ++i) r.v[i] = __fmul_rn(__fmul_rn(r.v[i], inv), w.v[i]);
+  if (outE4m3) {
+    // E bytes per slot (8 or 4): one or two words of four e4m3 values, lowest element in the lowest byte.
+    llc_u32 q[2] = {0, 0};
+#pragma unroll
+    for (int i = 0; i < E; i += 2) {
+      const llc_u32 pair = llcE4m3x2FromF32(__fmul_rn(r.v[i], outScale), __fmul_rn(r.v[i + 1], outScale));
+      q[i / 4] |= pair << (8 * (i % 4));
+    }
+    if (E == 8)
+      llcStoreWeak2(outRow + 8ull * j, q);
+    else
+      llcStoreWeak1(outRow + 4ull * j, q);
+    return;
+  }
+  LlcWords4 o;
+  r.pack(o.w);
+  llcStoreWeakV4(outRow + 16ull * j, o);
+}
+template <int DT>
+LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* outRow, llc_u32 j, float inv,
+                                 bool outE4m3, float outScale) {
+  llcNormStoreSlotWeights<DT>(r, llcLoadWeakV4(weight + 16ull * j), outRow, j, inv, outE4m3, outScale);
 }
 
 // RMSNorm of one row, block-wide (every thread calls it; the row's residual was written by threads of this block
@@ -169,29 +224,9 @@ LLC_DEVICE void llcRmsNormRow(const char* residualRow, bool residualF32, const c
   __syncthreads(); // the row's inverse RMS is visible to every thread
   const float inv = red[nt + 32u];
   for (llc_u32 j = t; j < slots; j += nt) {
-    LlcSlotFloats<DT> r, w;
+    LlcSlotFloats<DT> r;
     llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, residualF32, r);
-    const LlcWords4 wv = llcLoadWeakV4(weight + 16ull * j);
-    w.unpack(wv.w);
-#pragma unroll
-    for (int i = 0; i < E; ++i) r.v[i] = __fmul_rn(__fmul_rn(r.v[i], inv), w.v[i]);
-    if (outE4m3) {
-      // E bytes per slot (8 or 4): one or two words of four e4m3 values, lowest element in the lowest byte.
-      llc_u32 q[2] = {0, 0};
-#pragma unroll
-      for (int i = 0; i < E; i += 2) {
-        const llc_u32 pair = llcE4m3x2FromF32(__fmul_rn(r.v[i], outScale), __fmul_rn(r.v[i + 1], outScale));
-        q[i / 4] |= pair << (8 * (i % 4));
-      }
-      if (E == 8)
-        llcStoreWeak2(outRow + 8ull * j, q);
-      else
-        llcStoreWeak1(outRow + 4ull * j, q);
-      continue;
-    }
-    LlcWords4 o;
-    r.pack(o.w);
-    llcStoreWeakV4(outRow + 16ull * j, o);
+    llcNormStoreSlot<DT>(r, weight, outRow, j, inv, outE4m3, outScale);
   }
   __syncthreads(); // `red` is read by every thread before the next row overwrites it
 }

@@ -96,6 +96,7 @@ export class CudaDriver {
   private readonly _cuFuncGetAttribute
   private readonly _cuFuncSetAttribute
   private readonly _cuOccupancyMaxActiveBlocksPerMultiprocessor
+  private readonly _cuOccupancyMaxActiveClusters
   private readonly _cuStreamCreate
   private readonly _cuStreamDestroy
   private readonly _cuStreamSynchronize
@@ -158,6 +159,9 @@ export class CudaDriver {
     this._cuModuleGetFunction = f('int cuModuleGetFunction(void *hfunc, uint64_t module, const char *name)')
     this._cuFuncGetAttribute = f('int cuFuncGetAttribute(void *pi, int attrib, uint64_t hfunc)')
     this._cuFuncSetAttribute = f('int cuFuncSetAttribute(uint64_t hfunc, int attrib, int value)')
+    this._cuOccupancyMaxActiveClusters = f(
+      'int cuOccupancyMaxActiveClusters(void *numClusters, uint64_t func, uint64_t config)',
+    )
     this._cuOccupancyMaxActiveBlocksPerMultiprocessor = f(
       'int cuOccupancyMaxActiveBlocksPerMultiprocessor(void *numBlocks, uint64_t func, int blockSize, size_t dynamicSMemSize)',
     )
@@ -363,6 +367,14 @@ export class CudaDriver {
       'cuOccupancyMaxActiveBlocksPerMultiprocessor',
       this._cuOccupancyMaxActiveBlocksPerMultiprocessor(this.i32, f, threadsPerBlock, dynamicSharedBytes),
     )
+  }
+
+  /**
+   * Most clusters of the launch described by the native CUlaunchConfig at `configAddress` (its block size, shared
+   * memory and cluster-dimension attribute) that can be co-resident on the device (cuOccupancyMaxActiveClusters).
+   */
+  occupancyMaxActiveClusters(f: CuFunction, configAddress: number): number {
+    return this.outI32('cuOccupancyMaxActiveClusters', this._cuOccupancyMaxActiveClusters(this.i32, f, configAddress))
   }
 
   streamCreate(flags = CU_STREAM_NON_BLOCKING): CuStream {

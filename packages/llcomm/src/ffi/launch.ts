@@ -6,17 +6,18 @@
  * Native layout (x86-64, cuda.h):
  *   0   CUlaunchConfig { u32 gridDimX,Y,Z; u32 blockDimX,Y,Z; u32 sharedMemBytes; pad; CUstream hStream @32;
  *                        CUlaunchAttribute *attrs @40; u32 numAttrs @48 }  (56 bytes)
- *   56  CUlaunchAttribute[2] { u32 id; pad[4]; union value[64] }         (72 bytes each)
- *   200 void *kernelParams[1] = { &params }
- *   208 void *extra[5] = { BUFFER_POINTER, &params, BUFFER_SIZE, &paramBytes, END }
- *   248 size_t paramBytes
- *   256 params (the kernel's struct, as packed by abi.ts)
+ *   56  CUlaunchAttribute[3] { u32 id; pad[4]; union value[64] }         (72 bytes each)
+ *   272 void *kernelParams[1] = { &params }
+ *   280 void *extra[5] = { BUFFER_POINTER, &params, BUFFER_SIZE, &paramBytes, END }
+ *   320 size_t paramBytes
+ *   336 params (the kernel's struct, as packed by abi.ts)
  */
 import type { CudaDriver } from './cuda-driver.js'
 import { NativeBlock } from './native-memory.js'
 import type { CuFunction, CuStream } from './types.js'
 
 export const CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+export const CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 export const CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 const CU_LAUNCH_PARAM_END = 0
 const CU_LAUNCH_PARAM_BUFFER_POINTER = 1
@@ -25,10 +26,10 @@ const CU_LAUNCH_PARAM_BUFFER_SIZE = 2
 const CONFIG_OFFSET = 0
 const ATTRS_OFFSET = 56
 const ATTR_BYTES = 72
-const KERNEL_PARAMS_OFFSET = 200
-const EXTRA_OFFSET = 208
-const PARAM_SIZE_OFFSET = 248
-const PARAMS_OFFSET = 256
+const KERNEL_PARAMS_OFFSET = 272
+const EXTRA_OFFSET = 280
+const PARAM_SIZE_OFFSET = 320
+const PARAMS_OFFSET = 336
 
 export interface LaunchShape {
   gridDimX: number
@@ -41,6 +42,11 @@ export interface LaunchFlags {
   cooperative: boolean
   /** Programmatic stream serialization: may start before the previous kernel in the stream ends (PDL). */
   pdl: boolean
+  /**
+   * Thread-block cluster size along x (sm_90+; CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {x, 1, 1}); it must divide the
+   * grid. Absent or 1: no cluster attribute (an implicit cluster of one block).
+   */
+  clusterDimX?: number
 }
 
 /**
@@ -97,20 +103,29 @@ export class PreparedLaunch {
     this.extraArg = passing === 'extra' ? base + EXTRA_OFFSET : 0
   }
 
-  /** Rewrites the attribute list (cooperative first, then PDL); cheap, no FFI. */
+  /** Rewrites the attribute list (cooperative first, then PDL, then the cluster dimension); cheap, no FFI. */
   setFlags(flags: LaunchFlags): void {
     const v = this.block.view
     let n = 0
-    const put = (id: number) => {
+    const put = (id: number, values: readonly number[]) => {
       const at = ATTRS_OFFSET + n * ATTR_BYTES
       this.block.u8.fill(0, at, at + ATTR_BYTES)
       v.setUint32(at, id, true)
-      v.setInt32(at + 8, 1, true) // value.cooperative / value.programmaticStreamSerializationAllowed
+      // value.cooperative / value.programmaticStreamSerializationAllowed (one int) or value.clusterDim {x, y, z}
+      for (const [i, x] of values.entries()) v.setUint32(at + 8 + 4 * i, x, true)
       n++
     }
-    if (flags.cooperative) put(CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
-    if (flags.pdl) put(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    if (flags.cooperative) put(CU_LAUNCH_ATTRIBUTE_COOPERATIVE, [1])
+    if (flags.pdl) put(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, [1])
+    const c = flags.clusterDimX ?? 1
+    if (!Number.isInteger(c) || c < 1) throw new RangeError(`${this.name}: cluster size ${c}`)
+    if (c > 1) put(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, [c, 1, 1])
     v.setUint32(CONFIG_OFFSET + 48, n, true)
+  }
+
+  /** Address of the native CUlaunchConfig (for cuOccupancyMaxActiveClusters, which takes one). */
+  get configAddress(): number {
+    return this.block.address + CONFIG_OFFSET
   }
 
   /** Copies the packed parameter struct in (its length must equal paramBytes). */

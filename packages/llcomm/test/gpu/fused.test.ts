@@ -11,7 +11,12 @@ import { test } from 'node:test'
 import type { Dtype, TensorArray } from '../../src/api/types.js'
 import { DTYPE_BYTES, DTYPES } from '../../src/api/types.js'
 import { type CudaCommunicator, createCudaCommunicator } from '../../src/backends/cuda/communicator.js'
-import { type FusedNormAlgorithm, fusedRowsPerBlock } from '../../src/backends/cuda/fused-launcher.js'
+import {
+  FUSED_CLUSTER_SIZES,
+  type FusedNormAlgorithm,
+  fusedRowsPerBlock,
+  fusedSplitRowsPerCluster,
+} from '../../src/backends/cuda/fused-launcher.js'
 import { DTYPE_CODECS } from '../../src/dtype/index.js'
 import { type CuStream, cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
 import { ON_GPU, REDUCED, recordCase, rng } from './gpu-harness.js'
@@ -156,10 +161,18 @@ function checkAgainstModel(
 
 /** The fused kernels whose lanes hold at least one row of this shape (more rows go to further launches). */
 function algorithmsFor(comm: CudaCommunicator, dtype: Dtype, hidden: number): FusedNormAlgorithm[] {
-  return (['oneshot', 'twoshot'] as const).filter(
+  const whole = (['oneshot', 'twoshot'] as const).filter(
     (a) => fusedRowsPerBlock(a, comm.size, hidden, dtype, comm.bufferBytes) > 0,
   )
+  // The split kernels (a row over the blocks of a thread-block cluster): wherever some cluster size fits a row.
+  const split = (['split', 'split-ll'] as const).filter((a) =>
+    FUSED_CLUSTER_SIZES.some((c) => fusedSplitRowsPerCluster(a, comm.size, hidden, dtype, c, comm.bufferBytes) > 0),
+  )
+  return [...whole, ...split]
 }
+
+/** The unfused AllReduce a fused algorithm is compared with (every llcomm AllReduce gives the same bits). */
+const unfusedOf = (a: FusedNormAlgorithm) => (a === 'twoshot' ? 'twoshot-sentinel' : 'oneshot-sentinel')
 
 test('fused AllReduce + residual + RMSNorm: model-exact residual, RMSNorm within rounding, equal on every rank and to the unfused composition', {
   skip: !ON_GPU,
@@ -205,7 +218,7 @@ test('fused AllReduce + residual + RMSNorm: model-exact residual, RMSNorm within
                     outputs: set.sum,
                     count: n,
                     dtype,
-                    algorithm: algorithm === 'oneshot' ? 'oneshot-sentinel' : 'twoshot-sentinel',
+                    algorithm: unfusedOf(algorithm),
                     fallback: false,
                     stream,
                   })
@@ -274,6 +287,8 @@ test('fused RMSNorm in a captured graph: replays on fresh data give the eager re
       ['bf16', 4, 4096, 'oneshot'],
       ['bf16', 16, 8192, 'twoshot'],
       ['f32', 2, 4096, 'twoshot'],
+      ['bf16', 1, 4096, 'split-ll'],
+      ['bf16', 4, 8192, 'split'],
     ] as const) {
       const name = `fused/graph/${algorithm}/${dtype}/rows=${rows}/hidden=${hidden}`
       const n = rows * hidden
@@ -508,7 +523,7 @@ test('fused RMSNorm with an FP8 e4m3 output: within half a step of float64 × sc
                 outputs: set.sum,
                 count: n,
                 dtype,
-                algorithm: algorithm === 'oneshot' ? 'oneshot-sentinel' : 'twoshot-sentinel',
+                algorithm: unfusedOf(algorithm),
                 fallback: false,
                 stream,
               })

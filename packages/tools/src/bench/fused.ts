@@ -3,7 +3,8 @@
  * measured side by side in one run: for each shape, CUDA-graph replays of `callsPerGraph` back-to-back calls
  * rotating over INPUT_SETS buffer sets, timed with events on the stream, per-call time = replay time / calls; the
  * median over replays is reported. Variants per shape:
- *   fused-oneshot, fused-twoshot (where the row fits the kernel's lanes), fused-auto (what deviceAllReduceRmsNorm
+ *   fused-oneshot, fused-twoshot (where the row fits the kernel's lanes), fused-split, fused-split-ll (a row shared
+ *   by the blocks of a thread-block cluster; sentinel / LL16), fused-auto (what deviceAllReduceRmsNorm
  *   picks), unfused = deviceAllReduce (llcomm auto) + deviceRmsNorm, allreduce alone, rmsnorm alone, and
  *   nccl + rmsnorm when NCCL is usable.
  * Virtual ranks on one device (all ranks' buffers are allocated in device 0's context).
@@ -37,6 +38,10 @@ export interface FusedBenchRow extends FusedBenchShape {
   /** What the unfused AllReduce and fused-auto resolved to. */
   allReduceAlgorithm: AlgorithmName
   fusedAuto: FusedNormAlgorithm
+  /** Variants that could not run at this shape, with the reason (the split kernels' cluster launch). */
+  skipped?: Record<string, string>
+  /** Launches per call of the split variants (rows beyond one launch's lanes go to further launches). */
+  launches?: Record<string, number>
 }
 
 export interface FusedBenchOptions {
@@ -134,6 +139,22 @@ export function benchFusedShape(
         const fused = sets.map((s) => comm.prepareDeviceAllReduceRmsNorm(normArgs(s, a)))
         variants[`fused-${a}`] = fused.map((c) => () => c.issue(streams))
       }
+    // The split kernels (thread-block clusters): tried once eagerly, so that a driver or device that refuses the
+    // cluster launch drops the column (reason in `skipped`) instead of breaking the graph capture of the others.
+    const skipped: Record<string, string> = {}
+    const launchesOf: Record<string, number> = {}
+    for (const a of ['split', 'split-ll'] as const) {
+      try {
+        const fused = sets.map((s) => comm.prepareDeviceAllReduceRmsNorm(normArgs(s, a)))
+        fused[0].issue(streams)
+        for (const st of streams) d.streamSynchronize(st)
+        comm.checkDeviceError()
+        launchesOf[`fused-${a}`] = fused[0].launches
+        variants[`fused-${a}`] = fused.map((c) => () => c.issue(streams))
+      } catch (e) {
+        skipped[`fused-${a}`] = e instanceof Error ? e.message : String(e)
+      }
+    }
     variants['fused-auto'] = variants[`fused-${auto}`]
     if (comm.algorithms.includes('nccl')) {
       const nccl = sets.map((s) =>
@@ -171,7 +192,7 @@ export function benchFusedShape(
       }
     comm.checkDeviceError()
     for (const v of captured) us[v.name] = median(v.times)
-    return { ...shape, ranks, us, allReduceAlgorithm, fusedAuto: auto }
+    return { ...shape, ranks, us, allReduceAlgorithm, fusedAuto: auto, skipped, launches: launchesOf }
   } finally {
     try {
       d.streamSynchronize(s0)

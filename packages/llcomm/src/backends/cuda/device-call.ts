@@ -70,7 +70,11 @@ export interface DeviceGraph {
 
 // ---- the fused calls (issue 21: fused-launcher.ts launches them) ----
 
-export type FusedNormAlgorithm = 'oneshot' | 'twoshot'
+/**
+ * oneshot / twoshot: whole rows per block (sentinel protocol); split / split-ll: one-shot with a row shared by the
+ * blocks of a thread-block cluster (sm_90+), on sentinel slots or LL16 packets (kernels/llcomm/fused_split.cuh).
+ */
+export type FusedNormAlgorithm = 'oneshot' | 'twoshot' | 'split' | 'split-ll'
 
 export interface FusedNormCall {
   /** x, residual (read and written), out, weight: one device pointer per rank, by global rank. */
@@ -107,7 +111,7 @@ export interface FusedManyCall {
 
 /** A fused call packed once: issue() launches it again (same pointers and shape) without allocating. */
 export interface PreparedFusedCall {
-  /** 'oneshot' / 'twoshot' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
+  /** 'oneshot' / 'twoshot' / 'split' / 'split-ll' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
   algorithm: string
   launches: number
   issue(streams: readonly CuStream[]): void

@@ -43,6 +43,7 @@ export const FUSED_NORM_PARAMS_LAYOUT = layOut('LlcommFusedNormParams', [
   { name: 'blocksPerRank', kind: 'u32' },
   { name: 'outScaleBits', kind: 'u32' },
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
+  ...region('ll'),
 ])
 
 export const ALLREDUCE_MANY_PARAMS_LAYOUT = layOut('LlcommAllReduceManyParams', [
@@ -118,6 +119,8 @@ export interface FusedNormParamsHost {
   /** f32 bits of the e4m3 output's per-tensor scale (flags & LLCOMM_FUSED_OUT_E4M3); 0 otherwise. */
   outScaleBits?: number
   launchRanks: readonly number[]
+  /** The LL packet region (the split LL kernel's lanes); absent: zero (the other kernels do not read it). */
+  ll?: BufferRegion
 }
 
 export function packFusedNormParams(p: FusedNormParamsHost): Buffer {
@@ -151,6 +154,8 @@ export function packFusedNormParams(p: FusedNormParamsHost): Buffer {
     blocksPerRank: p.blocksPerRank,
     outScaleBits: p.outScaleBits ?? 0,
     launchRanks: p.launchRanks,
+    'll.offset': p.ll?.offset ?? 0,
+    'll.channelHalfBytes': p.ll?.channelHalfBytes ?? 0,
   })
 }
 

@@ -31,10 +31,14 @@ import {
   maxBlocksPerRank,
   selectFusedKernel,
   TARGET_BYTES_PER_BLOCK,
+  TARGET_BYTES_PER_BLOCK_SCALE,
 } from './kernel-table.js'
 import type { KernelModules } from './modules.js'
 
 const floor16 = (x: number) => Math.floor(x / 16) * 16
+const splitKind = (a: FusedSplitAlgorithm) => (a === 'split' ? 'fused_rmsnorm_split' : 'fused_rmsnorm_split_ll')
+/** LLCOMM_FUSED_CLUSTER_COOPERATIVE=0: cluster launches without the cooperative attribute (read once). */
+const CLUSTER_COOPERATIVE = process.env.LLCOMM_FUSED_CLUSTER_COOPERATIVE !== '0'
 
 /**
  * Most rows one block (channel) of the fused kernel can carry in one launch, from the sentinel lanes exactly as the
@@ -43,7 +47,7 @@ const floor16 = (x: number) => Math.floor(x / 16) * 16
  * and a part must fit one lane of channelHalf / (2 nranks) bytes.
  */
 export function fusedRowsPerBlock(
-  algorithm: FusedNormAlgorithm,
+  algorithm: 'oneshot' | 'twoshot',
   nranks: number,
   hidden: number,
   dtype: Dtype,
@@ -66,6 +70,11 @@ export interface FusedNormLaunchPlan {
   firstRow: number
   rows: number
   blocksPerRank: number
+  /**
+   * Blocks per thread-block cluster (the split kernels: a row is shared by the blocks of a cluster; 1, 2, 4 or 8,
+   * dividing blocksPerRank, so that no cluster straddles two ranks). Absent: 1 (no cluster attribute).
+   */
+  clusterBlocks?: number
 }
 export interface FusedNormPlan {
   algorithm: FusedNormAlgorithm
@@ -100,16 +109,20 @@ export function planFusedNorm(
   hidden: number,
   dtype: Dtype,
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
+  ranksPerDevice: number = nranks,
+  clusterLimit: ClusterLimit = () => Number.POSITIVE_INFINITY,
 ): FusedNormPlan {
+  if (algorithm !== 'auto' && isSplit(algorithm))
+    return planFusedSplit(algorithm, nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
   checkNormShape(rows, hidden, dtype)
   const maxBlocks = maxBlocksPerRank(nranks)
   const perBlock = {
     oneshot: fusedRowsPerBlock('oneshot', nranks, hidden, dtype, bufferBytes),
     twoshot: fusedRowsPerBlock('twoshot', nranks, hidden, dtype, bufferBytes),
   }
-  let alg: FusedNormAlgorithm
+  let alg: 'oneshot' | 'twoshot'
   if (algorithm === 'auto') alg = perBlock.oneshot * maxBlocks >= rows ? 'oneshot' : 'twoshot'
-  else alg = algorithm
+  else alg = algorithm as 'oneshot' | 'twoshot'
   const k = perBlock[alg]
   if (k < 1) {
     throw new LlcommError(
@@ -127,6 +140,110 @@ export function planFusedNorm(
     launches.push({ firstRow: first, rows: n, blocksPerRank: blocks })
   }
   return { algorithm: alg, launches }
+}
+
+// ---- the split kernels (kernels/llcomm/fused_split.cuh): a row shared by the blocks of a cluster ----
+
+/** The split kernels' threads per row of the reference RMSNorm ("virtual threads", split over a cluster). */
+export const FUSED_SPLIT_VIRTUAL_THREADS = LLCOMM_THREADS
+/** fused_split.cuh LLCOMM_SPLIT_MAX_UNITS / LLCOMM_SPLIT_MAX_ROWS: (row, virtual thread) units and rows of a block. */
+export const FUSED_SPLIT_MAX_UNITS = 4096
+export const FUSED_SPLIT_MAX_ROWS = 64
+/** Cluster sizes the split kernels are launched with (portable sizes; 512 / C virtual threads per block). */
+export const FUSED_CLUSTER_SIZES: readonly number[] = [1, 2, 4, 8]
+
+export type FusedSplitAlgorithm = 'split' | 'split-ll'
+const isSplit = (a: FusedNormAlgorithm): a is FusedSplitAlgorithm => a === 'split' || a === 'split-ll'
+
+/**
+ * Most rows one cluster of C blocks can carry in one launch (0: none). Block b of the cluster holds K * V data slots
+ * (16 bytes each) per row, V = 512 / C, K = ceil(slots per row / 512), in its lane: sentinel lanes of channelHalf /
+ * nranks bytes (one slot per data slot) or LL lanes of llHalf / nranks bytes (two 16-byte LL16 packets per data
+ * slot); and at most FUSED_SPLIT_MAX_UNITS units and FUSED_SPLIT_MAX_ROWS rows.
+ */
+export function fusedSplitRowsPerCluster(
+  algorithm: FusedSplitAlgorithm,
+  nranks: number,
+  hidden: number,
+  dtype: Dtype,
+  clusterBlocks: number,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): number {
+  const layout = deviceBufferLayout(nranks, bufferBytes)
+  const laneSlots =
+    algorithm === 'split'
+      ? floor16(Math.floor(layout.sentinel.channelHalfBytes / nranks)) / 16
+      : Math.floor(floor16(Math.floor(layout.ll.channelHalfBytes / nranks)) / 32)
+  const slotsPerRow = (hidden * DTYPE_BYTES[dtype]) / 16
+  const k = Math.ceil(slotsPerRow / FUSED_SPLIT_VIRTUAL_THREADS)
+  const v = FUSED_SPLIT_VIRTUAL_THREADS / clusterBlocks
+  return Math.max(
+    0,
+    Math.min(FUSED_SPLIT_MAX_ROWS, Math.floor(FUSED_SPLIT_MAX_UNITS / v), Math.floor(laneSlots / (k * v))),
+  )
+}
+
+/**
+ * Most clusters of C blocks (C > 1) co-resident on every device of the communicator, from
+ * cuOccupancyMaxActiveClusters; clusters of one block are bounded by maxBlocksPerRank alone. The planner keeps
+ * ranksInLaunch × clusters per rank within it.
+ */
+export type ClusterLimit = (clusterBlocks: number) => number
+
+/**
+ * The split kernels' launches: rows per launch = the most any cluster size allows; per launch the (C, G) pair
+ * (cluster size, clusters per rank) whose C × G blocks per rank is nearest to one block per
+ * TARGET_BYTES_PER_BLOCK bytes (ll16 for split-ll, sentinel for split; rounded up to a power of two), ties to the
+ * larger G (fewer blocks share a row), subject to every cluster's rows fitting its lanes, C × G <= maxBlocksPerRank
+ * and ranksPerDevice × G <= clusterLimit(C).
+ */
+export function planFusedSplit(
+  algorithm: FusedSplitAlgorithm,
+  nranks: number,
+  rows: number,
+  hidden: number,
+  dtype: Dtype,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+  ranksPerDevice: number = nranks,
+  clusterLimit: ClusterLimit = () => Number.POSITIVE_INFINITY,
+): FusedNormPlan {
+  checkNormShape(rows, hidden, dtype)
+  const maxBlocks = maxBlocksPerRank(nranks)
+  const options = FUSED_CLUSTER_SIZES.map((c) => {
+    const perCluster = fusedSplitRowsPerCluster(algorithm, nranks, hidden, dtype, c, bufferBytes)
+    const byLimit = c === 1 ? maxBlocks : Math.floor(clusterLimit(c) / ranksPerDevice)
+    const clusters = Math.max(0, Math.min(Math.floor(maxBlocks / c), byLimit))
+    return { c, perCluster, clusters }
+  }).filter((o) => o.perCluster > 0 && o.clusters > 0)
+  const perLaunch = Math.max(0, ...options.map((o) => o.perCluster * o.clusters))
+  if (perLaunch < 1)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      `a row of ${hidden} ${dtype} does not fit the ${algorithm} fused kernel's lanes at ${nranks} ranks with bufferBytes ${bufferBytes}; use a larger bufferBytes or algorithm 'twoshot'`,
+      { hidden, dtype, nranks, bufferBytes, algorithm },
+    )
+  const rowBytes = hidden * DTYPE_BYTES[dtype]
+  const target = Math.max(
+    16,
+    TARGET_BYTES_PER_BLOCK[algorithm === 'split-ll' ? 'll16' : 'sentinel'] * TARGET_BYTES_PER_BLOCK_SCALE,
+  )
+  const launches: FusedNormLaunchPlan[] = []
+  for (let first = 0; first < rows; first += perLaunch) {
+    const n = Math.min(perLaunch, rows - first)
+    let want = 1
+    while (want < Math.ceil((n * rowBytes) / target) && want < maxBlocks) want *= 2
+    let best: { c: number; g: number; score: number } | undefined
+    for (const o of options)
+      for (let g = Math.ceil(n / o.perCluster); g <= Math.min(o.clusters, n); g++) {
+        if (Math.ceil(n / g) > o.perCluster) continue
+        const score = Math.abs(Math.log2((o.c * g) / want))
+        if (!best || score < best.score - 1e-9 || (Math.abs(score - best.score) <= 1e-9 && g > best.g))
+          best = { c: o.c, g, score }
+      }
+    if (!best) throw new LlcommError('INTERNAL', `planFusedSplit found no cluster shape for ${n} rows`)
+    launches.push({ firstRow: first, rows: n, blocksPerRank: best.c * best.g, clusterBlocks: best.c })
+  }
+  return { algorithm, launches }
 }
 
 /** One piece of one buffer in an allReduceMany launch. */
@@ -213,7 +330,10 @@ export class FusedLauncher {
     this.state = state
   }
 
-  /** Launch config for one device, built on first use (with the co-residency check when cooperative) and cached. */
+  /**
+   * Launch config for one device, built on first use (with the co-residency checks when cooperative: blocks per SM,
+   * and for clusters of C > 1 blocks the device's cluster occupancy) and cached.
+   */
   private launchFor(
     k: FusedKernel,
     group: LaunchGroup,
@@ -221,13 +341,23 @@ export class FusedLauncher {
     cooperative: boolean,
     pdl: boolean,
     bytes: number,
+    clusterBlocks = 1,
   ) {
-    const key = `${k.kernelName}|${group.index}|${grid}|${cooperative ? 1 : 0}|${pdl ? 1 : 0}`
+    const key = `${k.kernelName}|${group.index}|${grid}|${cooperative ? 1 : 0}|${pdl ? 1 : 0}|${clusterBlocks}`
     let l = this.configs.get(key)
     if (l) return l
     const f = this.modules.function(group, k.sourceFile, k.kernelName)
     this.driver.setCurrent(group.context)
-    if (cooperative) {
+    if (clusterBlocks > 1 && grid / clusterBlocks > this.maxActiveClusters(k, group, clusterBlocks))
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `${k.kernelName}: ${grid / clusterBlocks} clusters of ${clusterBlocks} blocks on device ${group.ordinal} cannot all be co-resident; use fewer virtual ranks per device or another algorithm`,
+        { kernel: k.kernelName, device: group.ordinal, grid, clusterBlocks },
+      )
+    // A cluster launch is cooperative too (all blocks co-resident or the launch fails) unless
+    // LLCOMM_FUSED_CLUSTER_COOPERATIVE=0, for a driver that refuses the two attributes together.
+    const coop = cooperative && (clusterBlocks === 1 || CLUSTER_COOPERATIVE)
+    if (coop) {
       const perSm = this.driver.occupancyMaxActiveBlocksPerSm(f, LLCOMM_THREADS, 0)
       if (grid > perSm * group.smCount) {
         throw new LlcommError(
@@ -247,11 +377,38 @@ export class FusedLauncher {
       f,
       k.kernelName,
       { gridDimX: grid, blockDimX: LLCOMM_THREADS, sharedBytes: 0 },
-      { cooperative, pdl },
+      { cooperative: coop, pdl, clusterDimX: clusterBlocks },
       bytes,
     )
     this.configs.set(key, l)
     return l
+  }
+
+  private readonly clusterLimits = new Map<string, number>()
+
+  /** cuOccupancyMaxActiveClusters for kernel k with clusters of c blocks on this device (cached). */
+  private maxActiveClusters(k: FusedKernel, group: LaunchGroup, c: number): number {
+    if (c === 1) return Number.POSITIVE_INFINITY
+    const key = `${k.kernelName}|${group.index}|${c}`
+    let n = this.clusterLimits.get(key)
+    if (n !== undefined) return n
+    const f = this.modules.function(group, k.sourceFile, k.kernelName)
+    this.driver.setCurrent(group.context)
+    const probe = new PreparedLaunch(
+      this.driver,
+      f,
+      k.kernelName,
+      { gridDimX: c, blockDimX: LLCOMM_THREADS, sharedBytes: 0 },
+      { cooperative: false, pdl: false, clusterDimX: c },
+      8,
+    )
+    try {
+      n = this.driver.occupancyMaxActiveClusters(f, probe.configAddress)
+    } finally {
+      probe.dispose()
+    }
+    this.clusterLimits.set(key, n)
+    return n
   }
 
   private checkPointers(what: string, list: readonly DevicePtr[]): void {
@@ -305,10 +462,40 @@ export class FusedLauncher {
     const oeb = call.outDtype === 'e4m3' ? 1 : eb
     const resEb = call.residualF32 ? 4 : eb
     const flags = this.normFlags(call)
+    const requested = call.algorithm ?? 'auto'
+    const split = requested === 'split' || requested === 'split-ll'
+    if (split && !reference)
+      for (const g of this.devices.groups)
+        if (Number(g.arch.replace(/\D/g, '')) < 90)
+          throw new LlcommError(
+            'UNSUPPORTED_ALGORITHM',
+            `the ${requested} fused kernel needs thread-block clusters (sm_90 or newer); device ${g.ordinal} is ${g.arch}`,
+            { algorithm: requested, device: g.ordinal },
+          )
+    const ranksPerDevice = Math.max(...this.devices.groups.map((g) => g.ranks.length))
+    // The split kernels' cluster limit: the smallest over the devices (every rank plans the same launches).
+    const limit: ClusterLimit = (c) =>
+      Math.min(
+        ...this.devices.groups.map((g) =>
+          this.maxActiveClusters(selectFusedKernel(splitKind(requested as FusedSplitAlgorithm), call.dtype), g, c),
+        ),
+      )
     const plan: FusedNormPlan = reference
       ? { algorithm: 'oneshot', launches: [{ firstRow: 0, rows: call.rows, blocksPerRank: 1 }] }
-      : planFusedNorm(call.algorithm ?? 'auto', s.nranks, call.rows, call.hidden, call.dtype, s.bufferBytes)
-    const k = selectFusedKernel(reference ? 'rmsnorm' : `fused_rmsnorm_${plan.algorithm}`, call.dtype)
+      : planFusedNorm(
+          requested,
+          s.nranks,
+          call.rows,
+          call.hidden,
+          call.dtype,
+          s.bufferBytes,
+          ranksPerDevice,
+          split ? limit : undefined,
+        )
+    const k = selectFusedKernel(
+      reference ? 'rmsnorm' : isSplit(plan.algorithm) ? splitKind(plan.algorithm) : `fused_rmsnorm_${plan.algorithm}`,
+      call.dtype,
+    )
     const big = (list: readonly DevicePtr[], offsetBytes: number) => list.map((p) => BigInt(p + offsetBytes))
     const packed: PackedLaunch[] = []
     for (const l of plan.launches) {
@@ -326,6 +513,7 @@ export class FusedLauncher {
           errorWord: BigInt(s.errorWord),
           timeoutNs: BigInt(Math.round(s.timeoutNs)),
           sentinel: s.layout.sentinel,
+          ll: s.layout.ll,
           rows: l.rows,
           hidden: call.hidden,
           epsBits: f32Bits(call.eps),
@@ -337,7 +525,15 @@ export class FusedLauncher {
           launchRanks: group.ranks,
         })
         const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
-        const launch = this.launchFor(k, group, grid, !reference, call.pdl ?? false, params.byteLength)
+        const launch = this.launchFor(
+          k,
+          group,
+          grid,
+          !reference,
+          call.pdl ?? false,
+          params.byteLength,
+          reference ? 1 : (l.clusterBlocks ?? 1),
+        )
         packed.push({ group, launch, params: new Uint8Array(params) })
       }
     }

@@ -440,7 +440,13 @@ export function launchShape(
 
 // ---- fused kernels (issue 21) ----
 /** The fused kernels of instantiations.def's LLCOMM_FUSED_VARIANT lines (kernels/allreduce/<kind>.cu). */
-export type FusedKernelKind = 'fused_rmsnorm_oneshot' | 'fused_rmsnorm_twoshot' | 'rmsnorm' | 'allreduce_many'
+export type FusedKernelKind =
+  | 'fused_rmsnorm_oneshot'
+  | 'fused_rmsnorm_twoshot'
+  | 'fused_rmsnorm_split'
+  | 'fused_rmsnorm_split_ll'
+  | 'rmsnorm'
+  | 'allreduce_many'
 export interface FusedKernel {
   kind: FusedKernelKind
   dtype: Dtype
@@ -454,6 +460,8 @@ const FUSED_LINE = /^LLCOMM_FUSED_VARIANT\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*$/
 const FUSED_KINDS: readonly FusedKernelKind[] = [
   'fused_rmsnorm_oneshot',
   'fused_rmsnorm_twoshot',
+  'fused_rmsnorm_split',
+  'fused_rmsnorm_split_ll',
   'rmsnorm',
   'allreduce_many',
 ]

@@ -11,7 +11,7 @@ test('config, attributes, kernelParams and extra point at the right places', () 
     1 as CuFunction,
     'k',
     { gridDimX: 12, blockDimX: 512, sharedBytes: 64 },
-    { cooperative: true, pdl: true },
+    { cooperative: true, pdl: true, clusterDimX: 4 },
     40,
     'extra',
   )
@@ -26,19 +26,25 @@ test('config, attributes, kernelParams and extra point at the right places', () 
     assert.equal(v.getUint32(24, true), 64)
     assert.equal(v.getBigUint64(32, true), 0xabc0n, 'hStream at offset 32')
     assert.equal(v.getBigUint64(40, true), BigInt(address + 56), 'attrs pointer')
-    assert.equal(v.getUint32(48, true), 2, 'numAttrs')
+    assert.equal(v.getUint32(48, true), 3, 'numAttrs')
     assert.equal(v.getUint32(56, true), 2, 'CU_LAUNCH_ATTRIBUTE_COOPERATIVE')
     assert.equal(v.getInt32(64, true), 1)
     assert.equal(v.getUint32(56 + 72, true), 6, 'CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION')
     assert.equal(v.getInt32(64 + 72, true), 1)
-    assert.equal(v.getBigUint64(200, true), BigInt(address + 256), 'kernelParams[0] = &params')
-    assert.equal(v.getBigUint64(208, true), 1n, 'CU_LAUNCH_PARAM_BUFFER_POINTER')
-    assert.equal(v.getBigUint64(216, true), BigInt(address + 256))
-    assert.equal(v.getBigUint64(224, true), 2n, 'CU_LAUNCH_PARAM_BUFFER_SIZE')
-    assert.equal(v.getBigUint64(232, true), BigInt(address + 248))
-    assert.equal(v.getBigUint64(240, true), 0n, 'CU_LAUNCH_PARAM_END')
-    assert.equal(v.getBigUint64(248, true), 40n)
-    assert.deepEqual([...bytes.slice(256, 296)], new Array(40).fill(7))
+    assert.equal(v.getUint32(56 + 144, true), 4, 'CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION')
+    assert.deepEqual(
+      [64, 68, 72].map((o) => v.getUint32(o + 144, true)),
+      [4, 1, 1],
+      'clusterDim {4, 1, 1}',
+    )
+    assert.equal(v.getBigUint64(272, true), BigInt(address + 336), 'kernelParams[0] = &params')
+    assert.equal(v.getBigUint64(280, true), 1n, 'CU_LAUNCH_PARAM_BUFFER_POINTER')
+    assert.equal(v.getBigUint64(288, true), BigInt(address + 336))
+    assert.equal(v.getBigUint64(296, true), 2n, 'CU_LAUNCH_PARAM_BUFFER_SIZE')
+    assert.equal(v.getBigUint64(304, true), BigInt(address + 320))
+    assert.equal(v.getBigUint64(312, true), 0n, 'CU_LAUNCH_PARAM_END')
+    assert.equal(v.getBigUint64(320, true), 40n)
+    assert.deepEqual([...bytes.slice(336, 376)], new Array(40).fill(7))
     l.setFlags({ cooperative: false, pdl: true })
     const again = new DataView(l.snapshot().bytes.buffer)
     assert.equal(again.getUint32(48, true), 1)

@@ -1,0 +1,264 @@
+// The split fused AllReduce + residual add + RMSNorm (kernels/allreduce/fused_rmsnorm_split*.cu): one-shot, like
+// fused_rmsnorm_oneshot.cu, but a row is shared by the C blocks of one thread-block cluster (C = 1, 2, 4 or 8, the
+// launch's cluster dimension), so a batch of one row still puts C blocks per rank on the wire, as the unfused
+// AllReduce does. Clusters never straddle two ranks: C divides blocksPerRank, and a rank's blocks are consecutive
+// (channel.cuh), so the C consecutive blocks of a cluster are channels gC .. gC + C - 1 of one rank.
+//
+// Work split. The rows of a launch are shared out over the G = blocksPerRank / C clusters of a rank (llcPiece);
+// every block of cluster g carries all of g's rows. The reference RMSNorm (llcomm/rmsnorm.cuh) has 512 threads per
+// row, thread t owning the row's 16-byte slots t, t + 512, t + 1024, ...; here those 512 "virtual threads" are split
+// in C runs of V = 512 / C: block b of the cluster owns virtual threads bV .. bV + V - 1, i.e. the row slots
+// j = k * 512 + bV + u (k = 0 .. K - 1 with K = ceil(slots per row / 512), u < V, j < slots per row). A unit is
+// (row, u); the threads of the block take units in turn (up to 32 consecutive lanes per unit in the exchange, one
+// thread per slot in the output pass); the block's message is its units' slots, data slot
+// (row, k, u) at index (row * K + k) * V + u of its lanes (indices with j past the row are holes: never sent).
+//
+// Arithmetic: bit-identical to the reference kernel, so to AllReduce + llcomm_rmsnorm_* and to the other fused
+// kernels. Each data slot is reduced in rank order in f32 (recvReduce), rounded to the dtype, added to the residual
+// and rounded (llcResidualAfterStored); the unit's threads then form exactly the reference thread vt's fma chain q_vt
+// (its slots in k order, elements in order; handed between lanes by shuffles when its slots are on several lanes)
+// in a register and store it in their block's shared memory.
+// After a cluster barrier every block computes, for each of its rows, a_l = q_l + q_{l+32} + ... + q_{l+480} (lane
+// l of one warp, reading the q's of all C blocks through distributed shared memory, in that order), total = a_0 + ...
+// + a_31 (one thread, in order) and inv = rsqrtf(total / hidden + eps): the reference's order exactly. Every block of
+// the cluster computes the same inv redundantly (no second exchange). The output pass applies llcNormStoreSlot, as the
+// reference does, to the residual as stored: kept in registers with the slot's weights when every thread has at most
+// one slot, else reloaded (stored by this block's threads before the barriers).
+//
+// Protocols: Fmt = LlcSentinel (a data slot is one sentinel slot; region `sentinel`) or LlcLL16 (a data slot is two
+// LL16 packets of 8 payload bytes; region `ll`). A block's lanes must hold R * K * V data slots (fused-launcher.ts
+// checks, with the unit cap below).
+#pragma once
+#include "llcomm/allreduce_common.cuh"
+#include "llcomm/cluster.cuh"
+#include "llcomm/ll_buffer.cuh"
+#include "llcomm/rmsnorm.cuh"
+
+#if LLC_HAS_DEVICE
+
+// Units (row, u) one block may own: the q's of its rows live in static shared memory (16 KB of floats).
+// kVirtual (= blockDim.x) must be a power of two >= 32 and C must divide it.
+#define LLCOMM_SPLIT_MAX_UNITS 4096
+// Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
+#define LLCOMM_SPLIT_MAX_ROWS 64
+
+template <class Fmt, int DT>
+__device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
+  using Value = typename LlBuffer<Fmt>::Value;
+  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+  constexpr llc_u32 E = 16u / eb;                 // elements per 16-byte data slot
+  constexpr int W = Fmt::kWords;                  // payload words per packet
+  constexpr llc_u32 kPk = 4u / W;                 // packets per data slot (sentinel 1, LL16 2)
+  // The reference kernel's threads per row: blockDim.x (LLCOMM_THREADS on the GPU; the emulator test runs both
+  // kernels with its own, smaller, power-of-two block), split over the cluster.
+  const llc_u32 kVirtual = blockDim.x;
+  llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
+  const LlcBlockRole role = llcBlockRole(p.blocksPerRank, p.launchRanks);
+  const llc_u32 C = llcClusterNumCtas();          // 1, 2, 4 or 8 (the host's cluster dimension)
+  const llc_u32 cShift = static_cast<llc_u32>(__ffs(C) - 1);
+  const llc_u32 b = llcClusterCtaRank();          // = role.channel % C (clusters of consecutive blocks of one rank)
+  const llc_u32 g = role.channel >> cShift;
+  const LlcRange rows = llcPiece(p.rows, p.blocksPerRank >> cShift, g, 1);
+  // A cluster without rows: the same for all its blocks (rows depend on g only), so no block of it reaches a cluster
+  // barrier; no exchange and no epoch step, identically on every rank.
+  if (rows.size() == 0) return;
+  const llc_u32 me = role.rank;
+  const llc_u32 R = static_cast<llc_u32>(rows.size());
+  const llc_u32 V = kVirtual >> cShift;
+  const llc_u32 vShift = static_cast<llc_u32>(__ffs(V) - 1);
+  const llc_u32 S = static_cast<llc_u32>(static_cast<llc_u64>(p.hidden) * eb / 16u); // slots per row
+  // ceil(S / kVirtual); a division, not a shift: with the shift ptxas spills 8 bytes in the f32 sentinel kernel
+  const llc_u32 K = (S + kVirtual - 1u) / kVirtual;
+  const llc_u32 units = R * V;
+  const llc_u64 rowBytes = static_cast<llc_u64>(p.hidden) * eb;
+  const bool f32res = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+  const llc_u64 resRowBytes = static_cast<llc_u64>(p.hidden) * (f32res ? 4u : eb);
+  const char* input = reinterpret_cast<const char*>(p.input[me]) + rows.begin * rowBytes;
+  char* residual = reinterpret_cast<char*>(p.residual[me]) + rows.begin * resRowBytes;
+  LlcChannel ch(p.scratch[me], role.channel);
+  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  const llc_u64 laneBytes = llcDivCount(region.channelHalfBytes, p.nranks) / 16u * 16u;
+  const LlBuffer<Fmt> buf = llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(region), laneBytes, me, p.nranks, ch, &waiter);
+  const llc_u32 t = threadIdx.x;
+
+  // Threads per unit: T = kLanes * kPk, consecutive lanes of one warp. Thread h = li % kPk of the unit carries
+  // packet h of its data slots (one LL16 packet per thread, as the unfused oneshot-ll; kPk = 1 for sentinel slots);
+  // with kLanes = K (a power of two, T <= 32) thread li carries slot k = li / kPk, so all K slots of a unit are in
+  // flight at once (one poll round trip, not K); otherwise (kLanes = 1) it walks k = 0 .. K - 1 in turn.
+  const llc_u32 kLanes = (K & (K - 1u)) == 0u && K * kPk <= 32u ? K : 1u;
+  const llc_u32 T = kLanes * kPk;
+  const llc_u32 tShift = static_cast<llc_u32>(__ffs(T) - 1);
+  const llc_u32 li = t & (T - 1u), h = li % kPk, kl = li / kPk;
+  const llc_u32 unitStride = blockDim.x >> tShift;
+  const llc_u32 lane = t & 31u;
+
+  // Send: packet h of my slots of every unit of mine to every peer (the own contribution is reloaded at the receive).
+  for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
+    const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+    for (llc_u32 k = kl; k < K; k += kLanes) {
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) break;
+      const llc_u32 i = (rowL * K + k) * V + u;
+      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+      Value v;
+#pragma unroll
+      for (int c = 0; c < W; ++c) v.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+      buf.bcast(i * kPk + h, v);
+    }
+  }
+
+  // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
+  // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
+  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
+  // level-1 sums, then the rows' inverse RMS.
+  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
+  float* qs = reinterpret_cast<float*>(sharedWords);
+  float* level1 = qs + LLCOMM_SPLIT_MAX_UNITS; // [warp][32]
+  float* invs = level1 + LLCOMM_THREADS;
+  // `keep` (uniform): every thread has at most one slot (one unit, one k), so thread 0 of the slot keeps the stored
+  // residual and the slot's weights (loaded before the receive, overlapping the wait) in registers for the output.
+  // LL16 only: the sentinel kernel is at the 128-register cap already (its 4-word slots, 8 peers in flight) and
+  // spills with them (ptxas: 110 bytes), so it reloads.
+  constexpr bool kKeepable = kPk > 1u;
+  const bool keep = kKeepable && kLanes == K && units <= unitStride;
+  LlcSlotFloats<DT> keptR;
+  LlcWords4 keptW;
+  llc_u32 keptJ = 0, keptRow = 0;
+  bool kept = false;
+  for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
+    const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+    float q = 0.0f;
+    LlcSlotFloats<DT> mine; // kLanes > 1: the stored residual of my slot (valid when `have`)
+    bool have = false;
+    for (llc_u32 k = kl; k < K; k += kLanes) {
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) break; // the same for both threads of a pair (same k)
+      const llc_u32 i = (rowL * K + k) * V + u;
+      char* resRow = residual + rowL * resRowBytes;
+      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
+      // The slot's residual is loaded before the receive, so the load overlaps the wait.
+      const LlcSlotFloats<DT> r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+      LlcWords4 wv{};
+      if constexpr (kKeepable)
+        if (keep && h == 0) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
+      Value own;
+#pragma unroll
+      for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+      const Value part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+      llc_u32 sum[4]; // constant indices only (a run-time index would put it in local memory)
+      if (kPk == 2) {
+        // The pair (lanes 2m, 2m + 1: same unit, same k) swaps its halves; data from the partner's registers.
+        const unsigned pairMask = 3u << (lane & ~1u);
+#pragma unroll
+        for (int c = 0; c < W; ++c) {
+          const llc_u32 other = __shfl_xor_sync(pairMask, part.w[c], 1);
+          sum[c] = h == 0 ? part.w[c] : other;
+          sum[(kPk - 1) * W + c] = h == 0 ? other : part.w[c];
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < W; ++c) sum[c] = part.w[c];
+      }
+      if (h == 0) {
+        const LlcSlotFloats<DT> stored =
+            llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
+        if (kLanes == 1u) {
+#pragma unroll
+          for (llc_u32 e = 0; e < E; ++e) q = __fmaf_rn(stored.v[e], stored.v[e], q); // the reference's chain
+        } else {
+          mine = stored;
+          have = true;
+        }
+        if (keep) {
+          keptR = stored;
+          keptW = wv;
+          keptJ = j;
+          keptRow = rowL;
+          kept = true;
+        }
+      }
+    }
+    if (kLanes > 1u) {
+      // The reference's chain over k = 0 .. K - 1 in order, handed from slot lane to slot lane: after step kk every
+      // thread of the unit holds q over slots 0 .. kk (a slot past the row adds nothing, as in the reference).
+      const llc_u32 base = lane & ~(T - 1u);
+      const unsigned groupMask = T == 32u ? 0xFFFFFFFFu : ((1u << T) - 1u) << base;
+      for (llc_u32 kk = 0; kk < K; ++kk) {
+        float next = q;
+        if (have && kl == kk)
+#pragma unroll
+          for (llc_u32 e = 0; e < E; ++e) next = __fmaf_rn(mine.v[e], mine.v[e], next);
+        q = __shfl_sync(groupMask, next, base + kk * kPk);
+      }
+    }
+    if (li == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
+  }
+  // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
+  llcClusterArriveRelease();
+  llcClusterWaitAcquire();
+
+  // Per row: the reference's level-1 and total sums over the cluster's q's, then inv; warp `wi` takes rows wi,
+  // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
+  const llc_u32 warp = t >> 5;
+  const llc_u32 qsBase = llcSharedAddress(qs);
+  const float eps = __uint_as_float(p.epsBits);
+  for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
+    constexpr llc_u32 kMaxM = LLCOMM_THREADS / 32; // q's per level-1 sum (kVirtual / 32 of them are used)
+    const llc_u32 mCount = kVirtual >> 5;
+    float vals[kMaxM];
+#pragma unroll
+    for (llc_u32 m = 0; m < kMaxM; ++m) { // every load in flight before the first add
+      if (m < mCount) {
+        const llc_u32 vt = lane + 32u * m;
+        const llc_u32 owner = vt >> vShift, u = vt & (V - 1u);
+        vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
+      }
+    }
+    float a = vals[0];
+#pragma unroll
+    for (llc_u32 m = 1; m < kMaxM; ++m)
+      if (m < mCount) a = __fadd_rn(a, vals[m]);
+    level1[32u * warp + lane] = a;
+    __syncwarp(); // the warp's level-1 sums are visible to its lane 0
+    if (lane == 0u) {
+      float total = level1[32u * warp];
+      for (llc_u32 l = 1; l < 32u; ++l) total = __fadd_rn(total, level1[32u * warp + l]);
+      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));
+    }
+    __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
+  }
+  // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
+  llcClusterArriveRelease();
+  __syncthreads(); // invs is visible to every thread of the block
+
+  // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
+  // thread per slot reloading it. The residual slots were stored by threads of this block before the cluster barrier
+  // and the __syncthreads above, which order those stores before these loads (llcLoadAfterBarrierV4: the load
+  // cannot be hoisted above the barrier).
+  const char* weight = reinterpret_cast<const char*>(p.weight[me]);
+  const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
+  const float outScale = __uint_as_float(p.outScaleBits);
+  const llc_u64 outRowBytes = e4m3 ? p.hidden : rowBytes;
+  char* out = reinterpret_cast<char*>(p.out[me]) + rows.begin * outRowBytes;
+  bool outDone = false;
+  if constexpr (kKeepable) {
+    if (keep) {
+      if (kept) llcNormStoreSlotWeights<DT>(keptR, keptW, out + keptRow * outRowBytes, keptJ, invs[keptRow], e4m3, outScale);
+      outDone = true;
+    }
+  }
+  if (!outDone)
+    for (llc_u32 x = t; x < units * K; x += blockDim.x) { // item x = slot k of unit w, units fastest (coalesced)
+      const llc_u32 k = x / units, w = x - k * units;
+      const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+      const llc_u32 j = k * kVirtual + b * V + u;
+      if (j >= S) continue;
+      LlcSlotFloats<DT> r;
+      llcLoadResidualSlot<DT>(residual + rowL * resRowBytes, static_cast<llc_u64>(j) * E, f32res, r);
+      llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
+    }
+  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
+  llcClusterWaitAcquire(); // no block exits while another block of the cluster may still read its q's
+}
+
+#endif
