@@ -89,6 +89,7 @@ export class CudaDriver {
   private readonly _cuMemcpyDtoHAsync
   private readonly _cuPointerGetAttribute
   private readonly _cuMemGetAddressRange
+  private readonly _cuMemGetInfo
   private readonly u64b = new BigUint64Array(1)
   private readonly _cuModuleLoadData
   private readonly _cuModuleUnload
@@ -142,6 +143,7 @@ export class CudaDriver {
     this._cuCtxEnablePeerAccess = f('int cuCtxEnablePeerAccess(uint64_t peerContext, unsigned int flags)')
     this._cuMemAlloc = f('int cuMemAlloc_v2(void *dptr, size_t bytesize)')
     this._cuMemFree = f('int cuMemFree_v2(uint64_t dptr)')
+    this._cuMemGetInfo = f('int cuMemGetInfo_v2(void *free, void *total)')
     this._cuMemcpyHtoD = f('int cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t bytes)')
     this._cuMemcpyDtoH = f('int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes)')
     this._cuMemcpyDtoD = f('int cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t bytes)')
@@ -286,6 +288,12 @@ export class CudaDriver {
 
   memFree(ptr: DevicePtr): void {
     this.check('cuMemFree', this._cuMemFree(ptr))
+  }
+
+  /** Free and total memory of the current context's device, in bytes. */
+  memGetInfo(): { freeBytes: number; totalBytes: number } {
+    this.check('cuMemGetInfo', this._cuMemGetInfo(this.u64, this.u64b))
+    return { freeBytes: Number(this.u64[0]), totalBytes: Number(this.u64b[0]) }
   }
 
   /** Synchronous copy from host memory (a typed array or Buffer, read during the call only). */

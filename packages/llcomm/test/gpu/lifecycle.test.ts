@@ -140,3 +140,53 @@ test('channel epochs started just below 2^32 cross the wrap: 400 calls of every 
     await comm.close()
   }
 })
+
+test('communicators dropped without close() give their device memory back once collected', {
+  skip: !ON_GPU,
+}, async () => {
+  const { spawnSync } = await import('node:child_process')
+  const { mkdtempSync, writeFileSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const { fileURLToPath } = await import('node:url')
+  const communicatorJs = fileURLToPath(new URL('../../src/backends/cuda/communicator.js', import.meta.url))
+  const ffiJs = fileURLToPath(new URL('../../src/ffi/index.js', import.meta.url))
+  const dir = mkdtempSync(join(tmpdir(), 'llcomm-dropped-'))
+  const file = join(dir, 'child.mjs')
+  // The child holds device 0's primary context itself, so that cuMemGetInfo has a context between communicators.
+  writeFileSync(
+    file,
+    `import { createCudaCommunicator } from ${JSON.stringify(communicatorJs)}
+     import { cudaDriver } from ${JSON.stringify(ffiJs)}
+     const d = cudaDriver()
+     const ctx = d.primaryContextRetain(d.device(0))
+     const freeMiB = () => { d.setCurrent(ctx); return d.memGetInfo().freeBytes / 2 ** 20 }
+     const make = async () => {
+       const comm = await createCudaCommunicator({ backend: 'cuda', devices: [0, 0], bufferBytes: 64 << 20 })
+       const out = await comm.allReduce([Float32Array.of(1, 2), Float32Array.of(3, 4)])
+       if (out[1][1] !== 6) throw new Error('wrong sum ' + out[1][1])
+     }
+     const collect = async () => { for (let i = 0; i < 5; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 50)) } }
+     await make()
+     await collect()
+     const before = freeMiB()
+     for (let i = 0; i < 8; i++) await make()
+     const held = before - freeMiB()
+     let after = freeMiB()
+     for (let i = 0; i < 40 && before - after > 64; i++) { await collect(); after = freeMiB() }
+     console.log('RESULT ' + JSON.stringify({ beforeMiB: before, heldMiB: held, leftMiB: before - after }))`,
+  )
+  const r = spawnSync(process.execPath, ['--expose-gc', file], { encoding: 'utf8', timeout: 120_000 })
+  const line = r.stdout.split('\n').find((l) => l.startsWith('RESULT '))
+  assert.ok(line, `no result (status ${r.status}): ${r.stderr}`)
+  const result = JSON.parse(line.slice('RESULT '.length)) as { beforeMiB: number; heldMiB: number; leftMiB: number }
+  // held: what 8 dropped communicators keep before they are collected (each holds 2 receive buffers of at least
+  // 64 MiB), so the check below can fail; left: what is still gone after collection.
+  const passed = result.heldMiB > 512 && result.leftMiB <= 64
+  recordCase({ name: 'lifecycle/dropped-communicators-free-device-memory', passed, ...result })
+  assert.ok(result.heldMiB > 512, `the dropped communicators held only ${result.heldMiB} MiB before collection`)
+  assert.ok(
+    result.leftMiB <= 64,
+    `${result.leftMiB} MiB still allocated after the dropped communicators were collected`,
+  )
+})

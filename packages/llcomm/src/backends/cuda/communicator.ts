@@ -140,6 +140,44 @@ export interface CudaCommunicatorInternals {
 }
 const INTERNALS = new WeakMap<CudaCommunicator, CudaCommunicatorInternals>()
 
+/**
+ * What a CudaCommunicator owns that outlives it when dropped without close(). It must not reference the
+ * communicator (the registry's held value keeps it alive otherwise); `nccl` is filled in when the clique is made.
+ */
+interface DroppedCudaResources {
+  driver: CudaDriver
+  deviceSet: DeviceSet
+  allocs: DeviceAllocations
+  modules: KernelModules
+  internalStreams: CuStream[]
+  nccl: NcclBaseline | undefined
+}
+
+/**
+ * Frees a collected communicator's resources in close()'s order (NCCL, streams, memory, modules, contexts), each
+ * step on its own so that one failure does not leak the rest. Work still queued on its streams finishes first:
+ * cuStreamDestroy lets queued work complete, and cuMemFree waits for the device.
+ */
+const droppedCudaCommunicators = new FinalizationRegistry<DroppedCudaResources>((o) => {
+  const attempt = (f: () => void) => {
+    try {
+      f()
+    } catch {
+      // keep freeing
+    }
+  }
+  attempt(() => o.nccl?.destroy())
+  for (const [i, s] of [...o.internalStreams.entries()].reverse()) {
+    attempt(() => {
+      o.deviceSet.use(o.deviceSet.groups[i])
+      o.driver.streamDestroy(s)
+    })
+  }
+  attempt(() => o.allocs.freeAll())
+  attempt(() => o.modules.unloadAll())
+  attempt(() => o.deviceSet.release())
+})
+
 /** The internals of an open communicator (see CudaCommunicatorInternals). */
 export function cudaCommunicatorInternals(comm: CudaCommunicator): CudaCommunicatorInternals {
   const internals = INTERNALS.get(comm)
@@ -180,6 +218,8 @@ export class CudaCommunicator extends CommunicatorBase {
   /** The communicator's `deterministic` default (CommunicatorOptionsBase). */
   private readonly deterministic: boolean
   private ncclBaseline: NcclBaseline | undefined
+  /** What a dropped communicator still owns, for `droppedCudaCommunicators` (shared with the fields above). */
+  private readonly owned: DroppedCudaResources
   private staging:
     | {
         bytes: number
@@ -260,6 +300,14 @@ export class CudaCommunicator extends CommunicatorBase {
       cacheDir: options.cacheDir,
       extraOptions: kernelBuildDefines(kernelBuild),
     })
+    this.owned = {
+      driver: this.driver,
+      deviceSet: this.deviceSet,
+      allocs: this.allocs,
+      modules: this.modules,
+      internalStreams: this.internalStreams,
+      nccl: undefined,
+    }
     try {
       const layout = deviceBufferLayout(this.size, bufferBytes)
       this.layout = layout
@@ -325,6 +373,9 @@ export class CudaCommunicator extends CommunicatorBase {
       allocations: this.allocs,
       modules: this.modules,
     })
+    // Dropped without close(): the registry frees the device memory, streams, modules and contexts once the object
+    // is collected (issue 19 item 4); close() and destroy() unregister it.
+    droppedCudaCommunicators.register(this, this.owned, this)
   }
 
   /** Device ordinal of each launch group (distinct device), in the order `streams` must follow. */
@@ -617,6 +668,7 @@ export class CudaCommunicator extends CommunicatorBase {
   nccl(): NcclBaseline {
     if (this.ncclReason) throw new LlcommError('UNSUPPORTED_ALGORITHM', `nccl is not usable here: ${this.ncclReason}`)
     this.ncclBaseline ??= new NcclBaseline(loadNccl(), this.driver, this.deviceSet)
+    this.owned.nccl = this.ncclBaseline
     return this.ncclBaseline
   }
 
@@ -891,6 +943,7 @@ export class CudaCommunicator extends CommunicatorBase {
   private releaseAll(): void {
     if (this.closed) return
     this.closed = true
+    droppedCudaCommunicators.unregister(this)
     const attempt = (f: () => void) => {
       try {
         f()
