@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     rendezvousTimeoutMs: 120_000,
   })) as CudaProcessCommunicator
   const setupMs = performance.now() - started
+  if (process.env.LLCOMM_TEST_SCENARIO === 'gpu-killed') return killed(comm)
   const problems: string[] = []
   const digests: Record<string, string> = {}
   const algorithms = comm.algorithms.filter((a) => a !== 'nccl') as AlgorithmChoice[]
@@ -151,6 +152,28 @@ async function main(): Promise<void> {
   process.stdout.write(
     `RESULT ${JSON.stringify({ rank, setupMs, calls, replays, problems: problems.slice(0, 20), digests, algorithms: comm.algorithms, ncclFallback, totalMs: performance.now() - started })}\n`,
   )
+}
+
+/**
+ * The victim (LLCOMM_TEST_VICTIM) makes one call with the others, then SIGKILLs itself; every other rank keeps
+ * calling and must get PEER_FAILED (or TIMEOUT naming the victim) within the deadline, never data.
+ */
+async function killed(comm: CudaProcessCommunicator): Promise<void> {
+  const victim = Number(process.env.LLCOMM_TEST_VICTIM ?? 1)
+  const first = await comm.allReduce(new Float32Array(1000).fill(1), { algorithm: 'oneshot-ll' })
+  if (comm.rank === victim) process.kill(process.pid, 'SIGKILL')
+  const started = performance.now()
+  let calls = 0
+  let error: Record<string, unknown> | undefined
+  try {
+    for (; calls < 100_000; calls++) await comm.allReduce(new Float32Array(1000).fill(1), { algorithm: 'oneshot-ll' })
+  } catch (e) {
+    error = e instanceof LlcommError ? { code: e.code, message: e.message, details: e.details } : { message: String(e) }
+  }
+  process.stdout.write(
+    `RESULT ${JSON.stringify({ rank, firstOk: first.every((x) => x === comm.size), callsAfterKill: calls, failure: error, afterMs: performance.now() - started })}\n`,
+  )
+  await comm.destroy()
 }
 
 main().catch((e: unknown) => {

@@ -58,3 +58,37 @@ for (const worldSize of REDUCED ? [2] : [2, 4]) {
     for (const r of runs) assert.equal(r.code, 0, r.stderr.slice(-2000))
   })
 }
+
+test('a process killed mid-run: every other rank gets PEER_FAILED (or TIMEOUT naming it) within the deadline', {
+  skip: !ON_GPU,
+}, async () => {
+  const { processAlive } = await import('../../src/rendezvous/process-liveness.js')
+  const timeoutMs = 5000
+  const runs = await runRanks({
+    worldSize: 3,
+    scenario: 'gpu-killed',
+    script: SCRIPT,
+    env: { LLCOMM_TEST_VICTIM: '1', LLCOMM_TEST_TIMEOUT_MS: String(timeoutMs) },
+    deadlineMs: 120_000,
+  })
+  const survivors = runs.filter((r) => r.rank !== 1)
+  const results = survivors.map((r) => r.result as Record<string, unknown> | undefined)
+  const failures = results.map((r) => (r?.failure as { code?: string; details?: Record<string, unknown> }) ?? {})
+  const typed = failures.every((f) => f.code === 'PEER_FAILED' || f.code === 'TIMEOUT')
+  const inTime = results.every((r) => typeof r?.afterMs === 'number' && (r.afterMs as number) < timeoutMs * 2 + 5000)
+  const victimGone = !processAlive(runs[1].pid) && runs[1].signal === 'SIGKILL'
+  const passed = results.every((r) => r?.firstOk === true) && typed && inTime && victimGone
+  recordCase({
+    name: 'multiprocess/killed-rank',
+    passed,
+    failures: failures.map((f) => f.code),
+    afterMs: results.map((r) => r?.afterMs),
+    callsAfterKill: results.map((r) => r?.callsAfterKill),
+    victimSignal: runs[1].signal,
+  })
+  for (const [i, r] of results.entries())
+    assert.ok(r, `rank ${survivors[i].rank} printed no result: ${survivors[i].stderr}`)
+  assert.ok(typed, `not PEER_FAILED/TIMEOUT: ${JSON.stringify(failures)}`)
+  assert.ok(inTime, `a survivor waited too long: ${JSON.stringify(results.map((r) => r?.afterMs))}`)
+  assert.ok(victimGone, `victim: signal ${runs[1].signal}, alive ${processAlive(runs[1].pid)}`)
+})
