@@ -46,11 +46,13 @@
 //   oneshot-ll       serial: prefetch + finish, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
 //   oneshot-sentinel serial: blockCheck before the receives (measured free at 64 KB), waits not armed (armed, the
 //                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, one look in 16-bit).
-//   twoshot-sentinel prefetch + finish; the all-gather waits armed, the reduce-scatter waits armed in f32 only.
+//   twoshot-sentinel a checker with nothing to reduce: blockCheck before the receives (beside the data path);
+//                    one with slots: prefetch + finish. All-gather waits armed, reduce-scatter waits in f32 only.
 //   oneshot-barrier  blockBarrier, waits armed.   ring, twoshot-atomic: blockCheck before the first receive.
-// What is left as a TIMEOUT instead of a MISMATCH, within one launch's ranks only: a rank whose checker cannot run
-// beside its waits (16-bit oneshot-sentinel's peer-parallel path after its one look, 16-bit twoshot-sentinel's
-// reduce-scatter) waiting for a peer that never sends, when no other rank's check has recorded the MISMATCH first.
+// What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
+// one-shot peer-parallel path when every thread polls, or after the one look of 16-bit oneshot-sentinel; 16-bit
+// twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a peer that never sends, when
+// no other rank's check has recorded the MISMATCH first (the old placement had the first of these too).
 // Where the ranks share an error word (one communicator's virtual ranks, the emulator) the other side's check ends
 // these waits too: the mismatch tests (test/kernels/emulator.test.ts, test/gpu/signature.test.ts) see MISMATCH.
 // LLCOMM_NO_SIGNATURE (a compile-time knob for the A/B measurement, research/scripts/probe/make-signature-trees.sh;
