@@ -20,9 +20,10 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
   // messages).
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
-  // The peer-parallel path's look at the signature: a poll loop for f32; a single look for the 16-bit kernels, whose
-  // peer-parallel path is at the 128-register cap (any loop there spilled).
-  constexpr llc_u32 kSigLooks = LlcDtype<DT>::kElemBytes == 4 ? LLCOMM_SIG_TRY_LOOKS : 1u;
+  // The peer-parallel path's looks at the signature: a poll loop for f32; 32 unrolled looks (straight-line code, 32
+  // dependent round trips, meant to outlast a small message's data waits: not measured) for the 16-bit kernels, whose peer-parallel path is
+  // at the 128-register cap (any loop there spilled).
+  constexpr llc_u32 kSigLooks = LlcDtype<DT>::kElemBytes == 4 ? LLCOMM_SIG_TRY_LOOKS : 32u;
   Sig::blockPublish(p, call.role.rank, ch);
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =

@@ -37,20 +37,21 @@
 //    store; the wait's acquire loads, bar.sync: llcBlockGlobalBarrier's argument with a 16-byte flag), so the check
 //    is the barrier's own wait: no exchange of its own.
 //  * tryCheck (the one-shot kernels' peer-parallel path, threads that poll nothing): up to kLooks back-to-back looks
-//    with no loop state but a count (no deadline inside), beside the pollers; what it leaves, the full check does
-//    after the polls. A keepWaiting loop there made the 16-bit sentinel kernels (at the 128-register cap) spill.
+//    with no loop state but a count (no deadline inside; unrolled when kLooks <= 32), beside the pollers; what it
+//    leaves, the full check does after the polls. A keepWaiting loop there made the 16-bit sentinel kernels (at the
+//    128-register cap) spill, and so did a counted loop: they take 32 unrolled looks.
 // Detection while waiting (arm): the data waits' slow path (wait.cuh, keepWaiting, every 1024th failed poll) looks
 // at the signature of the peer it waits for, so a peer whose algorithm, count or chunk never sends what this rank
 // waits for ends the wait with MISMATCH, not TIMEOUT, although the exact check comes after the receives.
 // Per kernel (what fits the register caps, ptxas -v; compile.test.ts):
 //   oneshot-ll       serial: prefetch + finish, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
 //   oneshot-sentinel serial: blockCheck before the receives (measured free at 64 KB), waits not armed (armed, the
-//                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, one look in 16-bit).
+//                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, 32 unrolled in 16-bit).
 //   twoshot-sentinel a checker with nothing to reduce: blockCheck before the receives (beside the data path);
 //                    one with slots: prefetch + finish. All-gather waits armed, reduce-scatter waits in f32 only.
 //   oneshot-barrier  blockBarrier, waits armed.   ring, twoshot-atomic: blockCheck before the first receive.
 // What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
-// one-shot peer-parallel path when every thread polls, or after the one look of 16-bit oneshot-sentinel; 16-bit
+// one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; 16-bit
 // twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a peer that never sends, when
 // no other rank's check has recorded the MISMATCH first (the old placement had the first of these too).
 // Where the ranks share an error word (one communicator's virtual ranks, the emulator) the other side's check ends
@@ -173,11 +174,11 @@ LLC_DEVICE void llcFinishSignature(const LlcommAllReduceParams& p, llc_u32 me, c
 }
 
 // Try (every thread calls it; for the threads of a block-wide receive that poll nothing): the checker thread looks
-// at its peer's packet up to LLCOMM_SIG_TRY_LOOKS times, back to back, and compares it once it carries this epoch.
-// Returns true when this thread has nothing left to check (no peer, or its one peer's packet compared). No deadline
-// and no error-word check inside (a count bound: LLCOMM_SIG_TRY_LOOKS loads, some 0.5 ms at most), so the loop
-// keeps no state but the count: the 16-bit sentinel kernels' peer-parallel path is at the 128-register cap, and a
-// keepWaiting loop there spilled. What it leaves (returns false) the full bounded check does after the polls.
+// at its peer's packet up to kLooks times, back to back, and compares it once it carries this epoch. Returns true
+// when this thread has nothing left to check (no peer, or its one peer's packet compared). No deadline and no
+// error-word check inside (a count bound: kLooks dependent loads, one round trip each), so it keeps no state but the
+// count: the 16-bit sentinel kernels' peer-parallel path is at the 128-register cap, and a keepWaiting loop there
+// spilled. What it leaves (returns false) the full bounded check does after the polls.
 #ifndef LLCOMM_SIG_TRY_LOOKS
 #define LLCOMM_SIG_TRY_LOOKS 1024u
 #endif
@@ -189,18 +190,27 @@ LLC_DEVICE bool llcTryCheckSignature(const LlcommAllReduceParams& p, llc_u32 me,
   if (k + blockDim.x + 1 < n) return false; // a second peer-round: left to the full check
   const llc_u32 peer = llcSignaturePeer(me, n, k);
   const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
-  LlcSigPacket x;
-#pragma unroll 1
-  for (llc_u32 i = 0; i < kLooks; ++i) {
+  // One look: true when the packet carries this epoch (compared, MISMATCH recorded when it differs).
+  auto look = [&]() -> bool {
+    LlcSigPacket x;
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
-    if (llcSignatureArrived(x, ch.epoch)) {
-      const llc_u32 mine0 = static_cast<llc_u32>(p.count), mine1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
-      if ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1)) {
-        LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
-        waiter.recordMismatch(peer, mine0, mine1, static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
-      }
-      return true;
+    if (!llcSignatureArrived(x, ch.epoch)) return false;
+    const llc_u32 mine0 = static_cast<llc_u32>(p.count), mine1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
+    if ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1)) {
+      LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
+      waiter.recordMismatch(peer, mine0, mine1, static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
     }
+    return true;
+  };
+  if constexpr (kLooks <= 32) {
+    // Straight-line looks (unrolled): no loop-carried state at all, for the kernels at the register cap.
+#pragma unroll
+    for (llc_u32 i = 0; i < kLooks; ++i)
+      if (look()) return true;
+  } else {
+#pragma unroll 1
+    for (llc_u32 i = 0; i < kLooks; ++i)
+      if (look()) return true;
   }
   return false;
 }
