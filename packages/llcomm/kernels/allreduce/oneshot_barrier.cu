@@ -17,9 +17,8 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // Call signature (signature.cuh): the first barrier's arrival flags are the signature packets, so the check is
-  // that barrier's wait (no exchange of its own); every wait looks at its peer's signature in its slow path.
+  // that barrier's wait (no exchange of its own), which needs every peer's packet: nothing is left to check later.
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_BARRIER, LLCOMM_SIG_PROTOCOL_NONE, DT>;
-  Sig::arm(waiter, ch);
   const llc_u64 offset = ch.regionOffset(p.plain);
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
   llc_u32 w[4];

@@ -49,7 +49,8 @@
 //                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, 32 unrolled in 16-bit).
 //   twoshot-sentinel a checker with nothing to reduce: blockCheck before the receives (beside the data path);
 //                    one with slots: prefetch + finish. All-gather waits armed, reduce-scatter waits in f32 only.
-//   oneshot-barrier  blockBarrier, waits armed.   ring, twoshot-atomic: blockCheck before the first receive.
+//   oneshot-barrier  blockBarrier (its waits need every peer's packet).   ring, twoshot-atomic: blockCheck before
+//                    the first receive.
 // What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
 // one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; 16-bit
 // twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a peer that never sends, when
@@ -229,7 +230,7 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
     const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
     const llc_u32 w0 = static_cast<llc_u32>(p.count), w1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
     llcStoreReleaseSysV2u64(llcSignatureSlot(p.scratch[t], ch.index, ch.half(), me), flag | w0, flag | w1);
-    // The wait: the data waiter (its slow path looks at peer t's signature too, which this loop already does).
+    // The wait: the data waiter's bounded poll (deadline, error word), comparing once the packet is there.
     // Equality is exact and the packet is not overwritten before this read: peer t stores its next packet into this
     // half at epoch + 2, in a kernel after its epoch + 1 one, which ends only after it saw this rank's epoch + 1
     // packet, stored after this kernel (the overwrite argument above).
