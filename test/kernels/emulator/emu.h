@@ -148,6 +148,14 @@ inline void llcStoreRelaxedSysV2u64(void* p, llc_u64 a, llc_u64 b) {
   emuRef<llc_u64>(p).store(a, kRelaxed);
   emuRef<llc_u64>(static_cast<char*>(p) + 8).store(b, kRelaxed);
 }
+inline void llcLoadAcquireSysV2u64(const void* p, llc_u64& a, llc_u64& b) {
+  a = emuRef<llc_u64>(p).load(std::memory_order_acquire);
+  b = emuRef<llc_u64>(static_cast<const char*>(p) + 8).load(std::memory_order_acquire);
+}
+inline void llcStoreReleaseSysV2u64(void* p, llc_u64 a, llc_u64 b) {
+  emuRef<llc_u64>(p).store(a, std::memory_order_release);
+  emuRef<llc_u64>(static_cast<char*>(p) + 8).store(b, std::memory_order_release);
+}
 inline LlcWords4 llcLoadRelaxedSysV4(const void* p) {
   LlcWords4 v;
   for (int i = 0; i < 4; ++i) v.w[i] = emuRef<llc_u32>(static_cast<const char*>(p) + 4 * i).load(kRelaxed);

@@ -16,10 +16,9 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
-  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  // Call signature (signature.cuh): the first barrier's arrival flags are the signature packets, so the check is
+  // that barrier's wait (no exchange of its own), which needs every peer's packet: nothing is left to check later.
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_BARRIER, LLCOMM_SIG_PROTOCOL_NONE, DT>;
-  Sig::blockPublish(p, me, ch);
-  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   const llc_u64 offset = ch.regionOffset(p.plain);
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
   llc_u32 w[4];
@@ -30,7 +29,7 @@ __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReducePar
     for (int i = 0; i < 4; ++i) v.w[i] = w[i];
     llcStoreWeakV4(reinterpret_cast<char*>(p.recvBuf[me]) + offset + 16ull * s, v); // published by the barrier
   }
-  llcBlockGlobalBarrier(p.scratch, me, n, ch.index, 0, ch.epoch, waiter);
+  Sig::blockBarrier(p, me, ch, waiter); // every peer makes this call, else MISMATCH; then every copy is visible
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     LlcAcc<DT, 4> acc;
     for (llc_u32 base = 0; base < n; base += LLCOMM_BARRIER_BATCH) {

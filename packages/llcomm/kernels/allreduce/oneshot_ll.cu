@@ -21,7 +21,8 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
   if (threadIdx.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
-  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
+  // messages); the data waits look at their peer's signature in their slow path.
   constexpr llc_u32 kSigProtocol = Fmt::kSlotBytes == 16 ? LLCOMM_SIG_PROTOCOL_LL16 : LLCOMM_SIG_PROTOCOL_LL8;
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_LL, kSigProtocol, DT>;
   Sig::blockPublish(p, call.role.rank, ch);
@@ -41,25 +42,36 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
     });
     const llc_u32 s = threadIdx.x;
     if (s < slots) v = next; // own contribution, loaded before the epoch
-    // The signature: a look by the threads that poll nothing, the bounded check after the polls (signature.cuh).
+    // The signature: a checker thread that polls nothing looks for its peer's packet beside the polls (a bounded
+    // number of looks, no loop state: signature.cuh, tryCheck); one that polls, or found nothing yet, checks in full
+    // after the polls.
+    bool sigChecked = false;
     const typename LlBuffer<Fmt>::Value sum = buf.template blockRecvReduceSpread<DT>(
-        slots, groups, v, stage, [&] { Sig::peek(p, call.role.rank, ch); },
-        [&] { Sig::blockCheck(p, call.role.rank, ch); });
+        slots, groups, v, stage,
+        [&] { sigChecked = Sig::template tryCheck<LLCOMM_SIG_TRY_LOOKS>(p, call.role.rank, ch); },
+        [&] {
+          if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
+        });
     if (s < slots) llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
     ch.blockAdvanceEpoch();
     return;
   }
+  // Serial path: the data waits look at their peer's signature in their slow path (signature.cuh, arm); a peer that
+  // never sends what they wait for ends them with MISMATCH, although the exact check comes after the receives.
+  Sig::arm(waiter, ch);
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     v = next; // loaded one iteration ahead (the first before the epoch), so the load overlaps the sends
     if (s + blockDim.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
-  Sig::blockCheck(p, call.role.rank, ch); // every peer makes this call, else MISMATCH
+  LlcSigPacket sig;
+  Sig::prefetch(p, call.role.rank, ch, sig); // the load overlaps the receives
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w); // own contribution (same thread as above)
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduce<DT>(s, v);
     llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
   }
+  Sig::finish(p, call.role.rank, ch, sig); // every peer makes this call, else MISMATCH
   ch.blockAdvanceEpoch();
 }
 

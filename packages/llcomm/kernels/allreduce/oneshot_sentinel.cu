@@ -17,8 +17,13 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   if (threadIdx.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * threadIdx.x, call.bytes, next.w);
   LlcChannel ch(p.scratch[call.role.rank], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, call.role.rank, ch.epoch, ch.index);
-  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
+  // messages).
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  // The peer-parallel path's looks at the signature: a poll loop for f32; 32 unrolled looks (straight-line code, 32
+  // dependent round trips, meant to outlast a small message's data waits: not measured) for the 16-bit kernels, whose peer-parallel path is
+  // at the 128-register cap (any loop there spilled).
+  constexpr llc_u32 kSigLooks = LlcDtype<DT>::kElemBytes == 4 ? LLCOMM_SIG_TRY_LOOKS : 32u;
   Sig::blockPublish(p, call.role.rank, ch);
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
@@ -37,10 +42,15 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     });
     const llc_u32 s = threadIdx.x;
     if (s < slots) v = next; // own contribution, loaded before the epoch
-    // The signature: a look by the threads that poll nothing, the bounded check after the polls (signature.cuh).
+    // The signature: a checker thread that polls nothing looks for its peer's packet beside the polls (a bounded
+    // number of looks, no loop state: signature.cuh, tryCheck); one that polls, or found nothing yet, checks in full
+    // after the polls.
+    bool sigChecked = false;
     const typename LlBuffer<Fmt>::Value sum = buf.template blockRecvReduceSpread<DT>(
-        slots, groups, v, stage, [&] { Sig::peek(p, call.role.rank, ch); },
-        [&] { Sig::blockCheck(p, call.role.rank, ch); });
+        slots, groups, v, stage, [&] { sigChecked = Sig::template tryCheck<kSigLooks>(p, call.role.rank, ch); },
+        [&] {
+          if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
+        });
     if (s < slots) llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
     ch.blockAdvanceEpoch();
     return;
@@ -50,6 +60,8 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     if (s + blockDim.x < slots) llcLoadPayload<DT, 4>(call.input, 16ull * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
+  // The checker threads' bounded check before their receives (the serial path's data waits are not armed: arming
+  // them spilled the 16-bit kernels). Measured: no cost at 64 KB (research/notes/signature-cost.md).
   Sig::blockCheck(p, call.role.rank, ch); // every peer makes this call, else MISMATCH
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w); // own contribution (same thread as above)

@@ -16,7 +16,8 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
-  // Call signature (signature.cuh): published before the first data store, checked before the first receive.
+  // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
+  // messages): the load issued before the receives, inspected after them.
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
   Sig::blockPublish(p, me, ch);
   // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
@@ -38,10 +39,21 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       rs.send(o, s, v);
     }
   }
-  Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
-  // Owner: reduce my part, write it, broadcast it.
   const LlcRange mine = llcPieceAt(chanElems, partElems, me);
   const llc_u64 mineBytes = mine.size() * eb;
+  // The signature: a checker thread with nothing to reduce (small messages) checks now, beside the data path (the
+  // bounded check also ends the data waits of the 16-bit kernels, which are not armed in the reduce-scatter, when a
+  // peer never sends); one with slots to reduce loads the packet now and inspects it after the receives.
+  LlcSigPacket sig;
+  const bool sigNow = 16ull * threadIdx.x >= mineBytes;
+  if (sigNow)
+    Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
+  else
+    Sig::prefetch(p, me, ch, sig); // the load overlaps the receives
+  // The data waits look at their peer's signature in their slow path (signature.cuh, arm): the reduce-scatter's in f32
+  // only (armed there, the 16-bit kernels spilled), the all-gather's in every dtype.
+  if constexpr (eb == 4) Sig::arm(waiter, ch);
+  // Owner: reduce my part, write it, broadcast it.
   for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytes, v.w);
     Value sum = rs.template recvReduce<DT>(s, v); // rank order 0..n-1; re-arms the RS slots it read
@@ -51,6 +63,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     ag.bcast(s, sum);
   }
   // All-gather, receive side.
+  Sig::arm(waiter, ch);
   for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
     for (llc_u32 k = 1; k < n; ++k) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
@@ -60,6 +73,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
     }
   }
+  if (!sigNow) Sig::finish(p, me, ch, sig); // every peer makes this call, else MISMATCH
   ch.blockAdvanceEpoch();
 }
 

@@ -193,10 +193,10 @@ struct LlBuffer {
   // Returns the sum in threads t < slots (garbage elsewhere). A poller that gave up (timeout) stages garbage and
   // still reaches every __syncthreads.
   // `idle()` runs in every thread that polls nothing, before the first __syncthreads, and `done()` in every thread
-  // after the last window (the one-shot kernels peek at, then check, the call signature there: signature.cuh).
+  // after the last window (the one-shot kernels check the call signature in one or the other: signature.cuh).
   template <int DT, class Idle, class Done>
   LLC_DEVICE Value blockRecvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage, Idle idle,
-                                    Done done) const {
+                                         Done done) const {
     const llc_u32 t = threadIdx.x;
     const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
     llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;

@@ -85,6 +85,15 @@ LLC_DEVICE void llcLoadRelaxedSysV2u64(const void* p, llc_u64& a, llc_u64& b) {
 LLC_DEVICE void llcStoreRelaxedSysV2u64(void* p, llc_u64 a, llc_u64 b) {
   asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
+// Release / acquire v2.u64 (oneshot-barrier's first barrier, signature.cuh): each element a release store / acquire
+// load of its own in the PTX model, so a load of one element that observes the store of that element synchronizes
+// with it (which element is observed first does not matter).
+LLC_DEVICE void llcLoadAcquireSysV2u64(const void* p, llc_u64& a, llc_u64& b) {
+  asm volatile("ld.acquire.sys.global.v2.u64 {%0,%1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+}
+LLC_DEVICE void llcStoreReleaseSysV2u64(void* p, llc_u64 a, llc_u64 b) {
+  asm volatile("st.release.sys.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
 // v4.u32: four independently atomic 4-byte elements. Used where each element is checked on its own (sentinel).
 LLC_DEVICE LlcWords4 llcLoadRelaxedSysV4(const void* p) {
   LlcWords4 v;

@@ -1,65 +1,72 @@
 // The call signature (issue 18 item 1; CPU: src/protocol/cpu/signature.ts; encoding: src/algorithms/
-// signature.ts). Every all-reduce kernel, right after it knows its channel's epoch and before its first data
-// store, stores its signature {word 0 = this launch's count, word 1 = algorithm | dtype << 4 | op << 6 |
-// protocol << 8 | the host's chunk bits} into every peer's scratch, and checks every peer's signature of the same
-// channel and epoch. The slot is at the same place for every algorithm (scratch, LLCOMM_SCRATCH_SIGNATURE_OFFSET),
-// so a peer running another algorithm, dtype, count or chunk is caught too. A differing signature records
+// signature.ts). Every all-reduce kernel, once it knows its channel's epoch, stores its signature {word 0 = this
+// launch's count, word 1 = algorithm | dtype << 4 | op << 6 | protocol << 8 | the host's chunk bits} into every
+// peer's scratch, and checks every peer's signature of the same channel and epoch before it ends (placements
+// below). The slot is at the same place for every algorithm (scratch, LLCOMM_SCRATCH_SIGNATURE_OFFSET), so a peer
+// running another algorithm, dtype, count or chunk is caught too. A differing signature records
 // LLCOMM_ERR_MISMATCH in the error word (first writer wins, as a timeout): every other waiter of every block and
 // launch sees code != 0 at its next deadline check and stops waiting, and the host reports MISMATCH for the call
 // (never its output: the output of a failed launch is unspecified, as after a TIMEOUT).
 //
-// Packet: LL16-style, {word 0 | epoch << 32, word 1 | epoch << 32} in one st.relaxed.sys.v2.u64. Each 8-byte element
-// is single-copy atomic and carries the epoch, so a reader that sees the epoch in both elements has both words of
-// this epoch's signature (no release/acquire needed; the same argument as an LL16 data packet, packets.cuh). The
-// zero fill never matches (epochs start at 1), and a packet of epoch e - 2 in the same half never matches epoch e,
-// so the slots are never re-armed.
+// Packet: LL16-style, {word 0 | epoch << 32, word 1 | epoch << 32} in one st.relaxed.sys.v2.u64 (st.release in
+// oneshot-barrier, where it is also the barrier's flag). Each 8-byte element is single-copy atomic and carries the
+// epoch, so a reader that sees the epoch in both elements has both words of this epoch's signature (no
+// release/acquire needed for that; the same argument as an LL16 data packet, packets.cuh). The zero fill never
+// matches (epochs start at 1), and a packet of epoch e - 2 in the same half never matches epoch e, so the slots are
+// never re-armed. Each rank also stores its packet into its own slot (sender = itself), which the armed waits
+// compare with (wait.cuh).
 //
 // Overwrite safety (sender A writes half h of receiver B's slot at epoch e): A's epoch e - 1 kernel on this channel
-// completed only after its checker saw B's epoch e - 1 signature, which B stores at the start of its epoch e - 1
-// kernel, after its epoch e - 2 kernel (which read A's epoch e - 2 packet of half h) has completed: B's read is
-// causally before A's store (kernel boundaries order each rank's kernels). The exchange alone gives this; it does not
-// lean on the algorithm's own completion invariant.
+// completed only after its checker saw B's epoch e - 1 signature, which B stores in its epoch e - 1 kernel, after
+// its epoch e - 2 kernel (which read A's epoch e - 2 packet of half h) has completed: B's read is causally before
+// A's store (kernel boundaries order each rank's kernels). The exchange alone gives this; it does not lean on the
+// algorithm's own completion invariant, nor on where in the kernel the packet is stored or checked.
 //
-// Who does it (cost): publishing (blockPublish) is one 16-byte store per peer, by threads 0.. of the block (k-th peer:
-// thread k), before their first data store. Checking (blockCheck) is one bounded poll loop per peer by the threads from
-// the top of the block (k-th peer: thread blockDim.x - 1 - k), placed after the block's sends and before its first
-// receive: at small messages those threads hold no data, so the check runs beside the data path instead of in front
-// of it, and the peer stores its signature before its data, so the packet is there by the time its data is. The
-// block's last __syncthreads (blockAdvanceEpoch) waits for the checkers, so no kernel ends without its check, and the
-// host reads the error word before it reports the call.
-// The one-shot kernels' peer-parallel path (blockRecvReduceSpread) is at the 128-register cap in the 16-bit sentinel
-// kernels, and any poll loop ahead of it made them spill: there the threads that poll nothing take one look (peek)
-// before the pollers' first __syncthreads, and the bounded check follows the polls, before any output store. The
-// one case this leaves as a TIMEOUT instead of a MISMATCH: both sides on that path (>= 8 ranks, a few slots) with
-// waits the other never satisfies (oneshot-ll against oneshot-sentinel) and the peek taken before the peer published.
+// Who does it, and where (cost: research/notes/signature-cost.md, with the reading of the code and the predictions).
+// The k-th peer's packet is stored and checked by thread blockDim.x - 1 - k (the checker threads: the top of the block,
+// which holds no data at small messages), never by the threads that send the first data, so the data path of a
+// small message is the same instructions as without the signature. Four placements, each kernel picks:
+//  * blockCheck: a bounded poll, blocking: oneshot-sentinel's serial path, ring and twoshot-atomic before their
+//    first receive; the one-shot kernels' peer-parallel path after the polls, for what tryCheck left.
+//  * prefetch + finish: the checker issues one load of the packet (prefetch, no wait) before its receives and
+//    inspects it after them (finish: a bounded poll only if the packet was not there yet). The load's round trip
+//    overlaps the receives; at small messages the checker has no receives and finish is the poll beside the data
+//    path. No kernel ends without it: the block's last __syncthreads (blockAdvanceEpoch) waits for the checkers, and
+//    the host reads the error word before it reports the call.
+//  * blockBarrier (oneshot-barrier): the packet is the first barrier's arrival flag (bar.sync, the packet's release
+//    store; the wait's acquire loads, bar.sync: llcBlockGlobalBarrier's argument with a 16-byte flag), so the check
+//    is the barrier's own wait: no exchange of its own.
+//  * tryCheck (the one-shot kernels' peer-parallel path, threads that poll nothing): up to kLooks back-to-back looks
+//    with no loop state but a count (no deadline inside; unrolled when kLooks <= 32), beside the pollers; what it
+//    leaves, the full check does after the polls. A keepWaiting loop there made the 16-bit sentinel kernels (at the
+//    128-register cap) spill, and so did a counted loop: they take 32 unrolled looks.
+// Detection while waiting (arm): the data waits' slow path (wait.cuh, keepWaiting, every 1024th failed poll) looks
+// at the signature of the peer it waits for, so a peer whose algorithm, count or chunk never sends what this rank
+// waits for ends the wait with MISMATCH, not TIMEOUT, although the exact check comes after the receives.
+// Per kernel (what fits the register caps, ptxas -v; compile.test.ts):
+//   oneshot-ll       serial: prefetch + finish, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
+//   oneshot-sentinel serial: blockCheck before the receives (measured free at 64 KB), waits not armed (armed, the
+//                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, 32 unrolled in 16-bit).
+//   twoshot-sentinel a checker with nothing to reduce: blockCheck before the receives (beside the data path);
+//                    one with slots: prefetch + finish. All-gather waits armed, reduce-scatter waits in f32 only.
+//   oneshot-barrier  blockBarrier (its waits need every peer's packet).   ring, twoshot-atomic: blockCheck before
+//                    the first receive.
+// What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
+// one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; 16-bit
+// twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a peer that never sends, when
+// no other rank's check has recorded the MISMATCH first (the old placement had the first of these too).
+// Where the ranks share an error word (one communicator's virtual ranks, the emulator) the other side's check ends
+// these waits too: the mismatch tests (test/kernels/emulator.test.ts, test/gpu/signature.test.ts) see MISMATCH.
+// LLCOMM_NO_SIGNATURE (a compile-time knob for the A/B measurement, research/scripts/probe/make-signature-trees.sh;
+// not part of the ABI) builds the same kernels without the signature: every step empty, the barrier a plain one.
 #pragma once
 #include "llcomm/abi.cuh"
 #include "llcomm/channel.cuh"
+#include "llcomm/flags.cuh"
 #include "llcomm/ptx.cuh"
 #include "llcomm/wait.cuh"
 
 #if LLC_HAS_DEVICE
-
-LLC_DEVICE void* llcSignatureSlot(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 half, llc_u32 sender) {
-  return reinterpret_cast<char*>(scratchOfRank + LLCOMM_SCRATCH_SIGNATURE_OFFSET) +
-         (static_cast<llc_u64>(channel * 2u + half) * LLCOMM_MAX_RANKS + sender) * 16u;
-}
-
-// First writer wins, as recordTimeout (wait.cuh): the detail stores are relaxed, read by the host after the kernel.
-LLC_DEVICE void llcRecordMismatch(LlcWaiter& waiter, llc_u32 peer, llc_u32 mine0, llc_u32 mine1, llc_u32 theirs0,
-                                  llc_u32 theirs1) {
-  LlcommErrorWord* e = waiter.error;
-  if (llcCasRelaxedSys(&e->code, LLCOMM_ERR_NONE, LLCOMM_ERR_MISMATCH) == LLCOMM_ERR_NONE) {
-    llcStoreRelaxedSys(&e->rank, waiter.rank);
-    llcStoreRelaxedSys(&e->peer, peer);
-    llcStoreRelaxedSys(&e->epoch, waiter.epoch);
-    llcStoreRelaxedSys(&e->what, mine1);
-    llcStoreRelaxedSys(&e->slot, theirs1);
-    llcStoreRelaxedSys(&e->channel, mine0);
-    llcStoreRelaxedSys(&e->reserved, theirs0);
-  }
-  waiter.aborted = true; // this check waits no more; every data waiter stops at its next check of the error word
-}
 
 // This block's signature words (word 0 = this launch's count; word 1 = compile-time kind | host chunk bits).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
@@ -68,78 +75,219 @@ LLC_DEVICE llc_u32 llcSignatureWord1(const LlcommAllReduceParams& p) {
          (p.signatureChunk & ~LLCOMM_SIG_KIND_MASK);
 }
 
-// Block-wide (every thread calls it): store this block's signature into every peer's slot, threads 0.. one peer
-// each. Call after the channel's epoch is known and before the block's first data store.
+// The checker thread's peer: thread blockDim.x - 1 - k serves the k-th peer after me (k + 1 < nranks), k += blockDim.x.
+LLC_DEVICE llc_u32 llcSignaturePeer(llc_u32 me, llc_u32 n, llc_u32 k) {
+  return me + 1 + k < n ? me + 1 + k : me + 1 + k - n;
+}
+
+struct LlcSigPacket {
+  llc_u64 a, b;
+};
+
+LLC_DEVICE bool llcSignatureArrived(const LlcSigPacket& x, llc_u32 epoch) {
+  return static_cast<llc_u32>(x.a >> 32) == epoch && static_cast<llc_u32>(x.b >> 32) == epoch;
+}
+
+// Compare an arrived packet with this rank's words; MISMATCH in the error word when it differs.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+LLC_DEVICE void llcSignatureCompare(const LlcommAllReduceParams& p, LlcWaiter& waiter, llc_u32 peer,
+                                    const LlcSigPacket& x) {
+  const llc_u32 mine0 = static_cast<llc_u32>(p.count), mine1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
+  if ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1))
+    waiter.recordMismatch(peer, mine0, mine1, static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
+}
+
+// A waiter for the signature steps: its own, not the kernel's (the kernel's keeps aborted == false as the compiler
+// sees it, folded into its data waits). A check that gives up or records the mismatch reaches the data waiters
+// through the error word.
+LLC_DEVICE LlcWaiter llcSignatureWaiter(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+  return LlcWaiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+}
+
+// Bounded poll of `peer`'s packet until it carries this epoch, then the comparison (no-op once the waiter aborted).
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+LLC_DEVICE void llcSignatureAwait(const LlcommAllReduceParams& p, LlcWaiter& waiter, const void* slot, llc_u32 peer,
+                                  LlcSigPacket& x) {
+  LlcSpin spin;
+  // Ends with this epoch's packet, or with waiter.aborted set (keepWaiting returns false only then).
+  while (!llcSignatureArrived(x, waiter.epoch) && waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0))
+    llcLoadRelaxedSysV2u64(slot, x.a, x.b);
+  if (!waiter.aborted) llcSignatureCompare<kAlg, kProtocol, DT>(p, waiter, peer, x);
+}
+
+// Block-wide (every thread calls it): the checker threads store this block's signature into their peer's slot,
+// and thread blockDim.x - nranks (k = nranks - 1: the peer is me) into this rank's own slot, which the armed data
+// waiters' slow-path look compares with (wait.cuh). Call after the channel's epoch is known and before the
+// kernel's last __syncthreads. The packet carries the epoch in both 8-byte elements (single-copy atomic each), so it
+// needs no release: a reader that sees the epoch in both has both words.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcBlockPublishSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
   const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
-  for (llc_u32 k = threadIdx.x; k + 1 < n; k += blockDim.x) {
-    const llc_u32 peer = me + 1 + k < n ? me + 1 + k : me + 1 + k - n;
-    llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[peer], ch.index, ch.half(), me),
+  for (llc_u32 k = blockDim.x - 1 - threadIdx.x; k < n; k += blockDim.x)
+    llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[llcSignaturePeer(me, n, k)], ch.index, ch.half(), me),
                             flag | static_cast<llc_u32>(p.count), flag | llcSignatureWord1<kAlg, kProtocol, DT>(p));
-  }
 }
 
-// Block-wide: threads from the top of the block (one peer each) wait (bounded) for every peer's signature of this
-// channel and epoch and record MISMATCH when it differs. Call before the block's first data receive (after its
-// sends, where the kernel's data registers are dead: the 16-bit sentinel kernels sit at the 128-register cap, and a
-// check placed where the preloaded input is live made them spill). No barrier inside.
+// Block-wide: the checker threads wait (bounded) for their peer's signature of this channel and epoch and record
+// MISMATCH when it differs. No barrier inside.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcBlockCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-  // A waiter of its own, not the kernel's: the kernel's waiter keeps aborted == false as the compiler sees it (folded
-  // into its data waits), and this one's fields come from the parameters (no registers held for it). A check that
-  // gives up or records the mismatch reaches the data waiters through the error word.
-  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
   const llc_u32 n = p.nranks;
 #pragma unroll 1
   for (llc_u32 k = blockDim.x - 1 - threadIdx.x; k + 1 < n; k += blockDim.x) {
-    const llc_u32 peer = me + 1 + k < n ? me + 1 + k : me + 1 + k - n;
+    const llc_u32 peer = llcSignaturePeer(me, n, k);
     const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
-    llc_u64 a, b;
-    LlcSpin spin;
-    // Ends with this epoch's packet, or with waiter.aborted set (keepWaiting returns false only then).
-    do {
-      llcLoadRelaxedSysV2u64(slot, a, b);
-    } while ((static_cast<llc_u32>(a >> 32) != ch.epoch || static_cast<llc_u32>(b >> 32) != ch.epoch) &&
-             waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0));
-    if (waiter.aborted) continue;
-    const llc_u32 w0 = static_cast<llc_u32>(p.count), w1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
-    if ((static_cast<llc_u32>(a) ^ w0) | (static_cast<llc_u32>(b) ^ w1))
-      llcRecordMismatch(waiter, peer, w0, w1, static_cast<llc_u32>(a), static_cast<llc_u32>(b));
+    LlcSigPacket x;
+    llcLoadRelaxedSysV2u64(slot, x.a, x.b);
+    llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
   }
 }
 
-// One look, no wait (for the threads of a block-wide receive that poll nothing): records MISMATCH when the peer's
-// packet of this epoch is there and differs. The full check (llcBlockCheckSignature) still follows.
+// Prefetch (every thread calls it; no wait): the checker thread of the first peer-round (k < blockDim.x) issues the
+// load of its peer's packet into `x`; the load's latency overlaps whatever the thread does before finish.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-LLC_DEVICE void llcPeekSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+LLC_DEVICE void llcPrefetchSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch,
+                                     LlcSigPacket& x) {
+  const llc_u32 k = blockDim.x - 1 - threadIdx.x;
+  x.a = x.b = 0; // the zero fill: never this epoch (epochs start at 1)
+  if (k + 1 < p.nranks)
+    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, ch.half(), llcSignaturePeer(me, p.nranks, k)),
+                           x.a, x.b);
+}
+
+// Finish (every thread calls it): the checker threads inspect the prefetched packet, poll (bounded) only if it was
+// not there yet, and compare; the peer-rounds past the first (more than blockDim.x + 1 ranks) are checked in full.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+LLC_DEVICE void llcFinishSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPacket& x) {
+  const llc_u32 n = p.nranks;
+  llc_u32 k = blockDim.x - 1 - threadIdx.x;
+  if (k + 1 >= n) return;
+  LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
+#pragma unroll 1
+  for (; k + 1 < n; k += blockDim.x) {
+    const llc_u32 peer = llcSignaturePeer(me, n, k);
+    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
+    if (k >= blockDim.x) llcLoadRelaxedSysV2u64(slot, x.a, x.b); // rounds past the first: not prefetched
+    llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
+  }
+}
+
+// Try (every thread calls it; for the threads of a block-wide receive that poll nothing): the checker thread looks
+// at its peer's packet up to kLooks times, back to back, and compares it once it carries this epoch. Returns true
+// when this thread has nothing left to check (no peer, or its one peer's packet compared). No deadline and no
+// error-word check inside (a count bound: kLooks dependent loads, one round trip each), so it keeps no state but the
+// count: the 16-bit sentinel kernels' peer-parallel path is at the 128-register cap, and a keepWaiting loop there
+// spilled. What it leaves (returns false) the full bounded check does after the polls.
+#ifndef LLCOMM_SIG_TRY_LOOKS
+#define LLCOMM_SIG_TRY_LOOKS 1024u
+#endif
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT, llc_u32 kLooks>
+LLC_DEVICE bool llcTryCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
   const llc_u32 k = blockDim.x - 1 - threadIdx.x;
-  if (k + 1 >= n) return;
-  const llc_u32 peer = me + 1 + k < n ? me + 1 + k : me + 1 + k - n;
-  llc_u64 a, b;
-  llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer), a, b);
-  if (static_cast<llc_u32>(a >> 32) != ch.epoch || static_cast<llc_u32>(b >> 32) != ch.epoch) return;
-  const llc_u32 w0 = static_cast<llc_u32>(p.count), w1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
-  if ((static_cast<llc_u32>(a) ^ w0) | (static_cast<llc_u32>(b) ^ w1)) {
-    LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
-    llcRecordMismatch(waiter, peer, w0, w1, static_cast<llc_u32>(a), static_cast<llc_u32>(b));
+  if (k + 1 >= n) return true;
+  if (k + blockDim.x + 1 < n) return false; // a second peer-round: left to the full check
+  const llc_u32 peer = llcSignaturePeer(me, n, k);
+  const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
+  // One look: true when the packet carries this epoch (compared, MISMATCH recorded when it differs).
+  auto look = [&]() -> bool {
+    LlcSigPacket x;
+    llcLoadRelaxedSysV2u64(slot, x.a, x.b);
+    if (!llcSignatureArrived(x, ch.epoch)) return false;
+    const llc_u32 mine0 = static_cast<llc_u32>(p.count), mine1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
+    if ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1)) {
+      LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
+      waiter.recordMismatch(peer, mine0, mine1, static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
+    }
+    return true;
+  };
+  if constexpr (kLooks <= 32) {
+    // Straight-line looks (unrolled): no loop-carried state at all, for the kernels at the register cap.
+#pragma unroll
+    for (llc_u32 i = 0; i < kLooks; ++i)
+      if (look()) return true;
+  } else {
+#pragma unroll 1
+    for (llc_u32 i = 0; i < kLooks; ++i)
+      if (look()) return true;
   }
+  return false;
 }
 
-// The three steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
+// oneshot-barrier's first barrier, with the signature packet as its arrival flag (block-wide; replaces
+// llcBlockGlobalBarrier(..., which = 0, ...)). Thread t < nranks, t != me, serves peer t.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch,
+                                         LlcWaiter& dataWaiter) {
+  // bar.sync: every thread's earlier writes (the block's copy into its plain buffer) are ordered before thread t's
+  // release store of the packet below (the release is cumulative over what bar.sync made visible to t), so a peer
+  // whose acquire load observes the packet sees the copy: the same argument as llcBlockGlobalBarrier's u32 flag.
+  __syncthreads();
+  const llc_u32 t = threadIdx.x, n = p.nranks;
+  if (t < n && t != me) {
+    const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
+    const llc_u32 w0 = static_cast<llc_u32>(p.count), w1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
+    llcStoreReleaseSysV2u64(llcSignatureSlot(p.scratch[t], ch.index, ch.half(), me), flag | w0, flag | w1);
+    // The wait: the data waiter's bounded poll (deadline, error word), comparing once the packet is there.
+    // Equality is exact and the packet is not overwritten before this read: peer t stores its next packet into this
+    // half at epoch + 2, in a kernel after its epoch + 1 one, which ends only after it saw this rank's epoch + 1
+    // packet, stored after this kernel (the overwrite argument above).
+    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), t);
+    LlcSigPacket x;
+    LlcSpin spin;
+    do {
+      llcLoadAcquireSysV2u64(slot, x.a, x.b);
+    } while (!llcSignatureArrived(x, ch.epoch) && dataWaiter.keepWaiting(spin, t, LLCOMM_WAIT_BARRIER, 0));
+    // Acquire: the load that saw this epoch observed peer t's release store of that element, so everything peer t
+    // wrote before it (its copy) is visible to this thread, and through the bar.sync below to the block.
+    if (!dataWaiter.aborted && ((static_cast<llc_u32>(x.a) ^ w0) | (static_cast<llc_u32>(x.b) ^ w1)))
+      dataWaiter.recordMismatch(t, w0, w1, static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
+  }
+  __syncthreads();
+}
+
+#if !defined(LLCOMM_NO_SIGNATURE)
+// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature {
+  LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
   LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
-  LLC_DEVICE static void peek(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcPeekSignature<kAlg, kProtocol, DT>(p, me, ch);
+  template <llc_u32 kLooks>
+  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    return llcTryCheckSignature<kAlg, kProtocol, DT, kLooks>(p, me, ch);
+  }
+  LLC_DEVICE static void prefetch(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPacket& x) {
+    llcPrefetchSignature<kAlg, kProtocol, DT>(p, me, ch, x);
+  }
+  LLC_DEVICE static void finish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPacket& x) {
+    llcFinishSignature<kAlg, kProtocol, DT>(p, me, ch, x);
+  }
+  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
+    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
   }
 };
+#else
+// The A/B build without the signature: the same calls, empty; the barrier is the plain epoch-flag barrier.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+struct LlcCallSignature {
+  LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
+  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+  template <llc_u32 kLooks>
+  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
+  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
+    llcBlockGlobalBarrier(p.scratch, me, p.nranks, ch.index, 0, ch.epoch, w);
+  }
+};
+#endif
 
 #endif // LLC_HAS_DEVICE

@@ -19,6 +19,13 @@ struct LlcSpin {
   llc_u32 spins = 0;
 };
 
+// Slot of sender `sender`'s call-signature packet in the scratch of a rank (signature.cuh), for channel `channel`
+// and buffer half `half`.
+LLC_DEVICE void* llcSignatureSlot(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 half, llc_u32 sender) {
+  return reinterpret_cast<char*>(scratchOfRank + LLCOMM_SCRATCH_SIGNATURE_OFFSET) +
+         (static_cast<llc_u64>(channel * 2u + half) * LLCOMM_MAX_RANKS + sender) * 16u;
+}
+
 struct LlcWaiter {
   LlcommErrorWord* error;
   llc_u64 timeoutNs;
@@ -26,6 +33,14 @@ struct LlcWaiter {
   llc_u32 epoch;
   llc_u32 channel;
   bool aborted;
+  // The call signature (signature.cuh, LlcCallSignature::arm): when armed (sigEpochWord = this channel's epoch word,
+  // which locates this rank's scratch), every slow-path check below also looks at the signature packet of the peer
+  // this thread waits for and at this rank's own packet (its publish stores one into its own slot too), and records
+  // MISMATCH when both carry this epoch and differ. A peer running another algorithm, count or chunk may never send
+  // what this wait expects: the wait ends with MISMATCH, not TIMEOUT. The epoch word's pointer, not the words:
+  // the kernel holds that pointer anyway (LlcChannel), so arming costs no register across the kernel's loops, for a
+  // look that runs only after LLCOMM_SPIN_CHECK_MASK + 1 failed polls (the 16-bit sentinel kernels are at the cap).
+  const llc_u32* sigEpochWord = nullptr;
 
   LLC_DEVICE LlcWaiter(llc_u64 errorWord, llc_u64 timeoutNs_, llc_u32 rank_, llc_u32 epoch_, llc_u32 channel_)
       : error(reinterpret_cast<LlcommErrorWord*>(errorWord)), timeoutNs(timeoutNs_), rank(rank_), epoch(epoch_),
@@ -43,12 +58,45 @@ struct LlcWaiter {
       aborted = true;
       return false;
     }
+    // The signature look: off the critical path (only after LLCOMM_SPIN_CHECK_MASK + 1 failed polls). The packet is
+    // single-copy atomic per 8-byte element and each element carries the epoch (signature.cuh), so a relaxed load
+    // that sees this epoch in both elements has both words of the peer's signature for this call.
+    if (sigEpochWord != nullptr && what != LLCOMM_WAIT_SIGNATURE && peer < LLCOMM_MAX_RANKS && peer != rank) {
+      const llc_u64 scratch = reinterpret_cast<llc_u64>(sigEpochWord - channel) - LLCOMM_SCRATCH_EPOCHS_OFFSET;
+      llc_u64 a, b, ma, mb;
+      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, channel, epoch & 1u, peer), a, b);
+      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, channel, epoch & 1u, rank), ma, mb);
+      // This epoch in all four elements: both packets are this call's (the own one is a relaxed store by another
+      // thread of this block; until it is seen, this look decides nothing and the wait goes on).
+      if (static_cast<llc_u32>(a >> 32) == epoch && static_cast<llc_u32>(b >> 32) == epoch &&
+          static_cast<llc_u32>(ma >> 32) == epoch && static_cast<llc_u32>(mb >> 32) == epoch && (a != ma || b != mb)) {
+        recordMismatch(peer, static_cast<llc_u32>(ma), static_cast<llc_u32>(mb), static_cast<llc_u32>(a),
+                       static_cast<llc_u32>(b));
+        return false;
+      }
+    }
     if (now > s.deadlineNs) {
       recordTimeout(peer, what, slot);
       aborted = true;
       return false;
     }
     return true;
+  }
+
+  // A peer's signature {theirs0, theirs1} differs from this rank's {mine0, mine1}. First writer wins, as
+  // recordTimeout: the detail stores are relaxed, read by the host after the kernel (abi.cuh: the error word's
+  // fields for MISMATCH).
+  LLC_DEVICE void recordMismatch(llc_u32 peer, llc_u32 mine0, llc_u32 mine1, llc_u32 theirs0, llc_u32 theirs1) {
+    if (llcCasRelaxedSys(&error->code, LLCOMM_ERR_NONE, LLCOMM_ERR_MISMATCH) == LLCOMM_ERR_NONE) {
+      llcStoreRelaxedSys(&error->rank, rank);
+      llcStoreRelaxedSys(&error->peer, peer);
+      llcStoreRelaxedSys(&error->epoch, epoch);
+      llcStoreRelaxedSys(&error->what, mine1);
+      llcStoreRelaxedSys(&error->slot, theirs1);
+      llcStoreRelaxedSys(&error->channel, mine0);
+      llcStoreRelaxedSys(&error->reserved, theirs0);
+    }
+    aborted = true; // this thread waits no more; every other waiter stops at its next check of the error word
   }
 
   LLC_DEVICE void recordTimeout(llc_u32 peer, llc_u32 what, llc_u32 slot) {

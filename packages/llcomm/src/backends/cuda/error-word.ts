@@ -63,7 +63,7 @@ export function readErrorWord(driver: CudaDriver, errorWord: DevicePtr): LlcommE
 }
 
 /**
- * MISMATCH (kernels/llcomm/signature.cuh, llcRecordMismatch): the error word's what/slot hold the two ranks' signature
+ * MISMATCH (kernels/llcomm/signature.cuh; kernels/llcomm/wait.cuh, LlcWaiter::recordMismatch): the error word's what/slot hold the two ranks' signature
  * words 1 and channel/reserved their words 0 (abi.cuh LLCOMM_ERR_MISMATCH), decoded as the CPU backend's MISMATCH.
  */
 export function mismatchFromWord(words: Uint32Array): LlcommError {
