@@ -7,6 +7,7 @@
 #   examples         the numbered examples, the GPU ones for real (04, 05), on LLCOMM_EXAMPLE_DEVICES
 #   launch-overhead  scripts/launch-overhead/run.sh: eager deviceAllReduce from Node against a C++ launch loop
 #   bench            llcomm bench on LLCOMM_BENCH_ARGS (JSON to $OUT/bench.json)
+#   decode           llcomm decode on LLCOMM_DECODE_ARGS (JSON back as decode.json), limit $DECODE_LIMIT_S
 #   long-run-cuda    scripts/long-run-cuda.mjs --calls $LONG_RUN_CALLS (default 1,000,000), limit $LONG_RUN_LIMIT_S
 #   script:PATH      any other script (e.g. script:scripts/bench-fused.sh) with OUT = a work folder of its own; its
 #                    top-level *.json come back
@@ -39,6 +40,7 @@ for step in ${STEPS:-gpu-test examples}; do
       done ;;
     launch-overhead) mkdir -p "$out/launch" && run_step launch-overhead 240 env OUT="$out/launch" bash scripts/launch-overhead/run.sh --reps "${LAUNCH_REPS:-6}" ;;
     bench) run_step bench 300 node packages/tools/bin/llcomm.js bench --no-progress ${LLCOMM_BENCH_ARGS:---devices 0,0 --sizes 8,8K,64K} --json "$out/bench.json" ;;
+    decode) mkdir -p "$out/decode" && run_step decode "${DECODE_LIMIT_S:-240}" node packages/tools/bin/llcomm.js decode --no-progress ${LLCOMM_DECODE_ARGS:---devices 0,0 --model llama-3.1-8b --batch 1 --fused} --json "$out/decode/decode.json" ;;
     long-run-cuda) mkdir -p "$out/long-run" && run_step long-run-cuda "${LONG_RUN_LIMIT_S:-300}" env OUT="$out/long-run" node scripts/long-run-cuda.mjs --calls "${LONG_RUN_CALLS:-1000000}" ;;
     script:*)
       name=$(basename "${step#script:}" .sh)
