@@ -72,7 +72,8 @@ done
 grep -h "WRONG\|exit" "$base/ab-tables.log" | head -20
 node -e '
 const fs = require("fs"), base = process.argv[1], labels = process.argv[2].split(" "), ranks = process.argv[3].split(" ")
-const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)] }
+// The median (the mean of the middle two for an even count: 2 rounds when AB_BUDGET_S cut the third).
+const med = (a) => { const s = [...a].sort((x, y) => x - y), h = s.length >> 1; return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2 }
 const others = labels.filter((l) => l !== "nosig")
 console.log(`\ncall signature: nosig median us, then each variant / nosig (medians over ${process.argv[4]} rounds)`)
 console.log(["case".padEnd(36), "nosig".padStart(7), ...others.map((l) => l.padStart(8))].join(" "))
