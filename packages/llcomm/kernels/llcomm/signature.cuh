@@ -126,7 +126,11 @@ template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcBlockPublishSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
   const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
+#if defined(LLCOMM_SIG_PUBLISH_LOW)
+  for (llc_u32 k = threadIdx.x; k < n; k += blockDim.x) // A/B knob: round 0's publishers (the data threads)
+#else
   for (llc_u32 k = blockDim.x - 1 - threadIdx.x; k < n; k += blockDim.x)
+#endif
     llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[llcSignaturePeer(me, n, k)], ch.index, ch.half(), me),
                             flag | static_cast<llc_u32>(p.count), flag | llcSignatureWord1<kAlg, kProtocol, DT>(p));
 }
@@ -256,6 +260,8 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //                          the poll loops (the product build passes the look's inputs through an empty asm instead).
 //   LLCOMM_SIG_NO_ARM      arm() empty: the data waits never look at the signature (per-process mismatches whose
 //                          waits never end become TIMEOUT: a measurement of what arming costs, not a product choice).
+//   LLCOMM_SIG_PUBLISH_LOW threads 0..nranks-1 store the packets (round 0's publishers: the threads that send the
+//                          first data), the checkers stay at the top (the same protocol: who stores does not matter).
 //   LLCOMM_SIG_PUBLISH_ONLY only the packet stores (and oneshot-barrier's signature barrier): no check, no arm. A
 //                          diagnostic that splits the cost into the publish and the rest; it checks nothing.
 #if !defined(LLCOMM_NO_SIGNATURE)
