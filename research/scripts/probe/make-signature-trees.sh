@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
-# Makes the kernel tree that research/scripts/probe/signature-ab.sh compares against (untracked, not ignored: it
-# travels to the GPU machine with the working tree; delete ab/ afterwards):
-#   ab/nosig  a copy of packages/llcomm/kernels/ whose llcomm/signature.cuh defines LLCOMM_NO_SIGNATURE: the
-#             LlcCallSignature steps (arm, blockPublish, blockCheck, tryCheck, prefetch, finish) are empty and
-#             blockBarrier is the plain epoch-flag barrier (llcBlockGlobalBarrier), so oneshot-barrier keeps its two
-#             barriers. Everything else is the same source, so the A/B measures exactly what the signature costs
-#             (issue 18 item 1). The earlier versions emptied the steps' bodies by pattern (three steps) and, before
-#             that, used the kernels of 61d639c, which no longer match the host's parameter structs.
+# Makes the kernel trees that research/scripts/probe/signature-ab.sh compares (untracked, not ignored: they travel
+# to the GPU machine with the working tree; delete ab/ afterwards). Each is a copy of packages/llcomm/kernels/ with
+# one A/B define at the top of llcomm/abi.cuh (the first header every kernel includes, so wait.cuh and
+# signature.cuh both see it); none of these defines is part of the ABI:
+#   ab/nosig    LLCOMM_NO_SIGNATURE: the LlcCallSignature steps empty and blockBarrier the plain epoch-flag barrier
+#               (oneshot-barrier keeps its two barriers): the kernels without the signature, the baseline.
+#   ab/ctrl     the same as ab/nosig, byte for byte (same cubin through the cache): the A/B's own noise floor.
+#   ab/r1       LLCOMM_SIG_ARM_PLAIN: round 1's armed look, whose address arithmetic the compiler may hoist before the
+#               poll loops (the product build, packages/llcomm/kernels, passes it through an empty asm).
+#   ab/noarm    LLCOMM_SIG_NO_ARM: the data waits never look at the signature (measures what arming costs).
+#   ab/pubonly  LLCOMM_SIG_PUBLISH_ONLY: the packet stores only, no check, no arm (splits the cost: publish / rest).
+#   ab/publow   LLCOMM_SIG_PUBLISH_LOW: threads 0..nranks-1 store the packets (round 0's publishers), checkers unchanged.
+# Research notes: research/notes/signature-cost.md (round 2).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-rm -rf ab/nosig && mkdir -p ab
-cp -a packages/llcomm/kernels ab/nosig
-python3 - ab/nosig/llcomm/signature.cuh <<'PY'
+make_tree() { # name define
+  local name=$1 define=$2
+  rm -rf "ab/$name" && mkdir -p ab
+  cp -a packages/llcomm/kernels "ab/$name"
+  python3 - "ab/$name/llcomm/abi.cuh" "$define" "$name" <<'PY'
 import sys
-p = sys.argv[1]
+p, define, name = sys.argv[1:4]
 s = open(p).read()
 anchor = '#pragma once\n'
-assert s.count(anchor) == 1, 'signature.cuh: #pragma once not found'
-assert s.count('#if !defined(LLCOMM_NO_SIGNATURE)') == 1 and s.count('#else\n// The A/B build without the signature') == 1, \
-    'signature.cuh: the LLCOMM_NO_SIGNATURE variant of LlcCallSignature not found'
-open(p, 'w').write(s.replace(anchor, anchor + '#define LLCOMM_NO_SIGNATURE 1 // ab/nosig (make-signature-trees.sh)\n'))
+assert s.count(anchor) == 1, 'abi.cuh: #pragma once not found'
+open(p, 'w').write(s.replace(anchor, f'{anchor}#define {define} 1 // ab/{name} (make-signature-trees.sh)\n'))
 PY
-grep -q '^#define LLCOMM_NO_SIGNATURE 1' ab/nosig/llcomm/signature.cuh
-echo "ab/nosig ready ($(find ab/nosig -type f | wc -l) files, LLCOMM_NO_SIGNATURE: signature steps empty, plain barrier)"
+  grep -q "^#define $define 1" "ab/$name/llcomm/abi.cuh"
+}
+# Each knob must still be in the source it switches (a renamed knob would silently build the product kernels).
+grep -q 'defined(LLCOMM_NO_SIGNATURE)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_PUBLISH_ONLY)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_NO_ARM)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_PUBLISH_LOW)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_ARM_PLAIN)' packages/llcomm/kernels/llcomm/wait.cuh
+make_tree nosig LLCOMM_NO_SIGNATURE
+rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
+make_tree r1 LLCOMM_SIG_ARM_PLAIN
+make_tree noarm LLCOMM_SIG_NO_ARM
+make_tree pubonly LLCOMM_SIG_PUBLISH_ONLY
+make_tree publow LLCOMM_SIG_PUBLISH_LOW
+cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow} ready ($(find ab/nosig -type f | wc -l) files each)"

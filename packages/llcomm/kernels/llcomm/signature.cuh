@@ -42,7 +42,9 @@
 //    128-register cap) spill, and so did a counted loop: they take 32 unrolled looks.
 // Detection while waiting (arm): the data waits' slow path (wait.cuh, keepWaiting, every 1024th failed poll) looks
 // at the signature of the peer it waits for, so a peer whose algorithm, count or chunk never sends what this rank
-// waits for ends the wait with MISMATCH, not TIMEOUT, although the exact check comes after the receives.
+// waits for ends the wait with MISMATCH, not TIMEOUT, although the exact check comes after the receives. The look's
+// inputs pass an empty asm inside the slow path (wait.cuh), so its address arithmetic stays there (hoisted before
+// the poll loops, it held 6-12 registers across them in oneshot-ll: research/notes/signature-cost.md, round 2).
 // Per kernel (what fits the register caps, ptxas -v; compile.test.ts):
 //   oneshot-ll       serial: prefetch + finish, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
 //   oneshot-sentinel serial: blockCheck before the receives (measured free at 64 KB), waits not armed (armed, the
@@ -124,7 +126,11 @@ template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcBlockPublishSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
   const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
+#if defined(LLCOMM_SIG_PUBLISH_LOW)
+  for (llc_u32 k = threadIdx.x; k < n; k += blockDim.x) // A/B knob: round 0's publishers (the data threads)
+#else
   for (llc_u32 k = blockDim.x - 1 - threadIdx.x; k < n; k += blockDim.x)
+#endif
     llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[llcSignaturePeer(me, n, k)], ch.index, ch.half(), me),
                             flag | static_cast<llc_u32>(p.count), flag | llcSignatureWord1<kAlg, kProtocol, DT>(p));
 }
@@ -248,11 +254,39 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
   __syncthreads();
 }
 
+// Round-2 A/B knobs (research/notes/signature-cost.md, round 2; make-signature-trees.sh builds one tree per knob;
+// not part of the ABI, none set in the product build):
+//   LLCOMM_SIG_ARM_PLAIN   round 1's armed look (wait.cuh), whose address arithmetic the compiler may hoist before
+//                          the poll loops (the product build passes the look's inputs through an empty asm instead).
+//   LLCOMM_SIG_NO_ARM      arm() empty: the data waits never look at the signature (per-process mismatches whose
+//                          waits never end become TIMEOUT: a measurement of what arming costs, not a product choice).
+//   LLCOMM_SIG_PUBLISH_LOW threads 0..nranks-1 store the packets (round 0's publishers: the threads that send the
+//                          first data), the checkers stay at the top (the same protocol: who stores does not matter).
+//   LLCOMM_SIG_PUBLISH_ONLY only the packet stores (and oneshot-barrier's signature barrier): no check, no arm. A
+//                          diagnostic that splits the cost into the publish and the rest; it checks nothing.
 #if !defined(LLCOMM_NO_SIGNATURE)
 // The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature {
+#if defined(LLCOMM_SIG_NO_ARM) || defined(LLCOMM_SIG_PUBLISH_ONLY)
+  LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
+#else
   LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
+#endif
+#if defined(LLCOMM_SIG_PUBLISH_ONLY)
+  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+  template <llc_u32 kLooks>
+  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
+  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
+    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
+  }
+};
+#else
   LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
@@ -273,6 +307,7 @@ struct LlcCallSignature {
     llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
   }
 };
+#endif // LLCOMM_SIG_PUBLISH_ONLY
 #else
 // The A/B build without the signature: the same calls, empty; the barrier is the plain epoch-flag barrier.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>

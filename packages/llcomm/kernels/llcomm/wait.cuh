@@ -62,14 +62,25 @@ struct LlcWaiter {
     // single-copy atomic per 8-byte element and each element carries the epoch (signature.cuh), so a relaxed load
     // that sees this epoch in both elements has both words of the peer's signature for this call.
     if (sigEpochWord != nullptr && what != LLCOMM_WAIT_SIGNATURE && peer < LLCOMM_MAX_RANKS && peer != rank) {
-      const llc_u64 scratch = reinterpret_cast<llc_u64>(sigEpochWord - channel) - LLCOMM_SCRATCH_EPOCHS_OFFSET;
+      const llc_u32* word = sigEpochWord;
+      llc_u32 ch = channel, ep = epoch, me = rank;
+#if !defined(LLCOMM_HOST_EMULATION) && !defined(LLCOMM_SIG_ARM_PLAIN)
+      // The look's inputs pass through an empty volatile asm here, in the slow path, so the compiler cannot hoist
+      // the look's address arithmetic (loop-invariant) out of the poll loops to before the first poll, where it
+      // held registers across every wait: oneshot-ll 106-112 registers with it hoistable, 96-106 with this (96 =
+      // the build without the signature, ll8), ptxas -v sm_90 (research/notes/signature-cost.md, round 2). The asm
+      // is empty: it changes no value, only what the compiler may assume and move. LLCOMM_SIG_ARM_PLAIN (A/B knob,
+      // not part of the ABI) builds round 1's form.
+      asm volatile("" : "+l"(word), "+r"(ch), "+r"(ep), "+r"(me));
+#endif
+      const llc_u64 scratch = reinterpret_cast<llc_u64>(word - ch) - LLCOMM_SCRATCH_EPOCHS_OFFSET;
       llc_u64 a, b, ma, mb;
-      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, channel, epoch & 1u, peer), a, b);
-      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, channel, epoch & 1u, rank), ma, mb);
+      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, ch, ep & 1u, peer), a, b);
+      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, ch, ep & 1u, me), ma, mb);
       // This epoch in all four elements: both packets are this call's (the own one is a relaxed store by another
       // thread of this block; until it is seen, this look decides nothing and the wait goes on).
-      if (static_cast<llc_u32>(a >> 32) == epoch && static_cast<llc_u32>(b >> 32) == epoch &&
-          static_cast<llc_u32>(ma >> 32) == epoch && static_cast<llc_u32>(mb >> 32) == epoch && (a != ma || b != mb)) {
+      if (static_cast<llc_u32>(a >> 32) == ep && static_cast<llc_u32>(b >> 32) == ep &&
+          static_cast<llc_u32>(ma >> 32) == ep && static_cast<llc_u32>(mb >> 32) == ep && (a != ma || b != mb)) {
         recordMismatch(peer, static_cast<llc_u32>(ma), static_cast<llc_u32>(mb), static_cast<llc_u32>(a),
                        static_cast<llc_u32>(b));
         return false;
