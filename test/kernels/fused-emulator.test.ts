@@ -117,6 +117,8 @@ interface NormCase {
   /** The split kernels: blocks per rank and cluster size instead of the planner's (shapes the planner's 512-thread
    * rules never give the emulator's 32-thread blocks). */
   shape?: { blocksPerRank: number; clusterBlocks: number }
+  /** split-ll only: run the emulator's 'split-ll-late' kernel (LLC_SPLIT_LATE_RESIDUAL) on the split-ll plan. */
+  late?: boolean
 }
 interface ManyCase {
   kind: 'many'
@@ -152,7 +154,7 @@ function argsOf(c: Case): string[] {
       : []
   return [
     'norm',
-    c.algorithm,
+    c.late ? 'split-ll-late' : c.algorithm,
     c.dtype,
     ...common,
     String(c.rows),
@@ -290,6 +292,37 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
         calls: 2,
         shape: { blocksPerRank: 8, clusterBlocks: 8 },
       })
+  // The late-residual candidate (residual stored after the cluster barriers) on the same register-kept shapes,
+  // with and without an f32 residual, and on a shape where it does not apply (several slots per thread).
+  for (const [rows, hidden] of [
+    [2, 64],
+    [1, 1024],
+  ])
+    for (const dtype of dtypes)
+      for (const flags of [0, LLCOMM_FUSED_RESIDUAL_F32])
+        cases.push({
+          kind: 'norm',
+          algorithm: 'split-ll',
+          late: true,
+          dtype,
+          nranks: 3,
+          rows,
+          hidden: dtype === 'f32' ? hidden / 2 : hidden,
+          flags,
+          calls: 2,
+          shape: { blocksPerRank: 8, clusterBlocks: 8 },
+        })
+  cases.push({
+    kind: 'norm',
+    algorithm: 'split-ll',
+    late: true,
+    dtype: 'bf16',
+    nranks: 3,
+    rows: 5,
+    hidden: 264,
+    flags: 0,
+    calls: 2,
+  })
   // bf16 8192 at 8 ranks: a 16 KB row over a cluster (no whole-row one-shot lane holds it), 2 rows
   for (const algorithm of ['split', 'split-ll'] as const)
     cases.push({ kind: 'norm', algorithm, dtype: 'bf16', nranks: 8, rows: 2, hidden: 8192, flags: 0, calls: 2 })

@@ -76,6 +76,15 @@ static double e4m3ToDouble(unsigned b) {
 #include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_split_ll.cu"
 #include "undef_variants.h"
+// The late-residual candidate of the split-ll kernel (fused_split.cuh LLC_SPLIT_LATE_RESIDUAL; on the GPU only in
+// allreduce/fused_rmsnorm_split_probe.cu, bf16): kernel "split-ll-late", every dtype.
+#define LLC_EMU_SPLIT_LL_LATE(dtype)                                                                                \
+  void llcomm_emu_split_ll_late_##dtype(const LlcommFusedNormParams p) {                                           \
+    fusedRmsNormSplit<LlcLL16, LLC_DT_##dtype, LLC_SPLIT_LATE_RESIDUAL>(p, p.ll);                                   \
+  }
+LLC_EMU_SPLIT_LL_LATE(bf16)
+LLC_EMU_SPLIT_LL_LATE(f16)
+LLC_EMU_SPLIT_LL_LATE(f32)
 #include "allreduce/rmsnorm.cu"
 #include "undef_variants.h"
 #include "allreduce/allreduce_many.cu"
@@ -147,6 +156,7 @@ static void normKernels(const std::string& kernel, NormFn& fused, NormFn& refere
           : kernel == "twoshot"  ? &llcomm_fused_rmsnorm_twoshot_##dt                                                \
           : kernel == "split"    ? &llcomm_fused_rmsnorm_split_##dt                                                  \
           : kernel == "split-ll" ? &llcomm_fused_rmsnorm_split_ll_##dt                                               \
+          : kernel == "split-ll-late" ? &llcomm_emu_split_ll_late_##dt                                              \
                                  : nullptr;                                                                         \
   reference = &llcomm_rmsnorm_##dt;
   if constexpr (DT == LLCOMM_DTYPE_F32) {
@@ -172,7 +182,7 @@ static int runNorm(int argc, char** argv) {
   const float eps = static_cast<float>(std::atof(argv[14]));
   const int calls = std::atoi(argv[15]);
   // The split kernels: LL_OFF LL_HALF CLUSTER follow CALLS (the LL region, zero-filled; blocks per cluster).
-  const bool split = kernel == "split" || kernel == "split-ll";
+  const bool split = kernel == "split" || kernel == "split-ll" || kernel == "split-ll-late";
   if (split && argc < 19) return 2;
   LlcommRegion ll{0, 0};
   unsigned cluster = 1;

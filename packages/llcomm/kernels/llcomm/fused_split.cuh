@@ -42,7 +42,23 @@
 // Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
 #define LLCOMM_SPLIT_MAX_ROWS 64
 
-template <class Fmt, int DT>
+// Probe variants (kProbe, a bit set; 0 = the shipped kernel): cost decomposition for the bench only
+// (kernels/allreduce/fused_rmsnorm_split_probe.cu, scripts/bench-fused.mjs --probes); never in the default path.
+// XCHG_ONLY: stop after the exchange, storing each reduced data slot to out (an AllReduce in this kernel's shape: no
+//   residual, no norm, no cluster barrier). NO_NORM: no level-1/total gather (inv = 1; barriers kept). NO_BARRIER:
+//   no cluster barrier, the gather reads this block's own q's only (timing only: the output is wrong). C_FROM_FLAGS:
+//   C = flags >> 8, b = channel % C instead of the cluster registers (with XCHG_ONLY: the same work launched without
+//   the cluster attribute).
+#define LLC_SPLIT_PROBE_XCHG_ONLY 1
+#define LLC_SPLIT_PROBE_NO_NORM 2
+#define LLC_SPLIT_PROBE_NO_BARRIER 4
+#define LLC_SPLIT_PROBE_C_FROM_FLAGS 8
+// A candidate (not a probe: same outputs, bit for bit): LATE_RESIDUAL: on the `keep` path (LL16, every thread at most
+// one slot) the residual slot is stored after the cluster barriers, with the output, instead of before the first
+// arrive, whose release at cluster scope would otherwise wait for that global store to be performed.
+#define LLC_SPLIT_LATE_RESIDUAL 16
+
+template <class Fmt, int DT, int kProbe = 0>
 __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
   using Value = typename LlBuffer<Fmt>::Value;
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
@@ -54,9 +70,13 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 kVirtual = blockDim.x;
   llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
   const LlcBlockRole role = llcBlockRole(p.blocksPerRank, p.launchRanks);
-  const llc_u32 C = llcClusterNumCtas();          // 1, 2, 4 or 8 (the host's cluster dimension)
+  constexpr bool kFlagC = (kProbe & LLC_SPLIT_PROBE_C_FROM_FLAGS) != 0;
+  constexpr bool kBarrier = (kProbe & LLC_SPLIT_PROBE_NO_BARRIER) == 0;
+  // 1, 2, 4 or 8 (the host's cluster dimension)
+  const llc_u32 C = kFlagC ? (p.flags >> 8) : llcClusterNumCtas();
   const llc_u32 cShift = static_cast<llc_u32>(__ffs(C) - 1);
-  const llc_u32 b = llcClusterCtaRank();          // = role.channel % C (clusters of consecutive blocks of one rank)
+  // = role.channel % C (clusters of consecutive blocks of one rank)
+  const llc_u32 b = kFlagC ? (role.channel & (C - 1u)) : llcClusterCtaRank();
   const llc_u32 g = role.channel >> cShift;
   const LlcRange rows = llcPiece(p.rows, p.blocksPerRank >> cShift, g, 1);
   // A cluster without rows: the same for all its blocks (rows depend on g only), so no block of it reaches a cluster
@@ -107,6 +127,27 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   }
 
+  if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
+    // Probe: the exchange alone; each thread stores its packet's reduced words to out (as the AllReduce does).
+    for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
+      const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+      for (llc_u32 k = kl; k < K; k += kLanes) {
+        const llc_u32 j = k * kVirtual + b * V + u;
+        if (j >= S) break;
+        const llc_u32 i = (rowL * K + k) * V + u;
+        const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+        Value own;
+#pragma unroll
+        for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+        const Value part = buf.template recvReduce<DT>(i * kPk + h, own);
+        llcStorePayload<DT, W>(reinterpret_cast<char*>(p.out[me]) + (rows.begin + rowL) * rowBytes,
+                               16ull * j + 4ull * W * h, ~0ull, part.w);
+      }
+    }
+    ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
+    return;
+  }
+
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
   // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
@@ -120,6 +161,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // LL16 only: the sentinel kernel is at the 128-register cap already (its 4-word slots, 8 peers in flight) and
   // spills with them (ptxas: 110 bytes), so it reloads.
   constexpr bool kKeepable = kPk > 1u;
+  constexpr bool kLate = kKeepable && (kProbe & LLC_SPLIT_LATE_RESIDUAL) != 0;
   const bool keep = kKeepable && kLanes == K && units <= unitStride;
   LlcSlotFloats<DT> keptR;
   LlcWords4 keptW;
@@ -160,8 +202,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         for (int c = 0; c < W; ++c) sum[c] = part.w[c];
       }
       if (h == 0) {
+        // kLate && keep: not stored yet (stored after the barriers from keptR; no other thread reads it here)
         const LlcSlotFloats<DT> stored =
-            llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
+            kLate && keep ? llcResidualAfterStored<DT, false>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum)
+                          : llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
         if (kLanes == 1u) {
 #pragma unroll
           for (llc_u32 e = 0; e < E; ++e) q = __fmaf_rn(stored.v[e], stored.v[e], q); // the reference's chain
@@ -194,8 +238,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     if (li == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
   }
   // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
-  llcClusterArriveRelease();
-  llcClusterWaitAcquire();
+  if constexpr (kBarrier) {
+    llcClusterArriveRelease();
+    llcClusterWaitAcquire();
+  }
 
   // Per row: the reference's level-1 and total sums over the cluster's q's, then inv; warp `wi` takes rows wi,
   // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
@@ -203,6 +249,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 qsBase = llcSharedAddress(qs);
   const float eps = __uint_as_float(p.epsBits);
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
+    if constexpr ((kProbe & LLC_SPLIT_PROBE_NO_NORM) != 0) {
+      if (lane == 0u) invs[rowL] = 1.0f; // probe: no gather, no total
+      continue;
+    }
     constexpr llc_u32 kMaxM = LLCOMM_THREADS / 32; // q's per level-1 sum (kVirtual / 32 of them are used)
     const llc_u32 mCount = kVirtual >> 5;
     float vals[kMaxM];
@@ -210,7 +260,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     for (llc_u32 m = 0; m < kMaxM; ++m) { // every load in flight before the first add
       if (m < mCount) {
         const llc_u32 vt = lane + 32u * m;
-        const llc_u32 owner = vt >> vShift, u = vt & (V - 1u);
+        const llc_u32 owner = kBarrier ? vt >> vShift : b, u = vt & (V - 1u); // probe NO_BARRIER: own q's
         vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
       }
     }
@@ -228,7 +278,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
   }
   // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
-  llcClusterArriveRelease();
+  if constexpr (kBarrier) llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
   // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
@@ -243,7 +293,13 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   bool outDone = false;
   if constexpr (kKeepable) {
     if (keep) {
-      if (kept) llcNormStoreSlotWeights<DT>(keptR, keptW, out + keptRow * outRowBytes, keptJ, invs[keptRow], e4m3, outScale);
+      if (kept) {
+        // kLate: the residual slot as llcResidualAfterStored would have stored it (the same words). Only this thread
+        // touches it in this kernel (the output comes from keptR), so no ordering is needed within the kernel.
+        if constexpr (kLate)
+          llcStoreResidualSlot<DT>(residual + keptRow * resRowBytes, static_cast<llc_u64>(keptJ) * E, f32res, keptR);
+        llcNormStoreSlotWeights<DT>(keptR, keptW, out + keptRow * outRowBytes, keptJ, invs[keptRow], e4m3, outScale);
+      }
       outDone = true;
     }
   }
@@ -258,7 +314,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
     }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
-  llcClusterWaitAcquire(); // no block exits while another block of the cluster may still read its q's
+  if constexpr (kBarrier) llcClusterWaitAcquire(); // no block exits while another may still read its q's
 }
 
 #endif

@@ -306,6 +306,42 @@ export function planAllReduceMany(
   return launches
 }
 
+// ---- cost-decomposition probes (bench only: scripts/bench-fused.mjs --probes) ----
+
+/** kernels/allreduce/fused_rmsnorm_split_probe.cu: bf16 probe kernels (llcomm/fused_split.cuh kProbe bits). */
+export const FUSED_PROBE_SOURCE = 'allreduce/fused_rmsnorm_split_probe.cu'
+export const FUSED_PROBE_KERNELS: readonly string[] = [
+  'llcomm_fused_probe_empty',
+  'llcomm_fused_probe_empty_small',
+  'llcomm_fused_probe_ll_xchg',
+  'llcomm_fused_probe_ll_xchg_flagc',
+  'llcomm_fused_probe_ll_nonorm',
+  'llcomm_fused_probe_ll_nobar',
+  'llcomm_fused_probe_ll_nobar_nonorm',
+  'llcomm_fused_probe_s_xchg',
+  'llcomm_fused_probe_s_nonorm',
+  'llcomm_fused_probe_ll_late',
+]
+
+/**
+ * A probe launch: `kernel` (in `sourceFile`, default FUSED_PROBE_SOURCE) launched with the shape the split planner
+ * gives `plan` (rows per launch, blocks per rank, cluster size), with or without the cluster and cooperative
+ * attributes. Never reached by a library call; the probe kernels other than the shipped ones give wrong outputs
+ * (timing only).
+ */
+export interface FusedProbe {
+  kernel: string
+  sourceFile?: string
+  plan: FusedSplitAlgorithm
+  /** Launch with the plan's cluster dimension (else none: the kernel sees clusters of one). */
+  cluster: boolean
+  cooperative: boolean
+  /** Pass the plan's cluster size in flags >> 8 (kernels with LLC_SPLIT_PROBE_C_FROM_FLAGS). */
+  flagC?: boolean
+  /** The 16-byte parameter struct of llcomm_fused_probe_empty_small (errorWord, rows) instead of the fused one. */
+  smallParams?: boolean
+}
+
 // ---- the launcher ----
 
 interface PackedLaunch {
@@ -433,8 +469,16 @@ export class FusedLauncher {
     )
   }
 
-  /** Packs a fused AllReduce + residual + RMSNorm (reference: false) or the reference RMSNorm alone (true). */
-  prepareNorm(call: FusedNormCall, reference: boolean): PreparedFusedCall {
+  /**
+   * Packs a fused AllReduce + residual + RMSNorm (reference: false) or the reference RMSNorm alone (true); with
+   * `probe`, the probe's kernel and launch attributes on the split plan of `probe.plan` (bench only, bf16).
+   */
+  prepareNorm(call: FusedNormCall, reference: boolean, probe?: FusedProbe): PreparedFusedCall {
+    if (probe) {
+      if (reference || call.dtype !== 'bf16')
+        throw new LlcommError('INVALID_ARGUMENT', 'fused probes run the split plan on bf16 only')
+      call = { ...call, algorithm: probe.plan }
+    }
     const s = this.state
     for (const [what, list] of [
       ['inputs', call.inputs],
@@ -492,10 +536,13 @@ export class FusedLauncher {
           ranksPerDevice,
           split ? limit : undefined,
         )
-    const k = selectFusedKernel(
+    const shipped = selectFusedKernel(
       reference ? 'rmsnorm' : isSplit(plan.algorithm) ? splitKind(plan.algorithm) : `fused_rmsnorm_${plan.algorithm}`,
       call.dtype,
     )
+    const k: FusedKernel = probe
+      ? { ...shipped, kernelName: probe.kernel, sourceFile: probe.sourceFile ?? FUSED_PROBE_SOURCE }
+      : shipped
     const big = (list: readonly DevicePtr[], offsetBytes: number) => list.map((p) => BigInt(p + offsetBytes))
     const packed: PackedLaunch[] = []
     for (const l of plan.launches) {
@@ -503,6 +550,7 @@ export class FusedLauncher {
       const rOff = l.firstRow * call.hidden * resEb
       const oOff = l.firstRow * call.hidden * oeb
       for (const group of this.devices.groups) {
+        const cluster = reference ? 1 : (l.clusterBlocks ?? 1)
         const params = packFusedNormParams({
           input: big(call.inputs, xOff),
           residual: big(call.residuals, rOff),
@@ -517,7 +565,7 @@ export class FusedLauncher {
           rows: l.rows,
           hidden: call.hidden,
           epsBits: f32Bits(call.eps),
-          flags,
+          flags: probe?.flagC ? flags | (cluster << 8) : flags,
           nranks: s.nranks,
           ranksInLaunch: group.ranks.length,
           blocksPerRank: l.blocksPerRank,
@@ -525,16 +573,24 @@ export class FusedLauncher {
           launchRanks: group.ranks,
         })
         const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
+        let bytes: Uint8Array = new Uint8Array(params)
+        if (probe?.smallParams) {
+          // struct LlcFusedProbeSmall { u64 errorWord; u32 rows; u32 pad; }
+          bytes = new Uint8Array(16)
+          const v = new DataView(bytes.buffer)
+          v.setBigUint64(0, BigInt(s.errorWord), true)
+          v.setUint32(8, l.rows, true)
+        }
         const launch = this.launchFor(
           k,
           group,
           grid,
-          !reference,
+          probe ? probe.cooperative : !reference,
           call.pdl ?? false,
-          params.byteLength,
-          reference ? 1 : (l.clusterBlocks ?? 1),
+          bytes.byteLength,
+          probe && !probe.cluster ? 1 : cluster,
         )
-        packed.push({ group, launch, params: new Uint8Array(params) })
+        packed.push({ group, launch, params: bytes })
       }
     }
     return this.prepared(reference ? 'rmsnorm' : plan.algorithm, plan.launches.length, packed)
