@@ -17,6 +17,7 @@ import type { CommunicatorDeviceState } from './allreduce-launcher.js'
 import type { FusedManyCall, FusedNormAlgorithm, FusedNormCall, PreparedFusedCall } from './device-call.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import {
+  FUSED_NORM_PARAMS_LAYOUT,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
   LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_RESIDUAL_F32,
@@ -540,6 +541,15 @@ export class FusedLauncher {
       reference ? 'rmsnorm' : isSplit(plan.algorithm) ? splitKind(plan.algorithm) : `fused_rmsnorm_${plan.algorithm}`,
       call.dtype,
     )
+    // A shipped split kernel launched without the cluster attribute runs clusters of one: its rows must fit a
+    // single block's lanes (the plan only guarantees them for its own cluster size).
+    if (probe?.sourceFile !== undefined && !probe.cluster)
+      for (const l of plan.launches)
+        if (
+          Math.ceil(l.rows / l.blocksPerRank) >
+          fusedSplitRowsPerCluster(probe.plan, s.nranks, call.hidden, call.dtype, 1, s.bufferBytes)
+        )
+          throw new LlcommError('INVALID_ARGUMENT', `probe ${probe.kernel}: the rows of a block do not fit its lanes`)
     const k: FusedKernel = probe
       ? { ...shipped, kernelName: probe.kernel, sourceFile: probe.sourceFile ?? FUSED_PROBE_SOURCE }
       : shipped
@@ -565,7 +575,7 @@ export class FusedLauncher {
           rows: l.rows,
           hidden: call.hidden,
           epsBits: f32Bits(call.eps),
-          flags: probe?.flagC ? flags | (cluster << 8) : flags,
+          flags,
           nranks: s.nranks,
           ranksInLaunch: group.ranks.length,
           blocksPerRank: l.blocksPerRank,
@@ -574,6 +584,13 @@ export class FusedLauncher {
         })
         const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
         let bytes: Uint8Array = new Uint8Array(params)
+        // probe.flagC: the cluster size in flags >> 8 (patched after packing, which refuses unknown flag bits)
+        if (probe?.flagC)
+          new DataView(bytes.buffer).setUint32(
+            FUSED_NORM_PARAMS_LAYOUT.byName.flags.offset,
+            flags | (cluster << 8),
+            true,
+          )
         if (probe?.smallParams) {
           // struct LlcFusedProbeSmall { u64 errorWord; u32 rows; u32 pad; }
           bytes = new Uint8Array(16)
