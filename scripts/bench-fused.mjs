@@ -83,6 +83,8 @@ for (const ranks of ranksList) {
               d('sRest', p('s-nonorm'), p('s-xchg')),
               d('coopOnSplit', u['fused-split'], p('split-nocoop')),
               d('lateGain', u['fused-split-ll'], u['i:ll-late']),
+              d('spreadGain', u['fused-split-ll'], u['i:ll-spread']),
+              d('lateSpreadGain', u['fused-split-ll'], u['i:ll-late-spread']),
             ].join(' ')}`,
           )
         }

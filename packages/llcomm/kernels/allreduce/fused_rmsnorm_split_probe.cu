@@ -39,6 +39,9 @@ LLC_FUSED_PROBE(ll_nobar, LlcLL16, ll, LLC_SPLIT_PROBE_NO_BARRIER)
 LLC_FUSED_PROBE(ll_nobar_nonorm, LlcLL16, ll, LLC_SPLIT_PROBE_NO_BARRIER | LLC_SPLIT_PROBE_NO_NORM)
 // candidate: split-ll with the residual stored after the cluster barriers (same outputs; bench checks bitwise)
 LLC_FUSED_PROBE(ll_late, LlcLL16, ll, LLC_SPLIT_LATE_RESIDUAL)
+// candidates: the peer-parallel exchange where it applies (else identical to split-ll), alone and with late
+LLC_FUSED_PROBE(ll_spread, LlcLL16, ll, LLC_SPLIT_SPREAD)
+LLC_FUSED_PROBE(ll_late_spread, LlcLL16, ll, LLC_SPLIT_LATE_RESIDUAL | LLC_SPLIT_SPREAD)
 // split (sentinel slots)
 using LlcProbeSentinel = LlcSentinel<LLC_DT_bf16, true>;
 LLC_FUSED_PROBE(s_xchg, LlcProbeSentinel, sentinel, LLC_SPLIT_PROBE_XCHG_ONLY)

@@ -57,6 +57,18 @@
 // one slot) the residual slot is stored after the cluster barriers, with the output, instead of before the first
 // arrive, whose release at cluster scope would otherwise wait for that global store to be performed.
 #define LLC_SPLIT_LATE_RESIDUAL 16
+// A candidate (same outputs): SPREAD (only for the shapes it applies to, which the host checks: the kernel traps on
+// any other): LL16, a block whose units are whole one-slot row slices (S == blockDim.x, so K = 1 and no holes) with
+// few packets: the exchange takes the AllReduce's peer-parallel path (ll_buffer.cuh
+// blockBcastSpread / blockRecvReduceSpread: (packet, peer) pairs over all threads, staged in shared memory, reduced
+// in rank order by thread = packet), instead of 2 threads per unit polling every peer. Packet index = thread index
+// in both paths (unit w = t / 2, half h = t % 2), so everything after the receive is unchanged.
+#define LLC_SPLIT_SPREAD 32
+// Shared words before the spread stage (the q's of at most 64 units live below it; see `spread`), and where the
+// residual and weights of the spread path's slots are copied (12 words per unit: 8 of residual (f32: two 16-byte
+// vectors), 4 of weights), at the top of the q area.
+#define LLC_SPLIT_SPREAD_STAGE_OFFSET 512u
+#define LLC_SPLIT_SPREAD_KEEP_OFFSET (LLCOMM_SPLIT_MAX_UNITS - 12u * 64u)
 
 template <class Fmt, int DT, int kProbe = 0>
 __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
@@ -112,8 +124,39 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 unitStride = blockDim.x >> tShift;
   const llc_u32 lane = t & 31u;
 
+  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
+  // level-1 sums, then the rows' inverse RMS; with `spread`, the exchange's stage sits above the q's in use.
+  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
+  // `spread` (uniform; candidate LLC_SPLIT_SPREAD): 2 * units packets (K = 1: S == kVirtual, T = 2, so packet
+  // t = 2w + h is thread t's, as below), few enough for >= LLCOMM_SPREAD_MIN_GROUPS thread groups (spreadGroups),
+  // hence units <= blockDim / 8 <= 64: their q's (qs[0 .. units)) stay below the stage, which must fit the array.
+  constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0;
+  const llc_u32 spreadSlots = units * kPk;
+  llc_u32 groups = 1;
+  if constexpr (kSpread)
+    if (S == kVirtual && units <= 64u &&
+        LLC_SPLIT_SPREAD_STAGE_OFFSET + static_cast<llc_u64>(p.nranks) * spreadSlots * W <= LLC_SPLIT_SPREAD_KEEP_OFFSET)
+      groups = buf.spreadGroups(spreadSlots);
+  // kSpread kernels take this path only (with the other path too, ptxas spills 88 bytes); the host launches them
+  // only where it applies (fused-launcher.ts fusedSplitSpreadApplies), and a shape where it does not is a bug.
+  constexpr bool spread = kSpread;
+  if constexpr (kSpread)
+    if (groups <= 1u) {
+#if defined(LLCOMM_HOST_EMULATION)
+      std::abort();
+#else
+      __trap();
+#endif
+    }
+  llc_u32* const stage = sharedWords + LLC_SPLIT_SPREAD_STAGE_OFFSET;
+
   // Send: packet h of my slots of every unit of mine to every peer (the own contribution is reloaded at the receive).
-  for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
+  if constexpr (spread)
+    buf.blockBcastSpread(spreadSlots, groups, [&](llc_u32 s, Value& v) {
+      const llc_u32 w = s >> 1, hs = s & 1u, rowL = w >> vShift, j = b * V + (w & (V - 1u));
+      llcLoadWeak2(input + rowL * rowBytes + 16ull * j + 4ull * W * hs, v.w);
+    });
+  for (llc_u32 w = t >> tShift; !spread && w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     for (llc_u32 k = kl; k < K; k += kLanes) {
       const llc_u32 j = k * kVirtual + b * V + u;
@@ -150,9 +193,6 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
 
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
-  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
-  // level-1 sums, then the rows' inverse RMS.
-  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
   float* qs = reinterpret_cast<float*>(sharedWords);
   float* level1 = qs + LLCOMM_SPLIT_MAX_UNITS; // [warp][32]
   float* invs = level1 + LLCOMM_THREADS;
@@ -167,6 +207,33 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   LlcWords4 keptW;
   llc_u32 keptJ = 0, keptRow = 0;
   bool kept = false;
+  // spread: thread t < 2 * units loads its packet's own contribution and (h = 0) copies the slot's residual and
+  // weights into shared memory with cp.async before the block-wide receive (the copies overlap its wait and hold no
+  // registers: with them in registers across the receive ptxas spills), then takes the loop below.
+  Value spreadPart; // set (and read) only when `spread`
+  if constexpr (kSpread) {
+    llc_u32* const spreadKeep = sharedWords + LLC_SPLIT_SPREAD_KEEP_OFFSET + 12u * (t >> 1); // h = 0 threads
+    const bool f32resPair = f32res && eb == 2u; // an f32 residual of a 16-bit dtype: two vectors per slot
+    {
+      Value own{};
+      if (t < spreadSlots) {
+        const llc_u32 w = t >> 1, rowL = w >> vShift, j = b * V + (w & (V - 1u));
+        llcLoadWeak2(input + rowL * rowBytes + 16ull * j + 4ull * W * h, own.w);
+        if (h == 0) {
+          const char* resSlot = residual + rowL * resRowBytes + static_cast<llc_u64>(j) * E * (f32res ? 4u : eb);
+          if ((p.flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u) {
+            llcCpAsync16(spreadKeep, resSlot);
+            if (f32resPair) llcCpAsync16(spreadKeep + 4, resSlot + 16);
+          }
+          llcCpAsync16(spreadKeep + 8, reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
+        }
+      }
+      // Every thread of the block (it has __syncthreads); the sum of packet t in thread t < spreadSlots, in rank
+      // order as recvReduce (ll_buffer.cuh: bitwise the same).
+      spreadPart = buf.template blockRecvReduceSpread<DT>(spreadSlots, groups, own, stage, [] {}, [] {});
+      llcCpAsyncWaitAll(); // my copies are in shared memory (read below by this thread only)
+    }
+  }
   for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     float q = 0.0f;
@@ -177,16 +244,37 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       if (j >= S) break; // the same for both threads of a pair (same k)
       const llc_u32 i = (rowL * K + k) * V + u;
       char* resRow = residual + rowL * resRowBytes;
-      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
-      // The slot's residual is loaded before the receive, so the load overlaps the wait.
-      const LlcSlotFloats<DT> r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+      LlcSlotFloats<DT> r;
       LlcWords4 wv{};
-      if constexpr (kKeepable)
-        if (keep && h == 0) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
-      Value own;
+      Value part;
+      if constexpr (spread) { // received above (same unit, packet and slot: w = t / 2, k = 0, j = b V + u)
+        const llc_u32* const spreadKeep = sharedWords + LLC_SPLIT_SPREAD_KEEP_OFFSET + 12u * (t >> 1);
+        const bool f32resPair = f32res && eb == 2u;
+        if (h == 0) {
+          if ((p.flags & LLCOMM_FUSED_NO_RESIDUAL_IN) != 0u) {
 #pragma unroll
-      for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
-      const Value part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+            for (int e = 0; e < LlcSlotFloats<DT>::kElems; ++e) r.v[e] = 0.0f;
+          } else if (f32resPair) {
+#pragma unroll
+            for (int e = 0; e < LlcSlotFloats<DT>::kElems; ++e) r.v[e] = __uint_as_float(spreadKeep[e]);
+          } else {
+            r.unpack(spreadKeep);
+          }
+#pragma unroll
+          for (int c = 0; c < 4; ++c) wv.w[c] = spreadKeep[8 + c];
+        }
+        part = spreadPart;
+      } else {
+        const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
+        // The slot's residual is loaded before the receive, so the load overlaps the wait.
+        r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+        if constexpr (kKeepable)
+          if (keep && h == 0) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
+        Value own;
+#pragma unroll
+        for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+        part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+      }
       llc_u32 sum[4]; // constant indices only (a run-time index would put it in local memory)
       if (kPk == 2) {
         // The pair (lanes 2m, 2m + 1: same unit, same k) swaps its halves; data from the partner's registers.

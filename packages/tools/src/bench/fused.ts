@@ -118,9 +118,25 @@ export const FUSED_BENCH_PROBES: Readonly<Record<string, FusedProbe>> = {
   },
   // candidate (same outputs): split-ll with the residual stored after the cluster barriers (LLC_SPLIT_LATE_RESIDUAL)
   'i:ll-late': { kernel: 'llcomm_fused_probe_ll_late', plan: 'split-ll', cluster: true, cooperative: true },
+  // candidates (same outputs; only where fusedSplitSpreadApplies: 8 ranks, 4096 bf16, batch 1-2): the AllReduce's
+  // peer-parallel exchange (LLC_SPLIT_SPREAD), alone and with the late residual
+  'i:ll-spread': {
+    kernel: 'llcomm_fused_probe_ll_spread',
+    plan: 'split-ll',
+    cluster: true,
+    cooperative: true,
+    spread: true,
+  },
+  'i:ll-late-spread': {
+    kernel: 'llcomm_fused_probe_ll_late_spread',
+    plan: 'split-ll',
+    cluster: true,
+    cooperative: true,
+    spread: true,
+  },
 }
 /** Candidates among FUSED_BENCH_PROBES whose outputs must equal fused-split-ll's bit for bit (checked per shape). */
-export const FUSED_BENCH_CANDIDATES: readonly string[] = ['i:ll-late']
+export const FUSED_BENCH_CANDIDATES: readonly string[] = ['i:ll-late', 'i:ll-spread', 'i:ll-late-spread']
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)

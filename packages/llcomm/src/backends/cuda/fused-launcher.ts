@@ -322,7 +322,31 @@ export const FUSED_PROBE_KERNELS: readonly string[] = [
   'llcomm_fused_probe_s_xchg',
   'llcomm_fused_probe_s_nonorm',
   'llcomm_fused_probe_ll_late',
+  'llcomm_fused_probe_ll_spread',
+  'llcomm_fused_probe_ll_late_spread',
 ]
+
+/**
+ * Whether the SPREAD candidate (fused_split.cuh LLC_SPLIT_SPREAD: the peer-parallel exchange of ll_buffer.cuh) takes
+ * every cluster of launch `l` (its kernels trap on any other shape): LL16, one 16-byte slot per virtual thread (a row
+ * of exactly `threads` slots), at least LLCOMM_SPREAD_MIN_RANKS (8) ranks, at most 64 units per block, at least
+ * LLCOMM_SPREAD_MIN_GROUPS (4) thread groups per packet, and the stage (ranks × packets × 2 words) between shared
+ * words 512 and 4096 − 768. `threads`: the block size (LLCOMM_THREADS; the emulator test passes its own).
+ */
+export function fusedSplitSpreadApplies(
+  nranks: number,
+  hidden: number,
+  dtype: Dtype,
+  l: FusedNormLaunchPlan,
+  threads: number = LLCOMM_THREADS,
+): boolean {
+  const c = l.clusterBlocks ?? 1
+  if ((hidden * DTYPE_BYTES[dtype]) / 16 !== threads || nranks < 8) return false
+  const units = Math.ceil(l.rows / (l.blocksPerRank / c)) * (threads / c) // the largest cluster's rows
+  const packets = 2 * units
+  const groups = Math.min(Math.floor(threads / packets), nranks)
+  return units <= 64 && groups >= 4 && 512 + nranks * packets * 2 <= FUSED_SPLIT_MAX_UNITS - 12 * 64
+}
 
 /**
  * A probe launch: `kernel` (in `sourceFile`, default FUSED_PROBE_SOURCE) launched with the shape the split planner
@@ -341,6 +365,8 @@ export interface FusedProbe {
   flagC?: boolean
   /** The 16-byte parameter struct of llcomm_fused_probe_empty_small (errorWord, rows) instead of the fused one. */
   smallParams?: boolean
+  /** A SPREAD kernel: refused (INVALID_ARGUMENT) unless fusedSplitSpreadApplies to every launch. */
+  spread?: boolean
 }
 
 // ---- the launcher ----
@@ -550,6 +576,10 @@ export class FusedLauncher {
           fusedSplitRowsPerCluster(probe.plan, s.nranks, call.hidden, call.dtype, 1, s.bufferBytes)
         )
           throw new LlcommError('INVALID_ARGUMENT', `probe ${probe.kernel}: the rows of a block do not fit its lanes`)
+    if (probe?.spread)
+      for (const l of plan.launches)
+        if (!fusedSplitSpreadApplies(s.nranks, call.hidden, call.dtype, l))
+          throw new LlcommError('INVALID_ARGUMENT', `probe ${probe.kernel}: the spread path does not apply here`)
     const k: FusedKernel = probe
       ? { ...shipped, kernelName: probe.kernel, sourceFile: probe.sourceFile ?? FUSED_PROBE_SOURCE }
       : shipped
