@@ -254,8 +254,11 @@ export function benchFusedShape(
           d.copyDtoH(h, p, bytes)
           return h
         })
+      // The copies and memsets run on the null stream, which the (non-blocking) communicator streams do not wait
+      // for: the context is synchronized after them, before the next launch.
       const restore = (list: DevicePtr[], hs: Uint8Array[]) => {
         for (const [r, p] of list.entries()) d.copyHtoD(p, hs[r], bytes)
+        d.contextSynchronize()
       }
       const sync = () => {
         for (const st of streams) d.streamSynchronize(st)
@@ -270,6 +273,7 @@ export function benchFusedShape(
         try {
           restore(s.residual, residual0)
           for (const p of s.out) d.memsetD32(p, 0, bytes / 4)
+          d.contextSynchronize()
           comm.prepareDeviceFusedProbe(normArgs(s), FUSED_BENCH_PROBES[name]).issue(streams)
           sync()
           const got = [...save(s.out), ...save(s.residual)]
