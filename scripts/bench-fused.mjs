@@ -59,7 +59,7 @@ for (const ranks of ranksList) {
           const p = (k) => u[`p:${k}`]
           console.log(
             `      probes µs: ${Object.keys(FUSED_BENCH_PROBES)
-              .map((k) => `${k.slice(2)}=${k in u ? u[k].toFixed(2) : '-'}`)
+              .map((k) => `${k.startsWith('p:') ? k.slice(2) : k}=${k in u ? u[k].toFixed(2) : '-'}`)
               .join(' ')}`,
           )
           // a - b, each the cost of one part (research/notes/fused-probes.md)

@@ -1,5 +1,5 @@
 // The fused bench's probe table (scripts/bench-fused.mjs --probes) against the kernels that exist, and where the
-// SPREAD candidate applies on the planner's shapes (its kernels trap on any other, so the rule must be right).
+// SPREAD candidate applies on the planner's shapes (its kernels write nothing on any other, so the rule must be right).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import {

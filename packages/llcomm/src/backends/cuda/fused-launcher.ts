@@ -328,7 +328,7 @@ export const FUSED_PROBE_KERNELS: readonly string[] = [
 
 /**
  * Whether the SPREAD candidate (fused_split.cuh LLC_SPLIT_SPREAD: the peer-parallel exchange of ll_buffer.cuh) takes
- * every cluster of launch `l` (its kernels trap on any other shape): LL16, one 16-byte slot per virtual thread (a row
+ * every cluster of launch `l` (its kernels write nothing on any other shape): LL16, one 16-byte slot per virtual thread (a row
  * of exactly `threads` slots), at least LLCOMM_SPREAD_MIN_RANKS (8) ranks, at most 64 units per block, at least
  * LLCOMM_SPREAD_MIN_GROUPS (4) thread groups per packet, and the stage (ranks × packets × 2 words) between shared
  * words 512 and 4096 − 768. `threads`: the block size (LLCOMM_THREADS; the emulator test passes its own).
