@@ -17,6 +17,8 @@ import { test } from 'node:test'
 import {
   accumulationBuild,
   FUSED_KERNELS,
+  FUSED_PROBE_KERNELS,
+  FUSED_PROBE_SOURCE,
   KERNEL_VARIANTS,
   kernelBuildDefines,
   kernelsDirectory,
@@ -57,6 +59,9 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, f: (x: T) =>
   return out
 }
 
+// The bench-only probe kernels of the split fused kernels (fused-launcher.ts FUSED_PROBE_KERNELS).
+const PROBE_KERNELS = FUSED_PROBE_KERNELS.map((kernelName) => ({ kernelName, sourceFile: FUSED_PROBE_SOURCE }))
+
 test('every kernel of the tables compiles with nvcc, is in its cubin, and does not spill', async (t) => {
   const tool = requireNvcc()
   if ('skip' in tool) {
@@ -69,10 +74,11 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
       ...KERNEL_VARIANTS.map((v) => v.sourceFile),
       ...TOOL_KERNELS.map((k) => k.sourceFile),
       ...FUSED_KERNELS.map((k) => k.sourceFile),
+      FUSED_PROBE_SOURCE,
     ]),
   ].sort()
   const expected = new Map<string, string[]>()
-  for (const k of [...KERNEL_VARIANTS, ...TOOL_KERNELS, ...FUSED_KERNELS])
+  for (const k of [...KERNEL_VARIANTS, ...TOOL_KERNELS, ...FUSED_KERNELS, ...PROBE_KERNELS])
     expected.set(k.sourceFile, [...(expected.get(k.sourceFile) ?? []), k.kernelName])
   const work = mkdtempSync(join(tmpdir(), 'llcomm-nvcc-'))
   const started = Date.now()
@@ -121,7 +127,7 @@ test('every kernel of the tables compiles with nvcc, is in its cubin, and does n
     t.diagnostic(
       `${sources.length} sources, ${resources.length} kernels compiled in ${seconds.toFixed(1)} s; registers ${Math.min(...regs)}..${Math.max(...regs)}; report ${reportPath}`,
     )
-    const everyName = [...KERNEL_VARIANTS, ...TOOL_KERNELS, ...FUSED_KERNELS].map((k) => k.kernelName)
+    const everyName = [...KERNEL_VARIANTS, ...TOOL_KERNELS, ...FUSED_KERNELS, ...PROBE_KERNELS].map((k) => k.kernelName)
     for (const name of everyName)
       assert.ok(
         resources.some((k) => k.kernel === name),

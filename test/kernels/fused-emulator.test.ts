@@ -20,8 +20,10 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Dtype } from 'llcomm/internal'
 import {
+  DTYPE_BYTES,
   deviceBufferLayout,
   type FusedNormAlgorithm,
+  fusedSplitSpreadApplies,
   kernelsDirectory,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
   LLCOMM_FUSED_OUT_E4M3,
@@ -117,6 +119,8 @@ interface NormCase {
   /** The split kernels: blocks per rank and cluster size instead of the planner's (shapes the planner's 512-thread
    * rules never give the emulator's 32-thread blocks). */
   shape?: { blocksPerRank: number; clusterBlocks: number }
+  /** split-ll only: run a candidate kernel of the emulator ('split-ll-<candidate>') on the split-ll plan. */
+  candidate?: 'late' | 'spread' | 'late-spread'
 }
 interface ManyCase {
   kind: 'many'
@@ -152,7 +156,7 @@ function argsOf(c: Case): string[] {
       : []
   return [
     'norm',
-    c.algorithm,
+    c.candidate ? `split-ll-${c.candidate}` : c.algorithm,
     c.dtype,
     ...common,
     String(c.rows),
@@ -290,6 +294,67 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
         calls: 2,
         shape: { blocksPerRank: 8, clusterBlocks: 8 },
       })
+  // The late-residual candidate (residual stored after the cluster barriers) on the same register-kept shapes,
+  // with and without an f32 residual, and on a shape where it does not apply (several slots per thread).
+  for (const [rows, hidden] of [
+    [2, 64],
+    [1, 1024],
+  ])
+    for (const dtype of dtypes)
+      for (const flags of [0, LLCOMM_FUSED_RESIDUAL_F32])
+        cases.push({
+          kind: 'norm',
+          algorithm: 'split-ll',
+          candidate: 'late',
+          dtype,
+          nranks: 3,
+          rows,
+          hidden: dtype === 'f32' ? hidden / 2 : hidden,
+          flags,
+          calls: 2,
+          shape: { blocksPerRank: 8, clusterBlocks: 8 },
+        })
+  cases.push({
+    kind: 'norm',
+    algorithm: 'split-ll',
+    candidate: 'late',
+    dtype: 'bf16',
+    nranks: 3,
+    rows: 5,
+    hidden: 264,
+    flags: 0,
+    calls: 2,
+  })
+  // The SPREAD candidates (peer-parallel exchange) on the shapes they take: 8 ranks, a row of exactly one slot per
+  // virtual thread, clusters of 8 with one row each (4 units, 8 packets per block: 4 thread groups), every flag set;
+  // the launcher's applicability rule must accept exactly these shapes.
+  for (const candidate of ['spread', 'late-spread'] as const)
+    for (const dtype of dtypes)
+      for (const [flags, rows, blocksPerRank] of [
+        [0, 1, 8],
+        [LLCOMM_FUSED_RESIDUAL_F32, 2, 16],
+        [LLCOMM_FUSED_NO_RESIDUAL_IN, 1, 8],
+        [LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32, 2, 16],
+      ]) {
+        const hidden = (THREADS_PER_BLOCK * 16) / DTYPE_BYTES[dtype]
+        const launch = { firstRow: 0, rows, blocksPerRank, clusterBlocks: 8 }
+        assert.ok(
+          fusedSplitSpreadApplies(8, hidden, dtype, launch, THREADS_PER_BLOCK),
+          `spread applies to ${JSON.stringify(launch)}`,
+        )
+        cases.push({
+          kind: 'norm',
+          algorithm: 'split-ll',
+          candidate,
+          dtype,
+          nranks: 8,
+          rows,
+          hidden,
+          flags,
+          calls: 2,
+          shape: { blocksPerRank, clusterBlocks: 8 },
+        })
+      }
   // bf16 8192 at 8 ranks: a 16 KB row over a cluster (no whole-row one-shot lane holds it), 2 rows
   for (const algorithm of ['split', 'split-ll'] as const)
     cases.push({ kind: 'norm', algorithm, dtype: 'bf16', nranks: 8, rows: 2, hidden: 8192, flags: 0, calls: 2 })

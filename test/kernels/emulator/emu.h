@@ -171,6 +171,12 @@ inline void llcLoadWeak2(const void* p, llc_u32* w) {
   for (int i = 0; i < 2; ++i) w[i] = emuRef<llc_u32>(static_cast<const char*>(p) + 4 * i).load(kRelaxed);
 }
 inline void llcLoadWeak1(const void* p, llc_u32* w) { w[0] = emuRef<llc_u32>(p).load(kRelaxed); }
+// cp.async: done at once (the emulated thread reads it only after its llcCpAsyncWaitAll, as on the GPU).
+inline void llcCpAsync16(void* sharedDst, const void* src) {
+  const LlcWords4 v = llcLoadRelaxedSysV4(src);
+  std::memcpy(sharedDst, &v, 16);
+}
+inline void llcCpAsyncWaitAll() {}
 inline void llcStoreWeak2(void* p, const llc_u32* w) {
   for (int i = 0; i < 2; ++i) emuRef<llc_u32>(static_cast<char*>(p) + 4 * i).store(w[i], kRelaxed);
 }

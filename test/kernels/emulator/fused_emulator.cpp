@@ -76,6 +76,20 @@ static double e4m3ToDouble(unsigned b) {
 #include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_split_ll.cu"
 #include "undef_variants.h"
+// The late-residual candidate of the split-ll kernel (fused_split.cuh LLC_SPLIT_LATE_RESIDUAL; on the GPU only in
+// allreduce/fused_rmsnorm_split_probe.cu, bf16): kernel "split-ll-late", every dtype; likewise the SPREAD candidates
+// ("split-ll-spread", "split-ll-late-spread"; only on the shapes fusedSplitSpreadApplies accepts).
+#define LLC_EMU_SPLIT_LL_CANDIDATE(name, bits, dtype)                                                               \
+  void llcomm_emu_split_ll_##name##_##dtype(const LlcommFusedNormParams p) {                                       \
+    fusedRmsNormSplit<LlcLL16, LLC_DT_##dtype, bits>(p, p.ll);                                                      \
+  }
+#define LLC_EMU_SPLIT_LL_CANDIDATES(dtype)                                                                          \
+  LLC_EMU_SPLIT_LL_CANDIDATE(late, LLC_SPLIT_LATE_RESIDUAL, dtype)                                                  \
+  LLC_EMU_SPLIT_LL_CANDIDATE(spread, LLC_SPLIT_SPREAD, dtype)                                                       \
+  LLC_EMU_SPLIT_LL_CANDIDATE(late_spread, LLC_SPLIT_LATE_RESIDUAL | LLC_SPLIT_SPREAD, dtype)
+LLC_EMU_SPLIT_LL_CANDIDATES(bf16)
+LLC_EMU_SPLIT_LL_CANDIDATES(f16)
+LLC_EMU_SPLIT_LL_CANDIDATES(f32)
 #include "allreduce/rmsnorm.cu"
 #include "undef_variants.h"
 #include "allreduce/allreduce_many.cu"
@@ -147,6 +161,9 @@ static void normKernels(const std::string& kernel, NormFn& fused, NormFn& refere
           : kernel == "twoshot"  ? &llcomm_fused_rmsnorm_twoshot_##dt                                                \
           : kernel == "split"    ? &llcomm_fused_rmsnorm_split_##dt                                                  \
           : kernel == "split-ll" ? &llcomm_fused_rmsnorm_split_ll_##dt                                               \
+          : kernel == "split-ll-late" ? &llcomm_emu_split_ll_late_##dt                                              \
+          : kernel == "split-ll-spread" ? &llcomm_emu_split_ll_spread_##dt                                          \
+          : kernel == "split-ll-late-spread" ? &llcomm_emu_split_ll_late_spread_##dt                                \
                                  : nullptr;                                                                         \
   reference = &llcomm_rmsnorm_##dt;
   if constexpr (DT == LLCOMM_DTYPE_F32) {
@@ -172,7 +189,7 @@ static int runNorm(int argc, char** argv) {
   const float eps = static_cast<float>(std::atof(argv[14]));
   const int calls = std::atoi(argv[15]);
   // The split kernels: LL_OFF LL_HALF CLUSTER follow CALLS (the LL region, zero-filled; blocks per cluster).
-  const bool split = kernel == "split" || kernel == "split-ll";
+  const bool split = kernel.rfind("split", 0) == 0; // split, split-ll and the split-ll candidates
   if (split && argc < 19) return 2;
   LlcommRegion ll{0, 0};
   unsigned cluster = 1;

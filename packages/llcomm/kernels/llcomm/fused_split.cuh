@@ -42,7 +42,35 @@
 // Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
 #define LLCOMM_SPLIT_MAX_ROWS 64
 
-template <class Fmt, int DT>
+// Probe variants (kProbe, a bit set; 0 = the shipped kernel): cost decomposition for the bench only
+// (kernels/allreduce/fused_rmsnorm_split_probe.cu, scripts/bench-fused.mjs --probes); never in the default path.
+// XCHG_ONLY: stop after the exchange, storing each reduced data slot to out (an AllReduce in this kernel's shape: no
+//   residual, no norm, no cluster barrier). NO_NORM: no level-1/total gather (inv = 1; barriers kept). NO_BARRIER:
+//   no cluster barrier, the gather reads this block's own q's only (timing only: the output is wrong). C_FROM_FLAGS:
+//   C = flags >> 8, b = channel % C instead of the cluster registers (with XCHG_ONLY: the same work launched without
+//   the cluster attribute).
+#define LLC_SPLIT_PROBE_XCHG_ONLY 1
+#define LLC_SPLIT_PROBE_NO_NORM 2
+#define LLC_SPLIT_PROBE_NO_BARRIER 4
+#define LLC_SPLIT_PROBE_C_FROM_FLAGS 8
+// A candidate (not a probe: same outputs, bit for bit): LATE_RESIDUAL: on the `keep` path (LL16, every thread at most
+// one slot) the residual slot is stored after the cluster barriers, with the output, instead of before the first
+// arrive, whose release at cluster scope would otherwise wait for that global store to be performed.
+#define LLC_SPLIT_LATE_RESIDUAL 16
+// A candidate (same outputs): SPREAD (only for the shapes it applies to, which the host checks; on any other the
+// kernel writes nothing): LL16, a block whose units are whole one-slot row slices (S == blockDim.x, so K = 1 and no holes) with
+// few packets: the exchange takes the AllReduce's peer-parallel path (ll_buffer.cuh
+// blockBcastSpread / blockRecvReduceSpread: (packet, peer) pairs over all threads, staged in shared memory, reduced
+// in rank order by thread = packet), instead of 2 threads per unit polling every peer. Packet index = thread index
+// in both paths (unit w = t / 2, half h = t % 2), so everything after the receive is unchanged.
+#define LLC_SPLIT_SPREAD 32
+// Shared words before the spread stage (the q's of at most 64 units live below it; see `spread`), and where the
+// residual and weights of the spread path's slots are copied (12 words per unit: 8 of residual (f32: two 16-byte
+// vectors), 4 of weights), at the top of the q area.
+#define LLC_SPLIT_SPREAD_STAGE_OFFSET 512u
+#define LLC_SPLIT_SPREAD_KEEP_OFFSET (LLCOMM_SPLIT_MAX_UNITS - 12u * 64u)
+
+template <class Fmt, int DT, int kProbe = 0>
 __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
   using Value = typename LlBuffer<Fmt>::Value;
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
@@ -54,9 +82,13 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 kVirtual = blockDim.x;
   llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
   const LlcBlockRole role = llcBlockRole(p.blocksPerRank, p.launchRanks);
-  const llc_u32 C = llcClusterNumCtas();          // 1, 2, 4 or 8 (the host's cluster dimension)
+  constexpr bool kFlagC = (kProbe & LLC_SPLIT_PROBE_C_FROM_FLAGS) != 0;
+  constexpr bool kBarrier = (kProbe & LLC_SPLIT_PROBE_NO_BARRIER) == 0;
+  // 1, 2, 4 or 8 (the host's cluster dimension)
+  const llc_u32 C = kFlagC ? (p.flags >> 8) : llcClusterNumCtas();
   const llc_u32 cShift = static_cast<llc_u32>(__ffs(C) - 1);
-  const llc_u32 b = llcClusterCtaRank();          // = role.channel % C (clusters of consecutive blocks of one rank)
+  // = role.channel % C (clusters of consecutive blocks of one rank)
+  const llc_u32 b = kFlagC ? (role.channel & (C - 1u)) : llcClusterCtaRank();
   const llc_u32 g = role.channel >> cShift;
   const LlcRange rows = llcPiece(p.rows, p.blocksPerRank >> cShift, g, 1);
   // A cluster without rows: the same for all its blocks (rows depend on g only), so no block of it reaches a cluster
@@ -92,8 +124,36 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 unitStride = blockDim.x >> tShift;
   const llc_u32 lane = t & 31u;
 
+  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
+  // level-1 sums, then the rows' inverse RMS; with `spread`, the exchange's stage sits above the q's in use.
+  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
+  // `spread` (uniform; candidate LLC_SPLIT_SPREAD): 2 * units packets (K = 1: S == kVirtual, T = 2, so packet
+  // t = 2w + h is thread t's, as below), few enough for >= LLCOMM_SPREAD_MIN_GROUPS thread groups (spreadGroups),
+  // hence units <= blockDim / 8 <= 64: their q's (qs[0 .. units)) stay below the stage, which must fit the array.
+  constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0;
+  const llc_u32 spreadSlots = units * kPk;
+  llc_u32 groups = 1;
+  if constexpr (kSpread)
+    if (S == kVirtual && units <= 64u &&
+        LLC_SPLIT_SPREAD_STAGE_OFFSET + static_cast<llc_u64>(p.nranks) * spreadSlots * W <= LLC_SPLIT_SPREAD_KEEP_OFFSET)
+      groups = buf.spreadGroups(spreadSlots);
+  // kSpread kernels take this path only (with the other path too, ptxas spills 88 bytes); the host launches them
+  // only where it applies (fused-launcher.ts fusedSplitSpreadApplies). Elsewhere (a host bug) the cluster does
+  // nothing and returns: `groups` depends on the shape and this cluster's rows only, so every block of the cluster
+  // and the matching cluster of every rank return alike (no barrier reached, no exchange, no epoch step, no hang);
+  // the outputs are left unwritten, which the bench's bitwise check of the candidate reports.
+  constexpr bool spread = kSpread;
+  if constexpr (kSpread)
+    if (groups <= 1u) return;
+  llc_u32* const stage = sharedWords + LLC_SPLIT_SPREAD_STAGE_OFFSET;
+
   // Send: packet h of my slots of every unit of mine to every peer (the own contribution is reloaded at the receive).
-  for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
+  if constexpr (spread)
+    buf.blockBcastSpread(spreadSlots, groups, [&](llc_u32 s, Value& v) {
+      const llc_u32 w = s >> 1, hs = s & 1u, rowL = w >> vShift, j = b * V + (w & (V - 1u));
+      llcLoadWeak2(input + rowL * rowBytes + 16ull * j + 4ull * W * hs, v.w);
+    });
+  for (llc_u32 w = t >> tShift; !spread && w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     for (llc_u32 k = kl; k < K; k += kLanes) {
       const llc_u32 j = k * kVirtual + b * V + u;
@@ -107,11 +167,29 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   }
 
+  if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
+    // Probe: the exchange alone; each thread stores its packet's reduced words to out (as the AllReduce does).
+    for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
+      const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
+      for (llc_u32 k = kl; k < K; k += kLanes) {
+        const llc_u32 j = k * kVirtual + b * V + u;
+        if (j >= S) break;
+        const llc_u32 i = (rowL * K + k) * V + u;
+        const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+        Value own;
+#pragma unroll
+        for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+        const Value part = buf.template recvReduce<DT>(i * kPk + h, own);
+        llcStorePayload<DT, W>(reinterpret_cast<char*>(p.out[me]) + (rows.begin + rowL) * rowBytes,
+                               16ull * j + 4ull * W * h, ~0ull, part.w);
+      }
+    }
+    ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
+    return;
+  }
+
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
-  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
-  // level-1 sums, then the rows' inverse RMS.
-  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
   float* qs = reinterpret_cast<float*>(sharedWords);
   float* level1 = qs + LLCOMM_SPLIT_MAX_UNITS; // [warp][32]
   float* invs = level1 + LLCOMM_THREADS;
@@ -120,11 +198,39 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // LL16 only: the sentinel kernel is at the 128-register cap already (its 4-word slots, 8 peers in flight) and
   // spills with them (ptxas: 110 bytes), so it reloads.
   constexpr bool kKeepable = kPk > 1u;
+  constexpr bool kLate = kKeepable && (kProbe & LLC_SPLIT_LATE_RESIDUAL) != 0;
   const bool keep = kKeepable && kLanes == K && units <= unitStride;
   LlcSlotFloats<DT> keptR;
   LlcWords4 keptW;
   llc_u32 keptJ = 0, keptRow = 0;
   bool kept = false;
+  // spread: thread t < 2 * units loads its packet's own contribution and (h = 0) copies the slot's residual and
+  // weights into shared memory with cp.async before the block-wide receive (the copies overlap its wait and hold no
+  // registers: with them in registers across the receive ptxas spills), then takes the loop below.
+  Value spreadPart; // set (and read) only when `spread`
+  if constexpr (kSpread) {
+    llc_u32* const spreadKeep = sharedWords + LLC_SPLIT_SPREAD_KEEP_OFFSET + 12u * (t >> 1); // h = 0 threads
+    const bool f32resPair = f32res && eb == 2u; // an f32 residual of a 16-bit dtype: two vectors per slot
+    {
+      Value own{};
+      if (t < spreadSlots) {
+        const llc_u32 w = t >> 1, rowL = w >> vShift, j = b * V + (w & (V - 1u));
+        llcLoadWeak2(input + rowL * rowBytes + 16ull * j + 4ull * W * h, own.w);
+        if (h == 0) {
+          const char* resSlot = residual + rowL * resRowBytes + static_cast<llc_u64>(j) * E * (f32res ? 4u : eb);
+          if ((p.flags & LLCOMM_FUSED_NO_RESIDUAL_IN) == 0u) {
+            llcCpAsync16(spreadKeep, resSlot);
+            if (f32resPair) llcCpAsync16(spreadKeep + 4, resSlot + 16);
+          }
+          llcCpAsync16(spreadKeep + 8, reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
+        }
+      }
+      // Every thread of the block (it has __syncthreads); the sum of packet t in thread t < spreadSlots, in rank
+      // order as recvReduce (ll_buffer.cuh: bitwise the same).
+      spreadPart = buf.template blockRecvReduceSpread<DT>(spreadSlots, groups, own, stage, [] {}, [] {});
+      llcCpAsyncWaitAll(); // my copies are in shared memory (read below by this thread only)
+    }
+  }
   for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     float q = 0.0f;
@@ -135,16 +241,37 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       if (j >= S) break; // the same for both threads of a pair (same k)
       const llc_u32 i = (rowL * K + k) * V + u;
       char* resRow = residual + rowL * resRowBytes;
-      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
-      // The slot's residual is loaded before the receive, so the load overlaps the wait.
-      const LlcSlotFloats<DT> r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+      LlcSlotFloats<DT> r;
       LlcWords4 wv{};
-      if constexpr (kKeepable)
-        if (keep && h == 0) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
-      Value own;
+      Value part;
+      if constexpr (spread) { // received above (same unit, packet and slot: w = t / 2, k = 0, j = b V + u)
+        const llc_u32* const spreadKeep = sharedWords + LLC_SPLIT_SPREAD_KEEP_OFFSET + 12u * (t >> 1);
+        const bool f32resPair = f32res && eb == 2u;
+        if (h == 0) {
+          if ((p.flags & LLCOMM_FUSED_NO_RESIDUAL_IN) != 0u) {
 #pragma unroll
-      for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
-      const Value part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+            for (int e = 0; e < LlcSlotFloats<DT>::kElems; ++e) r.v[e] = 0.0f;
+          } else if (f32resPair) {
+#pragma unroll
+            for (int e = 0; e < LlcSlotFloats<DT>::kElems; ++e) r.v[e] = __uint_as_float(spreadKeep[e]);
+          } else {
+            r.unpack(spreadKeep);
+          }
+#pragma unroll
+          for (int c = 0; c < 4; ++c) wv.w[c] = spreadKeep[8 + c];
+        }
+        part = spreadPart;
+      } else {
+        const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
+        // The slot's residual is loaded before the receive, so the load overlaps the wait.
+        r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+        if constexpr (kKeepable)
+          if (keep && h == 0) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
+        Value own;
+#pragma unroll
+        for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
+        part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+      }
       llc_u32 sum[4]; // constant indices only (a run-time index would put it in local memory)
       if (kPk == 2) {
         // The pair (lanes 2m, 2m + 1: same unit, same k) swaps its halves; data from the partner's registers.
@@ -160,8 +287,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         for (int c = 0; c < W; ++c) sum[c] = part.w[c];
       }
       if (h == 0) {
+        // kLate && keep: not stored yet (stored after the barriers from keptR; no other thread reads it here)
         const LlcSlotFloats<DT> stored =
-            llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
+            kLate && keep ? llcResidualAfterStored<DT, false>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum)
+                          : llcResidualAfterStored<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags, r, sum);
         if (kLanes == 1u) {
 #pragma unroll
           for (llc_u32 e = 0; e < E; ++e) q = __fmaf_rn(stored.v[e], stored.v[e], q); // the reference's chain
@@ -194,8 +323,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     if (li == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
   }
   // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
-  llcClusterArriveRelease();
-  llcClusterWaitAcquire();
+  if constexpr (kBarrier) {
+    llcClusterArriveRelease();
+    llcClusterWaitAcquire();
+  }
 
   // Per row: the reference's level-1 and total sums over the cluster's q's, then inv; warp `wi` takes rows wi,
   // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
@@ -203,6 +334,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 qsBase = llcSharedAddress(qs);
   const float eps = __uint_as_float(p.epsBits);
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
+    if constexpr ((kProbe & LLC_SPLIT_PROBE_NO_NORM) != 0) {
+      if (lane == 0u) invs[rowL] = 1.0f; // probe: no gather, no total
+      continue;
+    }
     constexpr llc_u32 kMaxM = LLCOMM_THREADS / 32; // q's per level-1 sum (kVirtual / 32 of them are used)
     const llc_u32 mCount = kVirtual >> 5;
     float vals[kMaxM];
@@ -210,7 +345,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     for (llc_u32 m = 0; m < kMaxM; ++m) { // every load in flight before the first add
       if (m < mCount) {
         const llc_u32 vt = lane + 32u * m;
-        const llc_u32 owner = vt >> vShift, u = vt & (V - 1u);
+        const llc_u32 owner = kBarrier ? vt >> vShift : b, u = vt & (V - 1u); // probe NO_BARRIER: own q's
         vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
       }
     }
@@ -228,7 +363,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
   }
   // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
-  llcClusterArriveRelease();
+  if constexpr (kBarrier) llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
   // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
@@ -243,7 +378,13 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   bool outDone = false;
   if constexpr (kKeepable) {
     if (keep) {
-      if (kept) llcNormStoreSlotWeights<DT>(keptR, keptW, out + keptRow * outRowBytes, keptJ, invs[keptRow], e4m3, outScale);
+      if (kept) {
+        // kLate: the residual slot as llcResidualAfterStored would have stored it (the same words). Only this thread
+        // touches it in this kernel (the output comes from keptR), so no ordering is needed within the kernel.
+        if constexpr (kLate)
+          llcStoreResidualSlot<DT>(residual + keptRow * resRowBytes, static_cast<llc_u64>(keptJ) * E, f32res, keptR);
+        llcNormStoreSlotWeights<DT>(keptR, keptW, out + keptRow * outRowBytes, keptJ, invs[keptRow], e4m3, outScale);
+      }
       outDone = true;
     }
   }
@@ -258,7 +399,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
     }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
-  llcClusterWaitAcquire(); // no block exits while another block of the cluster may still read its q's
+  if constexpr (kBarrier) llcClusterWaitAcquire(); // no block exits while another may still read its q's
 }
 
 #endif

@@ -125,6 +125,15 @@ LLC_DEVICE void llcStoreWeakV4(void* p, const LlcWords4& v) {
 LLC_DEVICE void llcLoadWeak2(const void* p, llc_u32* w) {
   asm volatile("ld.global.v2.u32 {%0,%1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
 }
+// An asynchronous 16-byte copy from global memory into this block's shared memory (sm_80+ cp.async, .ca), for data
+// a kernel boundary made stable (as llcLoadWeakV4): no register holds it while it is in flight. The issuing thread
+// sees the bytes after its llcCpAsyncWaitAll; only that thread reads them (no block-level ordering implied).
+LLC_DEVICE void llcCpAsync16(void* sharedDst, const void* src) {
+  llc_u32 d;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(d) : "l"(sharedDst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+LLC_DEVICE void llcCpAsyncWaitAll() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 LLC_DEVICE void llcLoadWeak1(const void* p, llc_u32* w) { asm volatile("ld.global.u32 %0, [%1];" : "=r"(w[0]) : "l"(p)); }
 LLC_DEVICE void llcStoreWeak2(void* p, const llc_u32* w) {
   asm volatile("st.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");

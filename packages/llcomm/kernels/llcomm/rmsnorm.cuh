@@ -133,7 +133,9 @@ LLC_DEVICE void llcResidualAfter(char* base, llc_u64 elem0, llc_u32 flags, const
 }
 // llcResidualAfter that also returns the residual values as stored (rounded to the residual's type), i.e. exactly
 // what llcLoadResidualSlot would read back: the split fused kernel takes the sum of squares from them in registers.
-template <int DT>
+// With kStore = false nothing is stored: the caller stores the returned values later with llcStoreResidualSlot,
+// which writes the same words (16-bit types: the values are already the dtype's, so packing them again is exact).
+template <int DT, bool kStore = true>
 LLC_DEVICE LlcSlotFloats<DT> llcResidualAfterStored(char* base, llc_u64 elem0, llc_u32 flags,
                                                    const LlcSlotFloats<DT>& r, const llc_u32* sumWords) {
   LlcSlotFloats<DT> s;
@@ -142,7 +144,7 @@ LLC_DEVICE LlcSlotFloats<DT> llcResidualAfterStored(char* base, llc_u64 elem0, l
 #pragma unroll
     for (int i = 0; i < LlcSlotFloats<DT>::kElems; ++i) s.v[i] = __fadd_rn(r.v[i], s.v[i]);
   const bool f32 = (flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
-  llcStoreResidualSlot<DT>(base, elem0, f32, s);
+  if (kStore) llcStoreResidualSlot<DT>(base, elem0, f32, s);
   if (!(f32 && LlcDtype<DT>::kElemBytes == 2)) {
     llc_u32 w[4];
     s.pack(w); // the stored words (llcStoreResidualSlot packs the same way)

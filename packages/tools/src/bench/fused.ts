@@ -19,6 +19,7 @@ import {
   DTYPE_BYTES,
   DTYPE_CODECS,
   type FusedNormAlgorithm,
+  type FusedProbe,
   fusedRowsPerBlock,
   LlcommError,
   planFusedNorm,
@@ -42,13 +43,100 @@ export interface FusedBenchRow extends FusedBenchShape {
   skipped?: Record<string, string>
   /** Launches per call of the split variants (rows beyond one launch's lanes go to further launches). */
   launches?: Record<string, number>
+  /** --probes: each candidate's outputs (out and residual, every rank, one call from the same state) against
+   * fused-split-ll's: 'bitwise equal' or what differed. */
+  checks?: Record<string, string>
 }
 
 export interface FusedBenchOptions {
   callsPerGraph?: number
   replays?: number
   eps?: number
+  /** Also time the cost-decomposition probes (FUSED_BENCH_PROBES; bf16 only). */
+  probes?: boolean
 }
+
+/**
+ * The probe columns (--probes): each a kernel of kernels/allreduce/fused_rmsnorm_split_probe.cu (or a shipped split
+ * kernel) on the split plan's launch shape, with or without the cluster / cooperative attributes (FusedProbe).
+ * Differences between columns isolate one part (research/notes/fused-probes.md has the table and the predictions).
+ */
+export const FUSED_BENCH_PROBES: Readonly<Record<string, FusedProbe>> = {
+  // launch only (no work), on split-ll's grid
+  'p:empty-small': {
+    kernel: 'llcomm_fused_probe_empty_small',
+    plan: 'split-ll',
+    cluster: false,
+    cooperative: true,
+    smallParams: true,
+  },
+  'p:empty-nocoop': { kernel: 'llcomm_fused_probe_empty', plan: 'split-ll', cluster: false, cooperative: false },
+  'p:empty': { kernel: 'llcomm_fused_probe_empty', plan: 'split-ll', cluster: false, cooperative: true },
+  'p:empty-cl': { kernel: 'llcomm_fused_probe_empty', plan: 'split-ll', cluster: true, cooperative: true },
+  'p:empty-cl-nocoop': { kernel: 'llcomm_fused_probe_empty', plan: 'split-ll', cluster: true, cooperative: false },
+  // split-ll with parts taken out
+  'p:ll-xchg-nocl': {
+    kernel: 'llcomm_fused_probe_ll_xchg_flagc',
+    plan: 'split-ll',
+    cluster: false,
+    cooperative: true,
+    flagC: true,
+  },
+  'p:ll-xchg': { kernel: 'llcomm_fused_probe_ll_xchg', plan: 'split-ll', cluster: true, cooperative: true },
+  'p:ll-nobar-nonorm': {
+    kernel: 'llcomm_fused_probe_ll_nobar_nonorm',
+    plan: 'split-ll',
+    cluster: true,
+    cooperative: true,
+  },
+  'p:ll-nobar': { kernel: 'llcomm_fused_probe_ll_nobar', plan: 'split-ll', cluster: true, cooperative: true },
+  'p:ll-nonorm': { kernel: 'llcomm_fused_probe_ll_nonorm', plan: 'split-ll', cluster: true, cooperative: true },
+  'p:split-ll-nocoop': {
+    kernel: 'llcomm_fused_rmsnorm_split_ll_bf16',
+    sourceFile: 'allreduce/fused_rmsnorm_split_ll.cu',
+    plan: 'split-ll',
+    cluster: true,
+    cooperative: false,
+  },
+  // the shipped split-ll kernel without the cluster attribute: clusters of one, a row per block (correct outputs)
+  'p:split-ll-c1': {
+    kernel: 'llcomm_fused_rmsnorm_split_ll_bf16',
+    sourceFile: 'allreduce/fused_rmsnorm_split_ll.cu',
+    plan: 'split-ll',
+    cluster: false,
+    cooperative: true,
+  },
+  // split (sentinel)
+  'p:s-xchg': { kernel: 'llcomm_fused_probe_s_xchg', plan: 'split', cluster: true, cooperative: true },
+  'p:s-nonorm': { kernel: 'llcomm_fused_probe_s_nonorm', plan: 'split', cluster: true, cooperative: true },
+  'p:split-nocoop': {
+    kernel: 'llcomm_fused_rmsnorm_split_bf16',
+    sourceFile: 'allreduce/fused_rmsnorm_split.cu',
+    plan: 'split',
+    cluster: true,
+    cooperative: false,
+  },
+  // candidate (same outputs): split-ll with the residual stored after the cluster barriers (LLC_SPLIT_LATE_RESIDUAL)
+  'i:ll-late': { kernel: 'llcomm_fused_probe_ll_late', plan: 'split-ll', cluster: true, cooperative: true },
+  // candidates (same outputs; only where fusedSplitSpreadApplies: 8 ranks, 4096 bf16, batch 1-2): the AllReduce's
+  // peer-parallel exchange (LLC_SPLIT_SPREAD), alone and with the late residual
+  'i:ll-spread': {
+    kernel: 'llcomm_fused_probe_ll_spread',
+    plan: 'split-ll',
+    cluster: true,
+    cooperative: true,
+    spread: true,
+  },
+  'i:ll-late-spread': {
+    kernel: 'llcomm_fused_probe_ll_late_spread',
+    plan: 'split-ll',
+    cluster: true,
+    cooperative: true,
+    spread: true,
+  },
+}
+/** Candidates among FUSED_BENCH_PROBES whose outputs must equal fused-split-ll's bit for bit (checked per shape). */
+export const FUSED_BENCH_CANDIDATES: readonly string[] = ['i:ll-late', 'i:ll-spread', 'i:ll-late-spread']
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -156,6 +244,60 @@ export function benchFusedShape(
       }
     }
     variants['fused-auto'] = variants[`fused-${auto}`]
+    const checks: Record<string, string> = {}
+    if (o.probes && variants['fused-split-ll']) {
+      // One call of fused-split-ll and of each candidate from the same residual state (set 0), outputs compared.
+      const s = sets[0]
+      const save = (list: DevicePtr[]) =>
+        list.map((p) => {
+          const h = new Uint8Array(bytes)
+          d.copyDtoH(h, p, bytes)
+          return h
+        })
+      // The copies and memsets run on the null stream, which the (non-blocking) communicator streams do not wait
+      // for: the context is synchronized after them, before the next launch.
+      const restore = (list: DevicePtr[], hs: Uint8Array[]) => {
+        for (const [r, p] of list.entries()) d.copyHtoD(p, hs[r], bytes)
+        d.contextSynchronize()
+      }
+      const sync = () => {
+        for (const st of streams) d.streamSynchronize(st)
+        comm.checkDeviceError()
+      }
+      sync()
+      const residual0 = save(s.residual)
+      comm.prepareDeviceAllReduceRmsNorm(normArgs(s, 'split-ll')).issue(streams)
+      sync()
+      const want = [...save(s.out), ...save(s.residual)]
+      for (const name of FUSED_BENCH_CANDIDATES) {
+        try {
+          restore(s.residual, residual0)
+          for (const p of s.out) d.memsetD32(p, 0, bytes / 4)
+          d.contextSynchronize()
+          comm.prepareDeviceFusedProbe(normArgs(s), FUSED_BENCH_PROBES[name]).issue(streams)
+          sync()
+          const got = [...save(s.out), ...save(s.residual)]
+          let diff = 0
+          for (const [i, g] of got.entries()) for (const [j, b] of g.entries()) if (b !== want[i][j]) diff++
+          checks[name] = diff === 0 ? 'bitwise equal' : `DIFFERS: ${diff} bytes of out/residual`
+        } catch (e) {
+          checks[name] = `not run: ${e instanceof Error ? e.message : String(e)}`
+        }
+      }
+      restore(s.residual, residual0)
+    }
+    if (o.probes)
+      for (const [name, probe] of Object.entries(FUSED_BENCH_PROBES)) {
+        try {
+          const fused = sets.map((s) => comm.prepareDeviceFusedProbe(normArgs(s), probe))
+          fused[0].issue(streams)
+          for (const st of streams) d.streamSynchronize(st)
+          comm.checkDeviceError()
+          variants[name] = fused.map((c) => () => c.issue(streams))
+        } catch (e) {
+          skipped[name] = e instanceof Error ? e.message : String(e)
+        }
+      }
     if (comm.algorithms.includes('nccl')) {
       const nccl = sets.map((s) =>
         comm.prepareDeviceAllReduce({ inputs: s.x, outputs: s.sum, count: n, dtype, algorithm: 'nccl', streams }),
@@ -192,7 +334,7 @@ export function benchFusedShape(
       }
     comm.checkDeviceError()
     for (const v of captured) us[v.name] = median(v.times)
-    return { ...shape, ranks, us, allReduceAlgorithm, fusedAuto: auto, skipped, launches: launchesOf }
+    return { ...shape, ranks, us, allReduceAlgorithm, fusedAuto: auto, skipped, launches: launchesOf, checks }
   } finally {
     try {
       d.streamSynchronize(s0)

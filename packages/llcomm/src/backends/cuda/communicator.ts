@@ -82,7 +82,7 @@ import type {
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { EagerCallCache } from './eager-calls.js'
 import { readErrorWord } from './error-word.js'
-import { FusedLauncher } from './fused-launcher.js'
+import { FusedLauncher, type FusedProbe } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
 import {
   accumulationBuild,
@@ -1004,6 +1004,14 @@ export class CudaCommunicator extends CommunicatorBase {
    */
   prepareDeviceAllReduceRmsNorm(args: DeviceAllReduceRmsNormArgs): PreparedFusedDeviceCall {
     return this.preparedOn(this.fused().prepareNorm(args, false), args)
+  }
+
+  /**
+   * Bench only (scripts/bench-fused.mjs --probes): a cost-decomposition probe kernel on the split plan's launch
+   * shape (FusedProbe in fused-launcher.ts). Not part of the public API; the probes' outputs are not results.
+   */
+  prepareDeviceFusedProbe(args: DeviceAllReduceRmsNormArgs, probe: FusedProbe): PreparedFusedDeviceCall {
+    return this.preparedOn(this.fused().prepareNorm(args, false, probe), args)
   }
 
   /** The fused AllReduce + residual add + RMSNorm on the caller's stream(s); asynchronous and graph-capturable. */

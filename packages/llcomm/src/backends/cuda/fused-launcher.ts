@@ -17,6 +17,7 @@ import type { CommunicatorDeviceState } from './allreduce-launcher.js'
 import type { FusedManyCall, FusedNormAlgorithm, FusedNormCall, PreparedFusedCall } from './device-call.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import {
+  FUSED_NORM_PARAMS_LAYOUT,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
   LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_RESIDUAL_F32,
@@ -306,6 +307,68 @@ export function planAllReduceMany(
   return launches
 }
 
+// ---- cost-decomposition probes (bench only: scripts/bench-fused.mjs --probes) ----
+
+/** kernels/allreduce/fused_rmsnorm_split_probe.cu: bf16 probe kernels (llcomm/fused_split.cuh kProbe bits). */
+export const FUSED_PROBE_SOURCE = 'allreduce/fused_rmsnorm_split_probe.cu'
+export const FUSED_PROBE_KERNELS: readonly string[] = [
+  'llcomm_fused_probe_empty',
+  'llcomm_fused_probe_empty_small',
+  'llcomm_fused_probe_ll_xchg',
+  'llcomm_fused_probe_ll_xchg_flagc',
+  'llcomm_fused_probe_ll_nonorm',
+  'llcomm_fused_probe_ll_nobar',
+  'llcomm_fused_probe_ll_nobar_nonorm',
+  'llcomm_fused_probe_s_xchg',
+  'llcomm_fused_probe_s_nonorm',
+  'llcomm_fused_probe_ll_late',
+  'llcomm_fused_probe_ll_spread',
+  'llcomm_fused_probe_ll_late_spread',
+]
+
+/**
+ * Whether the SPREAD candidate (fused_split.cuh LLC_SPLIT_SPREAD: the peer-parallel exchange of ll_buffer.cuh) takes
+ * every cluster of launch `l` (its kernels write nothing on any other shape): LL16, one 16-byte slot per virtual thread (a row
+ * of exactly `threads` slots), at least LLCOMM_SPREAD_MIN_RANKS (8) ranks, at most 64 units per block, at least
+ * LLCOMM_SPREAD_MIN_GROUPS (4) thread groups per packet, and the stage (ranks × packets × 2 words) between shared
+ * words 512 and 4096 − 768. `threads`: the block size (LLCOMM_THREADS; the emulator test passes its own).
+ */
+export function fusedSplitSpreadApplies(
+  nranks: number,
+  hidden: number,
+  dtype: Dtype,
+  l: FusedNormLaunchPlan,
+  threads: number = LLCOMM_THREADS,
+): boolean {
+  const c = l.clusterBlocks ?? 1
+  if ((hidden * DTYPE_BYTES[dtype]) / 16 !== threads || nranks < 8) return false
+  const units = Math.ceil(l.rows / (l.blocksPerRank / c)) * (threads / c) // the largest cluster's rows
+  const packets = 2 * units
+  const groups = Math.min(Math.floor(threads / packets), nranks)
+  return units <= 64 && groups >= 4 && 512 + nranks * packets * 2 <= FUSED_SPLIT_MAX_UNITS - 12 * 64
+}
+
+/**
+ * A probe launch: `kernel` (in `sourceFile`, default FUSED_PROBE_SOURCE) launched with the shape the split planner
+ * gives `plan` (rows per launch, blocks per rank, cluster size), with or without the cluster and cooperative
+ * attributes. Never reached by a library call; the probe kernels other than the shipped ones give wrong outputs
+ * (timing only).
+ */
+export interface FusedProbe {
+  kernel: string
+  sourceFile?: string
+  plan: FusedSplitAlgorithm
+  /** Launch with the plan's cluster dimension (else none: the kernel sees clusters of one). */
+  cluster: boolean
+  cooperative: boolean
+  /** Pass the plan's cluster size in flags >> 8 (kernels with LLC_SPLIT_PROBE_C_FROM_FLAGS). */
+  flagC?: boolean
+  /** The 16-byte parameter struct of llcomm_fused_probe_empty_small (errorWord, rows) instead of the fused one. */
+  smallParams?: boolean
+  /** A SPREAD kernel: refused (INVALID_ARGUMENT) unless fusedSplitSpreadApplies to every launch. */
+  spread?: boolean
+}
+
 // ---- the launcher ----
 
 interface PackedLaunch {
@@ -433,8 +496,16 @@ export class FusedLauncher {
     )
   }
 
-  /** Packs a fused AllReduce + residual + RMSNorm (reference: false) or the reference RMSNorm alone (true). */
-  prepareNorm(call: FusedNormCall, reference: boolean): PreparedFusedCall {
+  /**
+   * Packs a fused AllReduce + residual + RMSNorm (reference: false) or the reference RMSNorm alone (true); with
+   * `probe`, the probe's kernel and launch attributes on the split plan of `probe.plan` (bench only, bf16).
+   */
+  prepareNorm(call: FusedNormCall, reference: boolean, probe?: FusedProbe): PreparedFusedCall {
+    if (probe) {
+      if (reference || call.dtype !== 'bf16')
+        throw new LlcommError('INVALID_ARGUMENT', 'fused probes run the split plan on bf16 only')
+      call = { ...call, algorithm: probe.plan }
+    }
     const s = this.state
     for (const [what, list] of [
       ['inputs', call.inputs],
@@ -492,10 +563,26 @@ export class FusedLauncher {
           ranksPerDevice,
           split ? limit : undefined,
         )
-    const k = selectFusedKernel(
+    const shipped = selectFusedKernel(
       reference ? 'rmsnorm' : isSplit(plan.algorithm) ? splitKind(plan.algorithm) : `fused_rmsnorm_${plan.algorithm}`,
       call.dtype,
     )
+    // A shipped split kernel launched without the cluster attribute runs clusters of one: its rows must fit a
+    // single block's lanes (the plan only guarantees them for its own cluster size).
+    if (probe?.sourceFile !== undefined && !probe.cluster)
+      for (const l of plan.launches)
+        if (
+          Math.ceil(l.rows / l.blocksPerRank) >
+          fusedSplitRowsPerCluster(probe.plan, s.nranks, call.hidden, call.dtype, 1, s.bufferBytes)
+        )
+          throw new LlcommError('INVALID_ARGUMENT', `probe ${probe.kernel}: the rows of a block do not fit its lanes`)
+    if (probe?.spread)
+      for (const l of plan.launches)
+        if (!fusedSplitSpreadApplies(s.nranks, call.hidden, call.dtype, l))
+          throw new LlcommError('INVALID_ARGUMENT', `probe ${probe.kernel}: the spread path does not apply here`)
+    const k: FusedKernel = probe
+      ? { ...shipped, kernelName: probe.kernel, sourceFile: probe.sourceFile ?? FUSED_PROBE_SOURCE }
+      : shipped
     const big = (list: readonly DevicePtr[], offsetBytes: number) => list.map((p) => BigInt(p + offsetBytes))
     const packed: PackedLaunch[] = []
     for (const l of plan.launches) {
@@ -503,6 +590,7 @@ export class FusedLauncher {
       const rOff = l.firstRow * call.hidden * resEb
       const oOff = l.firstRow * call.hidden * oeb
       for (const group of this.devices.groups) {
+        const cluster = reference ? 1 : (l.clusterBlocks ?? 1)
         const params = packFusedNormParams({
           input: big(call.inputs, xOff),
           residual: big(call.residuals, rOff),
@@ -525,16 +613,31 @@ export class FusedLauncher {
           launchRanks: group.ranks,
         })
         const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
+        let bytes: Uint8Array = new Uint8Array(params)
+        // probe.flagC: the cluster size in flags >> 8 (patched after packing, which refuses unknown flag bits)
+        if (probe?.flagC)
+          new DataView(bytes.buffer).setUint32(
+            FUSED_NORM_PARAMS_LAYOUT.byName.flags.offset,
+            flags | (cluster << 8),
+            true,
+          )
+        if (probe?.smallParams) {
+          // struct LlcFusedProbeSmall { u64 errorWord; u32 rows; u32 pad; }
+          bytes = new Uint8Array(16)
+          const v = new DataView(bytes.buffer)
+          v.setBigUint64(0, BigInt(s.errorWord), true)
+          v.setUint32(8, l.rows, true)
+        }
         const launch = this.launchFor(
           k,
           group,
           grid,
-          !reference,
+          probe ? probe.cooperative : !reference,
           call.pdl ?? false,
-          params.byteLength,
-          reference ? 1 : (l.clusterBlocks ?? 1),
+          bytes.byteLength,
+          probe && !probe.cluster ? 1 : cluster,
         )
-        packed.push({ group, launch, params: new Uint8Array(params) })
+        packed.push({ group, launch, params: bytes })
       }
     }
     return this.prepared(reference ? 'rmsnorm' : plan.algorithm, plan.launches.length, packed)
