@@ -31,6 +31,24 @@ for (const name of [
   cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['1000', '8', '333:inplace', '120'] })
   cases.push({ v, nranks: 16, bufferBytes: 65536, calls: ['512:inplace', '1024', '16', '4099'] })
 }
+// A rank that never arrives: every launch must end with TIMEOUT (code 1), not hang (spread path: 24 and 120
+// elements; serial: max).
+for (const v of cases.filter((c) => c.nranks === 3).map((c) => c.v)) {
+  cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['max'], absentRank: 1, timeoutMs: 300, expect: 1 })
+  cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['24'], absentRank: 1, timeoutMs: 300, expect: 1 })
+  cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['120'], absentRank: 1, timeoutMs: 300, expect: 1 })
+}
+// A mismatched call: the last rank runs another kernel or count; every launch must end, with MISMATCH (code 2)
+// expected. On the spread path the reduce-scatter waits are not armed (the note's gap), so this shows what happens.
+const kernel = (name) => KERNEL_VARIANTS.find((x) => x.kernelName === name)
+for (const [main, count, odd, oddCount, nranks] of [
+  ['llcomm_twoshot_sentinel_sentinel_f32_sum', 120, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 248, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_oneshot_sentinel_sentinel_bf16_sum', 240, 8],
+  ['llcomm_twoshot_atomic_ll128_f32_sum', 120, 'llcomm_twoshot_atomic_ll128_bf16_sum', 240, 8],
+])
+  cases.push({ v: kernel(main), nranks, bufferBytes: 65536, calls: [String(count)], timeoutMs: 2000, expect: 2,
+    odd: { rank: nranks - 1, v: kernel(odd), count: oddCount } })
 function argsOf(c) {
   const L = deviceBufferLayout(c.nranks, c.bufferBytes)
   const max = launchShape(c.v, c.nranks, 1, c.bufferBytes).maxCountPerCall
@@ -44,12 +62,20 @@ function argsOf(c) {
     c.v.kernelName,
     String(c.nranks),
     String(THREADS),
-    '120000',
-    '-1',
+    String(c.timeoutMs ?? 120000),
+    String(c.absentRank ?? -1),
     String(L.recvBufBytes),
     ...[L.ll, L.sentinel, L.ll128, L.plain].flatMap((r) => [String(r.offset), String(r.channelHalfBytes)]),
     ...calls,
   ]
+}
+function envOf(c) {
+  const env = { ...process.env }
+  if (c.odd) {
+    const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
+    env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
+  }
+  return env
 }
 let failed = 0
 for (const variant of variants) {
@@ -61,13 +87,14 @@ for (const variant of variants) {
   for (const c of cases) {
     const t1 = Date.now()
     const out = await new Promise((res, rej) =>
-      execFile(exe, argsOf(c), { timeout: 600_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+      execFile(exe, argsOf(c), { timeout: 600_000, maxBuffer: 1 << 20, env: envOf(c) }, (err, stdout, stderr) =>
         err ? rej(new Error(`${err.message}\n${stderr}`)) : res(JSON.parse(stdout))),
     )
-    const bad = out.error.code !== 0 || out.mismatches !== 0 || out.crossRankDiffs !== 0 || out.sentinelBytesNotArmed !== 0 ||
+    const bad = c.expect !== undefined ? out.error.code !== c.expect : out.error.code !== 0 || out.mismatches !== 0 || out.crossRankDiffs !== 0 || out.sentinelBytesNotArmed !== 0 ||
       out.ll128BytesNotZero !== 0 || out.badEpochs !== 0 || out.guardsBroken !== 0 || out.nanChecked === 0 || !out.ok
     if (bad) failed++
-    console.log(`${bad ? 'FAIL' : 'ok  '} ${variant} ${c.v.kernelName} n=${c.nranks} calls=${c.calls.join(',')} ` +
+    console.log(`${bad ? 'FAIL' : 'ok  '} ${variant} ${c.v.kernelName} n=${c.nranks} calls=${c.calls.join(',')}${c.absentRank !== undefined ? ` absent=${c.absentRank}` : ''}` +
+      `${c.odd ? ` odd=${c.odd.v.kernelName}:${c.odd.count}` : ''}${c.expect ? ` code=${out.error.code} what=${out.error.what}` : ''} ` +
       `(${((Date.now() - t1) / 1000).toFixed(1)} s)${bad ? ` ${JSON.stringify(out)}` : ''}`)
   }
 }
