@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Makes the kernel trees that research/scripts/probe/scale-ab.sh compares (issue 22, first step; analysis and
+# predictions in research/notes/scale-2026-12-01.md). Untracked, not ignored: they travel to the GPU machine with the
+# working tree; delete ab/ afterwards. Each is a copy of packages/llcomm/kernels with patches applied (patch -p1 in
+# the tree; research/scripts/probe/scale-patches/):
+#   ab/scale-base    unchanged
+#   ab/scale-batch   twoshot-sentinel: input loads of 4 owners issued before their sends; all-gather polls 8 owners at
+#                    once (pollBatch). twoshot-atomic: input words of 8 owners loaded before their red.adds; all-gather
+#                    polls 8 owners at once. Same thread-to-slot mapping as the base.
+#   ab/scale-spread  twoshot-sentinel: when a part has <= 256 slots (n >= 8), the (slot, peer) pairs of all three
+#                    phases spread over the block (reduce by LlBuffer::blockRecvReduceSpread, broadcast by
+#                    blockBcastSpread, all-gather receives 4 owners a poll); larger parts take the base code.
+# Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patches), and checks with
+# nvcc, when it is on PATH, that each patched kernel compiles for sm_90 without spills (AB_SKIP_NVCC=1 skips that).
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+patches=research/scripts/probe/scale-patches
+declare -A variants=(
+  [base]=""
+  [batch]="batch-twoshot-sentinel.patch batch-twoshot-atomic.patch"
+  [spread]="spread-twoshot-sentinel.patch"
+)
+mkdir -p ab
+for v in base batch spread; do
+  dir=ab/scale-$v
+  rm -rf "$dir"
+  cp -a packages/llcomm/kernels "$dir"
+  for f in ${variants[$v]}; do
+    # --dry-run first, so a patch that does not apply leaves no half-patched tree; no fuzz, no .orig/.rej files
+    if ! patch -p1 -d "$dir" --dry-run --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f" >/dev/null; then
+      echo "make-scale-trees: $patches/$f does not apply to packages/llcomm/kernels (it changed): regenerate it" >&2
+      rm -rf "$dir"
+      exit 1
+    fi
+    patch -p1 -d "$dir" --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f"
+  done
+  echo "$dir ready (${variants[$v]:-no patches})"
+done
+if [ "${AB_SKIP_NVCC:-0}" != 1 ] && command -v nvcc >/dev/null; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  bad=0
+  for v in base batch spread; do
+    for src in twoshot_sentinel twoshot_atomic; do
+      # as test/kernels/compile.test.ts: one 512-thread block per SM, so any spill is local-memory traffic
+      log=$(nvcc -arch sm_90 -cubin -std=c++17 -Xptxas -v -I ab/scale-$v ab/scale-$v/allreduce/$src.cu -o "$tmp/$v-$src.cubin" 2>&1) || {
+        echo "$log" >&2; echo "make-scale-trees: nvcc failed on ab/scale-$v/allreduce/$src.cu" >&2; exit 1; }
+      if grep -qi warning <<<"$log"; then echo "$log" >&2; echo "make-scale-trees: nvcc warned on $v/$src" >&2; bad=1; fi
+      spills=$(grep -E "spill" <<<"$log" | grep -vc " 0 bytes spill stores, 0 bytes spill loads" || true)
+      regs=$(grep -oE "Used [0-9]+ registers" <<<"$log" | awk '{print $2}' | tr '\n' ' ')
+      echo "  $v/$src.cu: registers ${regs}(bf16 f16 f32), kernels that spill: $spills"
+      [ "$spills" = 0 ] || bad=1
+    done
+  done
+  [ $bad = 0 ] || { echo "make-scale-trees: a variant spills or warns" >&2; exit 1; }
+fi

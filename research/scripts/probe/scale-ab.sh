@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A/B of the scale variants of issue 22 (first step; analysis and predictions: research/notes/scale-2026-12-01.md)
+# on the GPU machine, in one device call, from the repository root: ab/scale-base (the kernels as they are),
+# ab/scale-batch and ab/scale-spread (made here by research/scripts/probe/make-scale-trees.sh before the call; they
+# travel with the working tree), the same host code, through research/scripts/probe/ab-kernels.sh (one bench per tree
+# per round, trees interleaved), twoshot-sentinel, twoshot-atomic and oneshot-barrier (the reference: the same source
+# in every tree), bf16, 8 KB and 64 KB, on 16, 32 and 64 virtual ranks of GPU 0.
+#   bash research/scripts/probe/make-scale-trees.sh   # here, before the device call
+#   bash research/scripts/probe/scale-ab.sh           # on the GPU machine
+# Knobs: AB_ROUNDS (3), AB_ITERS (300), AB_WARMUP (50), AB_BUDGET_S (85: no new (round, ranks) step is started when
+# the elapsed time plus the longest step of that rank count so far would pass it; the summary says what ran).
+# Prints per case the median us per tree (over rounds), and each tree's ratio to oneshot-barrier (the median of the
+# barrier's samples of all trees at that rank count and size); the goal of issue 22 is best barrier-free <= 0.8.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+for v in base batch spread; do
+  test -d ab/scale-$v || { echo "ab/scale-$v missing: run research/scripts/probe/make-scale-trees.sh first" >&2; exit 2; }
+done
+base=${OUT:-/tmp/llcomm-ab}/scale
+rounds=${AB_ROUNDS:-3} iters=${AB_ITERS:-300} warmup=${AB_WARMUP:-50} budget=${AB_BUDGET_S:-85}
+mkdir -p "$base"
+start=$(date +%s.%N)
+declare -A longest=([16]=0 [32]=0 [64]=0)
+for ((r = 1; r <= rounds; r++)); do
+  for n in 16 32 64; do
+    now=$(date +%s.%N)
+    if awk -v s="$start" -v t="$now" -v l="${longest[$n]}" -v b="$budget" 'BEGIN { exit !(t - s + l > b) }'; then
+      echo "budget: round $r at $n ranks not started ($(awk -v s="$start" -v t="$now" 'BEGIN { printf "%.1f", t - s }') s elapsed)"
+      continue
+    fi
+    devs=$(printf '0,%.0s' $(seq $n)); devs=${devs%,}
+    OUT=$base/v$n AB_TAG=r$r bash research/scripts/probe/ab-kernels.sh 1 base=ab/scale-base batch=ab/scale-batch \
+      spread=ab/scale-spread -- --devices "$devs" --algorithms twoshot-sentinel,twoshot-atomic,oneshot-barrier \
+      --dtype bf16 --sizes 8K,64K --iters "$iters" --warmup "$warmup" > "$base/v$n-r$r.log" 2>&1
+    grep -E "round|WRONG" "$base/v$n-r$r.log"
+    end=$(date +%s.%N)
+    step=$(awk -v a="$now" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+    longest[$n]=$(awk -v a="${longest[$n]}" -v b="$step" 'BEGIN { print (b > a ? b : a) }')
+    echo "round $r, $n ranks: $step s (3 trees)"
+  done
+done
+echo "total $(awk -v s="$start" -v t="$(date +%s.%N)" 'BEGIN { printf "%.1f", t - s }') s"
+node -e '
+const fs = require("fs"), base = process.argv[1], trees = ["base", "batch", "spread"]
+const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)] }
+const rows = new Map() // "alg ranks bytes" -> tree -> [us]
+for (const n of [16, 32, 64]) {
+  const dir = `${base}/v${n}/ab`
+  if (!fs.existsSync(dir)) continue
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".json"))) {
+    const tree = f.replace(/-r\d+(-[^.]*)?\.json$/, "")
+    for (const r of JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8")).rows) {
+      const key = `${r.algorithm}|${r.ranks}|${r.bytes}`
+      if (!rows.has(key)) rows.set(key, {})
+      ;(rows.get(key)[tree] ??= []).push(r.medianUs)
+      if (r.wrong) console.log(`WRONG ${tree} ${key}: ${r.wrong}`)
+    }
+  }
+}
+const fmt = (x, d = 2) => (x === undefined ? "-" : x.toFixed(d))
+console.log("\nscale A/B: median us per tree (rounds), and / oneshot-barrier (all trees\x27 barrier samples)")
+console.log(["case".padEnd(34), ...trees.map((t) => t.padStart(8)), ...trees.map((t) => `${t}/bar`.padStart(11)), "rounds".padStart(7)].join(" "))
+const goal = []
+for (const n of [16, 32, 64]) for (const bytes of [8192, 65536]) {
+  const bar = rows.get(`oneshot-barrier|${n}|${bytes}`)
+  const barAll = bar ? Object.values(bar).flat() : []
+  const ref = barAll.length ? med(barAll) : undefined
+  for (const alg of ["oneshot-barrier", "twoshot-sentinel", "twoshot-atomic"]) {
+    const v = rows.get(`${alg}|${n}|${bytes}`)
+    if (!v) continue
+    const m = trees.map((t) => (v[t] ? med(v[t]) : undefined))
+    const ratio = m.map((x) => (x !== undefined && ref ? x / ref : undefined))
+    const k = Math.min(...trees.map((t) => (v[t] ? v[t].length : 0)))
+    console.log([`${alg} bf16 ${n}r ${bytes / 1024}K`.padEnd(34), ...m.map((x) => fmt(x).padStart(8)), ...ratio.map((x) => fmt(x, 3).padStart(11)), String(k).padStart(7)].join(" "))
+    if (alg !== "oneshot-barrier") trees.forEach((t, i) => { if (ratio[i] !== undefined) goal.push({ n, bytes, t, alg, r: ratio[i] }) })
+  }
+}
+console.log("\nbest barrier-free / oneshot-barrier per tree (goal <= 0.8):")
+for (const n of [16, 32, 64]) for (const bytes of [8192, 65536]) {
+  const line = trees.map((t) => {
+    const c = goal.filter((g) => g.n === n && g.bytes === bytes && g.t === t).sort((a, b) => a.r - b.r)[0]
+    return c ? `${t} ${c.r.toFixed(3)} (${c.alg.replace("twoshot-", "")})` : `${t} -`
+  })
+  console.log(`  ${n}r ${bytes / 1024}K: ${line.join("  ")}`)
+}
+' "$base"
