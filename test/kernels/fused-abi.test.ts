@@ -218,6 +218,24 @@ test('planFusedNorm: every launch fits the lanes, rows are covered once, one-sho
   assert.throws(() => planFusedNorm('auto', 2, 1, 4095, 'bf16'), /multiple of 16/)
 })
 
+test("planFusedNorm 'auto' with the split kernels usable: the measured crossovers (bf16, one H200, 2026-12-01)", () => {
+  const auto = (nranks: number, rows: number, hidden: number) =>
+    planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true)
+  // 8 ranks, hidden 8192: the one-shot does not fit; split (one launch) beats the two-shot at batch 1-8
+  // (6.1-9.6 against 11.7-12.5 us), the two-shot keeps batch 16 (split needs two launches: 19.3 against 14.0).
+  for (const rows of [1, 2, 4, 8]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
+  assert.equal(auto(8, 16, 8192).algorithm, 'twoshot')
+  // 8 ranks, hidden 4096: split at batch 1-4 (5.7-6.5 against 6.4-6.8), the one-shot from batch 8 (7.0 against 7.4).
+  for (const rows of [1, 2, 4]) assert.equal(auto(8, rows, 4096).algorithm, 'split', `8r 4096 b${rows}`)
+  for (const rows of [8, 16]) assert.equal(auto(8, rows, 4096).algorithm, 'oneshot', `8r 4096 b${rows}`)
+  // 2 ranks: the one-shot at hidden 4096 (4.5 against 4.9 at batch 1), split at 8192 batch 1-4 (5.4-5.6 against 7.0).
+  for (const rows of [1, 4, 16]) assert.equal(auto(2, rows, 4096).algorithm, 'oneshot', `2r 4096 b${rows}`)
+  for (const rows of [1, 4]) assert.equal(auto(2, rows, 8192).algorithm, 'split', `2r 8192 b${rows}`)
+  // Without the split kernels (before sm_90, or not asked): the first rule.
+  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'bf16').algorithm, 'twoshot')
+  assert.equal(planFusedNorm('auto', 8, 1, 4096, 'bf16').algorithm, 'oneshot')
+})
+
 test('planFusedNorm split / split-ll: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {
   const dtypes: Dtype[] = ['f32', 'f16', 'bf16']
   const limits = [() => Number.POSITIVE_INFINITY, (c: number) => Math.floor(64 / c)]

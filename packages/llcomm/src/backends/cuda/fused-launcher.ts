@@ -98,8 +98,13 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
 }
 
 /**
- * Which fused kernel and which launches: 'auto' takes the one-shot when all rows fit one launch, else the two-shot
- * (a first rule, to be replaced by measured crossovers: scripts/bench-fused.sh prints both side by side). Rows beyond
+ * Which fused kernel and which launches. 'auto' without the split kernels (`autoSplit` false: before sm_90) takes the
+ * one-shot when all rows fit one launch, else the two-shot. With them, the crossovers measured on one H200 (bf16, 2
+ * and 8 virtual ranks, hidden 4096/8192, batch 1-16: research/results/cuda-h200-bench-fused-bf16-2026-12-01{b,c}.json):
+ * split (a row shared by a cluster) when it serves the rows in one launch and either the one-shot cannot (8 ranks,
+ * hidden 8192, batch 1-8: 6.1-9.6 against the two-shot's 11.7-12.5 us) or there are fewer than 8 rows with 8 ranks
+ * or more, or a hidden of 8192 or more (8 ranks 4096 batch 1-4: 5.7-6.5 against 6.4-6.8; 2 ranks 8192 batch 1-4:
+ * 5.4-5.6 against 7.0); the one-shot or two-shot otherwise (2 ranks 4096: 4.5 against 4.9; batch 8 and up). Rows beyond
  * one launch's capacity go to further launches (each a complete fused call on its rows). Blocks: one row per block
  * up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
  */
@@ -112,6 +117,7 @@ export function planFusedNorm(
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
   ranksPerDevice: number = nranks,
   clusterLimit: ClusterLimit = () => Number.POSITIVE_INFINITY,
+  autoSplit = false,
 ): FusedNormPlan {
   if (algorithm !== 'auto' && isSplit(algorithm))
     return planFusedSplit(algorithm, nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
@@ -122,7 +128,17 @@ export function planFusedNorm(
     twoshot: fusedRowsPerBlock('twoshot', nranks, hidden, dtype, bufferBytes),
   }
   let alg: 'oneshot' | 'twoshot'
-  if (algorithm === 'auto') alg = perBlock.oneshot * maxBlocks >= rows ? 'oneshot' : 'twoshot'
+  const oneshotFits = perBlock.oneshot * maxBlocks >= rows
+  if (algorithm === 'auto' && autoSplit && (!oneshotFits || (rows < 8 && (nranks >= 8 || hidden >= 8192)))) {
+    let split: FusedNormPlan | undefined
+    try {
+      split = planFusedSplit('split', nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
+    } catch {
+      split = undefined // its rows do not fit the split kernel's lanes: the one-shot or two-shot below
+    }
+    if (split && split.launches.length === 1) return split
+  }
+  if (algorithm === 'auto') alg = oneshotFits ? 'oneshot' : 'twoshot'
   else alg = algorithm as 'oneshot' | 'twoshot'
   const k = perBlock[alg]
   if (k < 1) {
@@ -545,10 +561,14 @@ export class FusedLauncher {
           )
     const ranksPerDevice = Math.max(...this.devices.groups.map((g) => g.ranks.length))
     // The split kernels' cluster limit: the smallest over the devices (every rank plans the same launches).
+    // 'auto' may take the sentinel split kernel (planFusedNorm): where every device has clusters (sm_90 or newer).
+    const autoSplit =
+      requested === 'auto' && !reference && this.devices.groups.every((g) => Number(g.arch.replace(/\D/g, '')) >= 90)
+    const splitAlgorithm: FusedSplitAlgorithm = split ? (requested as FusedSplitAlgorithm) : 'split'
     const limit: ClusterLimit = (c) =>
       Math.min(
         ...this.devices.groups.map((g) =>
-          this.maxActiveClusters(selectFusedKernel(splitKind(requested as FusedSplitAlgorithm), call.dtype), g, c),
+          this.maxActiveClusters(selectFusedKernel(splitKind(splitAlgorithm), call.dtype), g, c),
         ),
       )
     const plan: FusedNormPlan = reference
@@ -561,7 +581,8 @@ export class FusedLauncher {
           call.dtype,
           s.bufferBytes,
           ranksPerDevice,
-          split ? limit : undefined,
+          split || autoSplit ? limit : undefined,
+          autoSplit,
         )
     const shipped = selectFusedKernel(
       reference ? 'rmsnorm' : isSplit(plan.algorithm) ? splitKind(plan.algorithm) : `fused_rmsnorm_${plan.algorithm}`,
