@@ -16,8 +16,9 @@
 # signature-cost.md quotes these).
 #   bash research/scripts/probe/make-signature-trees.sh      # here, before the device call
 #   bash research/scripts/probe/signature-ab.sh              # on the GPU machine
-# Settings: AB_ROUNDS (3), AB_ITERS (1000), AB_VARIANTS ("nosig ctrl sig r2 pubonly"; the other trees on request), AB_ALGORITHMS
-# (oneshot-ll,twoshot-sentinel,oneshot-sentinel), AB_SIZES (8,64K), AB_DTYPES (bf16,f32), AB_RANKS ("2 8"),
+# Settings: AB_ROUNDS (3), AB_ITERS (1000), AB_VARIANTS ("nosig ctrl sig r2 pubonly"; r1 noarm publow on request),
+# AB_ALGORITHMS (oneshot-ll,twoshot-sentinel,oneshot-sentinel), AB_SIZES (8,64K), AB_DTYPES (bf16,f32),
+# AB_RANKS ("2 8"),
 # AB_BUDGET_S (45, under the 50 s of GPU time the A/B may take: no round is started that the last round's duration
 # says would end past it; the rounds done are reported). Defaults: 24 cases, 5 variants (round 2 took 47 s with 7).
 set -uo pipefail

@@ -34,8 +34,9 @@
 //  * prefetch + finish (round 2's serial paths; LLCOMM_SIG_R2): the checker issues one load of the packet
 //    (prefetch, no wait) before its receives and inspects it after them (finish: a bounded poll only if the packet
 //    was not there yet). The load's round trip overlaps the receives; at small messages the checker has no
-//    receives and finish is the poll beside the data path. No kernel ends without it: the block's last __syncthreads (blockAdvanceEpoch) waits for the checkers, and
-//    the host reads the error word before it reports the call.
+//    receives and finish is the poll beside the data path. No kernel ends without it: the block's last
+//    __syncthreads (blockAdvanceEpoch) waits for the checkers, and the host reads the error word before it reports
+//    the call.
 //  * blockBarrier (oneshot-barrier): the packet is the first barrier's arrival flag (bar.sync, the packet's release
 //    store; the wait's acquire loads, bar.sync: llcBlockGlobalBarrier's argument with a 16-byte flag), so the check
 //    is the barrier's own wait: no exchange of its own.
