@@ -184,6 +184,8 @@ LLC_DEVICE void llcTailCheckSignature(const LlcommAllReduceParams& p, llc_u32 me
     const llc_u32 peer = llcSignaturePeer(mine, n, k);
     const void* slot = llcSignatureSlot(p.scratch[mine], index, half, peer);
     LlcSigPacket x;
+    // Relaxed is enough: each 8-byte element carries the epoch (the packet's argument above); the data this thread
+    // already received says nothing about the packet (another thread of the peer stored it), hence the poll after.
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
     llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
   }
