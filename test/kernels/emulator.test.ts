@@ -44,17 +44,21 @@ interface EmuResult {
   ll128BytesNotZero: number
   badEpochs: number
   guardsBroken: number
-  error: {
-    code: number
-    rank: number
-    peer: number
-    epoch: number
-    what: number
-    slot: number
-    channel: number
-    reserved: number
-  }
+  error: ErrorWordJson
+  /** The odd rank's own error word (LLCOMM_EMU_SPLIT_ERROR; all zero otherwise). */
+  oddError: ErrorWordJson
   seconds: number
+}
+
+interface ErrorWordJson {
+  code: number
+  rank: number
+  peer: number
+  epoch: number
+  what: number
+  slot: number
+  channel: number
+  reserved: number
 }
 
 let work = ''
@@ -128,6 +132,8 @@ interface Case {
   storedEpoch?: number
   /** A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD). */
   odd?: { rank: number; v: KernelVariant; count: number }
+  /** The odd rank gets an error word of its own (LLCOMM_EMU_SPLIT_ERROR): two processes, one word each. */
+  splitError?: boolean
   /** The f32-accumulation inputs (LLCOMM_EMU_VALUES=accumulation). */
   accumulation?: boolean
   /** Run this emulator build (default: the one of before()), and size the calls for its kernel switches. */
@@ -165,6 +171,7 @@ function runCase(c: Case): Promise<EmuResult> {
     if (c.odd) {
       const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
       env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
+      if (c.splitError) env.LLCOMM_EMU_SPLIT_ERROR = '1'
     }
     execFile(c.exe ?? exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
@@ -367,6 +374,66 @@ test('a mismatched call (another algorithm, dtype, count): every launch ends wit
     assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${mainSide}: count ${c.calls[0]}`)
     assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${oddSide}: count ${c.odd?.count}`)
     assert.ok(r.seconds < 15, `${label(c)}: found in ${r.seconds} s, not at the 20 s deadline`)
+  }
+})
+
+test('per-process error words: a mismatched call ends with MISMATCH in both words (the odd rank alone, the others)', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // The odd rank's launch records into an error word of its own, as in per-process mode: its check, or its armed
+  // waits, must end its launch with MISMATCH by themselves, and so must the others' (no shared word ends one side's
+  // waits for the other). The pairs cover the tail check (signature.cuh): oneshot-ll's serial path and
+  // twoshot-sentinel, whose waits are all armed; one pair has equal bytes (the data arrives; only the check sees it).
+  const kernel = (name: string): KernelVariant => {
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+    assert.ok(v, name)
+    return v
+  }
+  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
+    {
+      main: 'llcomm_oneshot_ll_ll8_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+      oddCount: 1001,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 600,
+      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+      oddCount: 300,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+      count: 600,
+      odd: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      oddCount: 600,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+      count: 300,
+      odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      oddCount: 300,
+      nranks: 2,
+    },
+  ]
+  const cases: Case[] = pairs.map((q) => ({
+    v: kernel(q.main),
+    nranks: q.nranks,
+    bufferBytes: 65536,
+    calls: [String(q.count)],
+    timeoutMs: 20_000,
+    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount },
+    splitError: true,
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}`
+    assert.equal(r.error.code, 2, `${what}, the others' word: ${JSON.stringify(r.error)}`)
+    assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+    assert.equal(r.oddError.rank, c.odd?.rank, `${what}: the odd rank's word is recorded by the odd rank`)
+    assert.notEqual(r.error.rank, c.odd?.rank, `${what}: the others' word is recorded by one of them`)
+    assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
   }
 })
 

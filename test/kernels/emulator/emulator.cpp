@@ -123,6 +123,11 @@ int main(int argc, char** argv) {
     scratch.push_back(std::make_unique<Buffer>(LLCOMM_SCRATCH_BYTES, 0));
   }
   Buffer errorWord(sizeof(LlcommErrorWord), 0);
+  // LLCOMM_EMU_SPLIT_ERROR=1 (with LLCOMM_EMU_ODD): the odd rank's launch gets an error word of its own, as a rank of
+  // another process would (per-process mode: one error word per process), so neither side's check or timeout ends
+  // the other side's waits; both words are reported.
+  const bool splitError = std::getenv("LLCOMM_EMU_SPLIT_ERROR") != nullptr;
+  Buffer oddErrorWord(sizeof(LlcommErrorWord), 0);
 
   std::vector<unsigned> launchRanks;
   for (unsigned r = 0; r < n; ++r)
@@ -188,6 +193,7 @@ int main(int argc, char** argv) {
       q.blocksPerRank = oddBlocks;
       q.ranksInLaunch = 1;
       q.launchRanks[0] = static_cast<llc_u8>(oddRank);
+      if (splitError) q.errorWord = reinterpret_cast<llc_u64>(oddErrorWord.data());
       blockDim.x = threads;
       gridDim.x = std::max(p.ranksInLaunch * blocks, oddBlocks);
       std::thread others([&] { emuLaunch(fn, p, p.ranksInLaunch * blocks, threads, false); });
@@ -235,8 +241,9 @@ int main(int argc, char** argv) {
       }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  LlcommErrorWord ew;
+  LlcommErrorWord ew, oew;
   std::memcpy(&ew, errorWord.data(), sizeof ew);
+  std::memcpy(&oew, oddErrorWord.data(), sizeof oew);
   long notArmed = 0, notZero = 0, badEpochs = 0, guards = 0;
   for (unsigned r = 0; r < n; ++r) {
     const unsigned char* b = recv[r]->data();
@@ -256,9 +263,11 @@ int main(int argc, char** argv) {
       "{\"ok\":%s,\"mismatches\":%ld,\"firstMismatch\":\"%s\",\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
       "\"sentinelBytesNotArmed\":%ld,\"ll128BytesNotZero\":%ld,\"badEpochs\":%ld,\"guardsBroken\":%ld,"
       "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u,"
-      "\"reserved\":%u},\"seconds\":%.3f}\n",
+      "\"reserved\":%u},\"oddError\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,"
+      "\"slot\":%u,\"channel\":%u,\"reserved\":%u},\"seconds\":%.3f}\n",
       mismatches == 0 && crossRank == 0 && notArmed == 0 && notZero == 0 && badEpochs == 0 && guards == 0 ? "true" : "false",
       mismatches, firstMismatch.c_str(), crossRank, nanChecked, notArmed, notZero, badEpochs, guards, ew.code, ew.rank, ew.peer,
-      ew.epoch, ew.what, ew.slot, ew.channel, ew.reserved, seconds);
+      ew.epoch, ew.what, ew.slot, ew.channel, ew.reserved, oew.code, oew.rank, oew.peer, oew.epoch, oew.what, oew.slot,
+      oew.channel, oew.reserved, seconds);
   return 0;
 }

@@ -65,13 +65,18 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
     buf.bcast(s, v);
   }
   LlcSigPacket sig;
-  Sig::prefetch(p, call.role.rank, ch, sig); // the load overlaps the receives
+  if constexpr (!Sig::kTail) Sig::prefetch(p, call.role.rank, ch, sig); // LLCOMM_SIG_R2: overlaps the receives
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, v.w); // own contribution (same thread as above)
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduce<DT>(s, v);
     llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
   }
-  Sig::finish(p, call.role.rank, ch, sig); // every peer makes this call, else MISMATCH
+  // Every peer makes this call, else MISMATCH: the tail check (threads 0..n-2, after their stores; signature.cuh),
+  // or with LLCOMM_SIG_R2 the checker threads' finish of the prefetched load.
+  if constexpr (Sig::kTail)
+    Sig::tail(p, call.role.rank, ch);
+  else
+    Sig::finish(p, call.role.rank, ch, sig);
   ch.blockAdvanceEpoch();
 }
 

@@ -44,15 +44,20 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // The signature: a checker thread with nothing to reduce (small messages) checks now, beside the data path (the
   // bounded check also ends the data waits of the 16-bit kernels, which are not armed in the reduce-scatter, when a
   // peer never sends); one with slots to reduce loads the packet now and inspects it after the receives.
+  // Default (Sig::kTail): nothing here; threads 0..n-2 check at the tail, after their stores, and every data wait is
+  // armed. LLCOMM_SIG_R2 (round 2's placement):
   LlcSigPacket sig;
-  const bool sigNow = 16ull * threadIdx.x >= mineBytes;
-  if (sigNow)
-    Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
-  else
-    Sig::prefetch(p, me, ch, sig); // the load overlaps the receives
-  // The data waits look at their peer's signature in their slow path (signature.cuh, arm): the reduce-scatter's in f32
-  // only (armed there, the 16-bit kernels spilled), the all-gather's in every dtype.
-  if constexpr (eb == 4) Sig::arm(waiter, ch);
+  const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytes;
+  if constexpr (!Sig::kTail) {
+    if (sigNow)
+      Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
+    else
+      Sig::prefetch(p, me, ch, sig); // the load overlaps the receives
+  }
+  // The data waits look at their peer's signature in their slow path (signature.cuh, arm): the all-gather's in every
+  // dtype; the reduce-scatter's in every dtype with the tail check (nothing else ends them when a peer never sends),
+  // in f32 only with LLCOMM_SIG_R2 (armed there with the prefetched packet live, the 16-bit kernels spilled).
+  if constexpr (eb == 4 || Sig::kTail) Sig::arm(waiter, ch);
   // Owner: reduce my part, write it, broadcast it.
   for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytes, v.w);
@@ -73,7 +78,11 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
     }
   }
-  if (!sigNow) Sig::finish(p, me, ch, sig); // every peer makes this call, else MISMATCH
+  // Every peer makes this call, else MISMATCH (tail check: signature.cuh).
+  if constexpr (Sig::kTail)
+    Sig::tail(p, me, ch);
+  else if (!sigNow)
+    Sig::finish(p, me, ch, sig);
   ch.blockAdvanceEpoch();
 }
 

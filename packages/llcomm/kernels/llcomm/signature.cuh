@@ -25,14 +25,18 @@
 // Who does it, and where (cost: research/notes/signature-cost.md, with the reading of the code and the predictions).
 // The k-th peer's packet is stored and checked by thread blockDim.x - 1 - k (the checker threads: the top of the block,
 // which holds no data at small messages), never by the threads that send the first data, so the data path of a
-// small message is the same instructions as without the signature. Four placements, each kernel picks:
+// small message is the same instructions as without the signature (the tail check is the exception: the data threads
+// run it after their stores). Five placements, each kernel picks:
+//  * tail (round 3): threads 0..n-2 check one peer each after their own output stores, before the kernel's last
+//    __syncthreads; used only where every data wait before it is armed (llcTailCheckSignature).
 //  * blockCheck: a bounded poll, blocking: oneshot-sentinel's serial path, ring and twoshot-atomic before their
 //    first receive; the one-shot kernels' peer-parallel path after the polls, for what tryCheck left.
-//  * prefetch + finish: the checker issues one load of the packet (prefetch, no wait) before its receives and
-//    inspects it after them (finish: a bounded poll only if the packet was not there yet). The load's round trip
-//    overlaps the receives; at small messages the checker has no receives and finish is the poll beside the data
-//    path. No kernel ends without it: the block's last __syncthreads (blockAdvanceEpoch) waits for the checkers, and
-//    the host reads the error word before it reports the call.
+//  * prefetch + finish (round 2's serial paths; LLCOMM_SIG_R2): the checker issues one load of the packet
+//    (prefetch, no wait) before its receives and inspects it after them (finish: a bounded poll only if the packet
+//    was not there yet). The load's round trip overlaps the receives; at small messages the checker has no
+//    receives and finish is the poll beside the data path. No kernel ends without it: the block's last
+//    __syncthreads (blockAdvanceEpoch) waits for the checkers, and the host reads the error word before it reports
+//    the call.
 //  * blockBarrier (oneshot-barrier): the packet is the first barrier's arrival flag (bar.sync, the packet's release
 //    store; the wait's acquire loads, bar.sync: llcBlockGlobalBarrier's argument with a 16-byte flag), so the check
 //    is the barrier's own wait: no exchange of its own.
@@ -46,16 +50,18 @@
 // inputs pass an empty asm inside the slow path (wait.cuh), so its address arithmetic stays there (hoisted before
 // the poll loops, it held 6-12 registers across them in oneshot-ll: research/notes/signature-cost.md, round 2).
 // Per kernel (what fits the register caps, ptxas -v; compile.test.ts):
-//   oneshot-ll       serial: prefetch + finish, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
+//   oneshot-ll       serial: tail, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
 //   oneshot-sentinel serial: blockCheck before the receives (measured free at 64 KB), waits not armed (armed, the
 //                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, 32 unrolled in 16-bit).
-//   twoshot-sentinel a checker with nothing to reduce: blockCheck before the receives (beside the data path);
-//                    one with slots: prefetch + finish. All-gather waits armed, reduce-scatter waits in f32 only.
+//   twoshot-sentinel tail; every wait armed (reduce-scatter and all-gather, every dtype). LLCOMM_SIG_R2: a checker
+//                    with nothing to reduce: blockCheck before the receives; one with slots: prefetch + finish;
+//                    reduce-scatter waits armed in f32 only.
 //   oneshot-barrier  blockBarrier (its waits need every peer's packet).   ring, twoshot-atomic: blockCheck before
 //                    the first receive.
 // What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
-// one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; 16-bit
-// twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a peer that never sends, when
+// one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; with
+// LLCOMM_SIG_R2 also 16-bit twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a
+// peer that never sends, when
 // no other rank's check has recorded the MISMATCH first (the old placement had the first of these too).
 // Where the ranks share an error word (one communicator's virtual ranks, the emulator) the other side's check ends
 // these waits too: the mismatch tests (test/kernels/emulator.test.ts, test/gpu/signature.test.ts) see MISMATCH.
@@ -146,6 +152,40 @@ LLC_DEVICE void llcBlockCheckSignature(const LlcommAllReduceParams& p, llc_u32 m
     const llc_u32 peer = llcSignaturePeer(me, n, k);
     const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
     LlcSigPacket x;
+    llcLoadRelaxedSysV2u64(slot, x.a, x.b);
+    llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
+  }
+}
+
+// Tail check (every thread calls it; the default placement of the serial paths since round 3, LLCOMM_SIG_R2 builds
+// round 2's): thread k checks the k-th peer after it (k + 1 < nranks, k += blockDim.x), i.e. the threads that hold
+// the first data, each after its own receives and output stores and just before the kernel's last __syncthreads.
+// By then the peer's packet, stored at the start of the peer's kernel, has normally arrived: one load and a compare,
+// issued behind the thread's output stores (which the kernel's end waits for anyway), instead of a checker warp
+// polling beside the data wait and holding the last __syncthreads until its own poll sees the packet. The bounded
+// poll stays as the fallback (a packet not there yet, a peer that never calls: TIMEOUT naming the signature wait).
+// The check no longer precedes anything: a mismatched call's output may hold what the data path computed from the
+// peer's differently laid out data (allowed: the output of a failed call is unspecified and never returned,
+// docs/protocols.md). A peer that never sends what a data wait expects is still caught while waiting where the waits
+// are armed (wait.cuh); the kernels use the tail only where they are (oneshot-ll serial, twoshot-sentinel).
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+LLC_DEVICE void llcTailCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+  const llc_u32 n = p.nranks;
+  if (threadIdx.x + 1 >= n) return;
+  llc_u32 mine = me, index = ch.index, half = ch.half();
+#if !defined(LLCOMM_HOST_EMULATION)
+  // As the armed look (wait.cuh): the inputs pass an empty volatile asm here, so the slot arithmetic (loop-invariant
+  // for the kernel's loops above) is not hoisted before them, where it held registers across the data path.
+  asm volatile("" : "+r"(mine), "+r"(index), "+r"(half));
+#endif
+  LlcWaiter waiter = llcSignatureWaiter(p, mine, ch);
+#pragma unroll 1
+  for (llc_u32 k = threadIdx.x; k + 1 < n; k += blockDim.x) {
+    const llc_u32 peer = llcSignaturePeer(mine, n, k);
+    const void* slot = llcSignatureSlot(p.scratch[mine], index, half, peer);
+    LlcSigPacket x;
+    // Relaxed is enough: each 8-byte element carries the epoch (the packet's argument above); the data this thread
+    // already received says nothing about the packet (another thread of the peer stored it), hence the poll after.
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
     llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
   }
@@ -262,6 +302,10 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //                          waits never end become TIMEOUT: a measurement of what arming costs, not a product choice).
 //   LLCOMM_SIG_PUBLISH_LOW threads 0..nranks-1 store the packets (round 0's publishers: the threads that send the
 //                          first data), the checkers stay at the top (the same protocol: who stores does not matter).
+//   LLCOMM_SIG_R2          round 2's placement in the serial paths (oneshot-ll: prefetch + finish by the checker
+//                          threads; twoshot-sentinel: blockCheck before the receives when the checker has nothing
+//                          to reduce, else prefetch + finish; its 16-bit reduce-scatter waits unarmed) instead of
+//                          the tail check (round 3's default).
 //   LLCOMM_SIG_PUBLISH_ONLY only the packet stores (and oneshot-barrier's signature barrier): no check, no arm. A
 //                          diagnostic that splits the cost into the publish and the rest; it checks nothing.
 #if !defined(LLCOMM_NO_SIGNATURE)
@@ -274,6 +318,8 @@ struct LlcCallSignature {
   LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
 #endif
 #if defined(LLCOMM_SIG_PUBLISH_ONLY)
+  static constexpr bool kTail = false; // nothing is checked: the r2 call sites, all empty
+  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
   LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
@@ -287,6 +333,16 @@ struct LlcCallSignature {
   }
 };
 #else
+#if defined(LLCOMM_SIG_R2)
+  static constexpr bool kTail = false;
+  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+#else
+  // The serial paths check at the tail (llcTailCheckSignature); prefetch and finish are then not called.
+  static constexpr bool kTail = true;
+  LLC_DEVICE static void tail(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcTailCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+#endif
   LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
@@ -312,6 +368,8 @@ struct LlcCallSignature {
 // The A/B build without the signature: the same calls, empty; the barrier is the plain epoch-flag barrier.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature {
+  static constexpr bool kTail = false;
+  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
   LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
   LLC_DEVICE static void blockPublish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
