@@ -11,7 +11,9 @@
 #   ab/noarm    LLCOMM_SIG_NO_ARM: the data waits never look at the signature (measures what arming costs).
 #   ab/pubonly  LLCOMM_SIG_PUBLISH_ONLY: the packet stores only, no check, no arm (splits the cost: publish / rest).
 #   ab/publow   LLCOMM_SIG_PUBLISH_LOW: threads 0..nranks-1 store the packets (round 0's publishers), checkers unchanged.
-#   ab/r2       LLCOMM_SIG_R2: round 2's placement of the serial paths' check (the default is round 3's tail check).
+#   ab/r2       LLCOMM_SIG_R2: round 2's placement of the serial paths' check (now the default: the same as
+#               packages/llcomm/kernels, a second control).
+#   ab/tail     LLCOMM_SIG_TAIL: round 3's tail check (measured slower; research/notes/signature-cost.md).
 # Research notes: research/notes/signature-cost.md (round 2).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -36,6 +38,7 @@ grep -q 'defined(LLCOMM_SIG_NO_ARM)' packages/llcomm/kernels/llcomm/signature.cu
 grep -q 'defined(LLCOMM_SIG_PUBLISH_LOW)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_ARM_PLAIN)' packages/llcomm/kernels/llcomm/wait.cuh
 grep -q 'defined(LLCOMM_SIG_R2)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_TAIL)' packages/llcomm/kernels/llcomm/signature.cuh
 make_tree nosig LLCOMM_NO_SIGNATURE
 rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
 make_tree r1 LLCOMM_SIG_ARM_PLAIN
@@ -43,5 +46,6 @@ make_tree noarm LLCOMM_SIG_NO_ARM
 make_tree pubonly LLCOMM_SIG_PUBLISH_ONLY
 make_tree publow LLCOMM_SIG_PUBLISH_LOW
 make_tree r2 LLCOMM_SIG_R2
+make_tree tail LLCOMM_SIG_TAIL
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail} ready ($(find ab/nosig -type f | wc -l) files each)"

@@ -9,14 +9,15 @@
 #   noarm    ab/noarm   no armed waits
 #   pubonly  ab/pubonly packet stores only (no check, no arm)
 #   publow   ab/publow  the packets stored by threads 0..nranks-1 (round 0's publishers), the checkers unchanged
-#   r2       ab/r2      round 2's placement of the serial paths' check (the product kernels check at the tail)
+#   r2       ab/r2      round 2's placement of the serial paths' check (the product default since 2026-12-01 d)
+#   tail     ab/tail    round 3's tail check (every wait armed; measured slower)
 # The same host code for all; interleaved rounds (ab-kernels.sh, one round a call, the variant order rotated each
 # round so no variant always runs first), 2 and 8 virtual ranks of GPU 0. Prints the median over rounds per variant
 # and the ratio variant / nosig per case, then each variant's median and max ratio (research/notes/
 # signature-cost.md quotes these).
 #   bash research/scripts/probe/make-signature-trees.sh      # here, before the device call
 #   bash research/scripts/probe/signature-ab.sh              # on the GPU machine
-# Settings: AB_ROUNDS (3), AB_ITERS (1000), AB_VARIANTS ("nosig ctrl sig r2 pubonly"; r1 noarm publow on request),
+# Settings: AB_ROUNDS (3), AB_ITERS (1000), AB_VARIANTS ("nosig ctrl sig tail pubonly"; r1 noarm publow r2 on request),
 # AB_ALGORITHMS (oneshot-ll,twoshot-sentinel,oneshot-sentinel), AB_SIZES (8,64K), AB_DTYPES (bf16,f32),
 # AB_RANKS ("2 8"),
 # AB_BUDGET_S (45, under the 50 s of GPU time the A/B may take: no round is started that the last round's duration
@@ -31,7 +32,7 @@ algorithms=${AB_ALGORITHMS:-oneshot-ll,twoshot-sentinel,oneshot-sentinel}
 sizes=${AB_SIZES:-8,64K}
 dtypes=${AB_DTYPES:-bf16,f32}
 read -r -a ranks <<<"${AB_RANKS:-2 8}"
-read -r -a labels <<<"${AB_VARIANTS:-nosig ctrl sig r2 pubonly}"
+read -r -a labels <<<"${AB_VARIANTS:-nosig ctrl sig tail pubonly}"
 dir_of() { if [ "$1" = sig ]; then echo packages/llcomm/kernels; else echo "ab/$1"; fi; }
 for l in "${labels[@]}"; do
   test -d "$(dir_of "$l")" || { echo "$(dir_of "$l") missing: run research/scripts/probe/make-signature-trees.sh first" >&2; exit 2; }

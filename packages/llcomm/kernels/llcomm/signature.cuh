@@ -304,10 +304,20 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //                          first data), the checkers stay at the top (the same protocol: who stores does not matter).
 //   LLCOMM_SIG_R2          round 2's placement in the serial paths (oneshot-ll: prefetch + finish by the checker
 //                          threads; twoshot-sentinel: blockCheck before the receives when the checker has nothing
-//                          to reduce, else prefetch + finish; its 16-bit reduce-scatter waits unarmed) instead of
-//                          the tail check (round 3's default).
+//                          to reduce, else prefetch + finish; its 16-bit reduce-scatter waits unarmed): the default
+//                          (defined below unless LLCOMM_SIG_TAIL is).
+//   LLCOMM_SIG_TAIL        round 3's tail check instead (every wait armed; measured slower, kept for the A/B).
 //   LLCOMM_SIG_PUBLISH_ONLY only the packet stores (and oneshot-barrier's signature barrier): no check, no arm. A
 //                          diagnostic that splits the cost into the publish and the rest; it checks nothing.
+// The serial paths' check placement: round 2's (LLCOMM_SIG_R2: prefetch + finish) is the default; LLCOMM_SIG_TAIL
+// builds round 3's tail check. Measured on one H200 (research/results/cuda-h200-signature-ab-2026-12-01d.txt, 24
+// cases, ratio to the kernels without the signature): round 2 median 1.057, max 1.105; the tail 1.074, max 1.189
+// (oneshot-ll 2 ranks 8 B: 1.078 against 1.177). The tail arms every wait before it, round 2 leaves 16-bit
+// twoshot-sentinel's reduce-scatter waits unarmed (per-process mode: there a mismatched peer that never sends ends
+// in TIMEOUT, not MISMATCH; docs/protocols.md).
+#if !defined(LLCOMM_SIG_TAIL) && !defined(LLCOMM_SIG_R2)
+#define LLCOMM_SIG_R2 1
+#endif
 #if !defined(LLCOMM_NO_SIGNATURE)
 // The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
