@@ -19,6 +19,7 @@ import {
   accumulationBuild,
   type Dtype,
   deviceBufferLayout,
+  type ErrorWordFields,
   KERNEL_VARIANTS,
   type KernelBuildOptions,
   type KernelVariant,
@@ -50,16 +51,8 @@ interface EmuResult {
   seconds: number
 }
 
-interface ErrorWordJson {
-  code: number
-  rank: number
-  peer: number
-  epoch: number
-  what: number
-  slot: number
-  channel: number
-  reserved: number
-}
+/** The error word as the harness prints it: the device struct's fields (abi.ts) and its reserved word. */
+type ErrorWordJson = ErrorWordFields & { reserved: number }
 
 let work = ''
 let exe = ''

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import type { Dtype } from 'llcomm/internal'
+import type { Dtype, ErrorWordFields } from 'llcomm/internal'
 import {
   DTYPE_BYTES,
   deviceBufferLayout,
@@ -70,15 +70,8 @@ after(() => {
   if (work) rmSync(work, { recursive: true, force: true })
 })
 
-interface ErrorWord {
-  code: number
-  rank: number
-  peer: number
-  epoch: number
-  what: number
-  slot: number
-  channel: number
-}
+/** The error word as the harness prints it (the device struct's fields, abi.ts). */
+type ErrorWord = ErrorWordFields
 interface NormResult {
   ok: boolean
   residualMismatches: number
