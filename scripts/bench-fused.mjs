@@ -8,7 +8,8 @@
 // --probes (bf16): also the cost-decomposition probe columns (FUSED_BENCH_PROBES in packages/tools/src/bench/
 // fused.ts; research/notes/fused-probes.md), printed per shape as a second block: the raw µs, then differences.
 import { writeFileSync } from 'node:fs'
-import { createCudaCommunicator } from 'llcomm/internal'
+import { hostname } from 'node:os'
+import { createCudaCommunicator, cudaDriver } from 'llcomm/internal'
 import { benchFusedShape, FUSED_BENCH_PROBES } from '../packages/tools/dist/src/bench/fused.js'
 
 const args = process.argv.slice(2)
@@ -95,6 +96,32 @@ for (const ranks of ranksList) {
 }
 writeFileSync(
   outFile,
-  `${JSON.stringify({ dtype, calls, replays, bufferBytes: bufferBytes ?? null, at: new Date().toISOString(), rows }, null, 1)}\n`,
+  `${JSON.stringify(
+    {
+      // what bench/results/INDEX.md needs of every results file: date, commit, machine, command
+      date: new Date().toISOString(),
+      commit: process.env.LLCOMM_COMMIT ?? 'unknown',
+      machine: {
+        hostname: hostname(),
+        gpu: (() => {
+          try {
+            const d = cudaDriver()
+            return d.deviceName(d.device(0))
+          } catch {
+            return null
+          }
+        })(),
+      },
+      command: `node scripts/bench-fused.mjs ${process.argv.slice(2).join(' ')}`.trim(),
+      dtype,
+      calls,
+      replays,
+      bufferBytes: bufferBytes ?? null,
+      at: new Date().toISOString(),
+      rows,
+    },
+    null,
+    1,
+  )}\n`,
 )
 console.log(`wrote ${outFile}`)

@@ -100,7 +100,7 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
 /**
  * Which fused kernel and which launches. 'auto' without the split kernels (`autoSplit` false: before sm_90) takes the
  * one-shot when all rows fit one launch, else the two-shot. With them, the crossovers measured on one H200 (bf16, 2
- * and 8 virtual ranks, hidden 4096/8192, batch 1-16: research/results/cuda-h200-bench-fused-bf16-2026-12-01{b,c}.json):
+ * and 8 virtual ranks, hidden 4096/8192, batch 1-16: bench/results/cuda-h200-bench-fused-bf16-2026-12-01{b,c}.json):
  * split (a row shared by a cluster) when it serves the rows in one launch and either the one-shot cannot (8 ranks,
  * hidden 8192, batch 1-8: 6.1-9.6 against the two-shot's 11.7-12.5 us) or there are fewer than 8 rows with 8 ranks
  * or more, or a hidden of 8192 or more (8 ranks 4096 batch 1-4: 5.7-6.5 against 6.4-6.8; 2 ranks 8192 batch 1-4:
