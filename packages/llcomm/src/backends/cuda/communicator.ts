@@ -76,13 +76,14 @@ import type {
   DeviceGraph,
   FusedManyCall,
   FusedNormCall,
+  FusedProbe,
   PreparedDeviceAllReduce,
   PreparedFusedCall,
 } from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { EagerCallCache } from './eager-calls.js'
 import { readErrorWord } from './error-word.js'
-import { FusedLauncher, type FusedProbe } from './fused-launcher.js'
+import { FusedLauncher } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
 import {
   accumulationBuild,
@@ -1008,7 +1009,7 @@ export class CudaCommunicator extends CommunicatorBase {
 
   /**
    * Bench only (scripts/bench-fused.mjs --probes): a cost-decomposition probe kernel on the split plan's launch
-   * shape (FusedProbe in fused-launcher.ts). Not part of the public API; the probes' outputs are not results.
+   * shape (FusedProbe in device-call.ts). Not part of the public API; the probes' outputs are not results.
    */
   prepareDeviceFusedProbe(args: DeviceAllReduceRmsNormArgs, probe: FusedProbe): PreparedFusedDeviceCall {
     return this.preparedOn(this.fused().prepareNorm(args, false, probe), args)

@@ -116,3 +116,27 @@ export interface PreparedFusedCall {
   launches: number
   issue(streams: readonly CuStream[]): void
 }
+
+/** The two split fused kernels (a row shared by a thread-block cluster; fused-launcher.ts). */
+export type FusedSplitAlgorithm = 'split' | 'split-ll'
+
+/**
+ * A probe launch: `kernel` (in `sourceFile`, default FUSED_PROBE_SOURCE) launched with the shape the split planner
+ * gives `plan` (rows per launch, blocks per rank, cluster size), with or without the cluster and cooperative
+ * attributes. Never reached by a library call; the probe kernels other than the shipped ones give wrong outputs
+ * (timing only).
+ */
+export interface FusedProbe {
+  kernel: string
+  sourceFile?: string
+  plan: FusedSplitAlgorithm
+  /** Launch with the plan's cluster dimension (else none: the kernel sees clusters of one). */
+  cluster: boolean
+  cooperative: boolean
+  /** Pass the plan's cluster size in flags >> 8 (kernels with LLC_SPLIT_PROBE_C_FROM_FLAGS). */
+  flagC?: boolean
+  /** The 16-byte parameter struct of llcomm_fused_probe_empty_small (errorWord, rows) instead of the fused one. */
+  smallParams?: boolean
+  /** A SPREAD kernel: refused (INVALID_ARGUMENT) unless fusedSplitSpreadApplies to every launch. */
+  spread?: boolean
+}

@@ -14,7 +14,14 @@ import { LlcommError } from '../../errors.js'
 import { type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
 import { f32Bits, LLCOMM_THREADS } from './abi.js'
 import type { CommunicatorDeviceState } from './allreduce-launcher.js'
-import type { FusedManyCall, FusedNormAlgorithm, FusedNormCall, PreparedFusedCall } from './device-call.js'
+import type {
+  FusedManyCall,
+  FusedNormAlgorithm,
+  FusedNormCall,
+  FusedProbe,
+  FusedSplitAlgorithm,
+  PreparedFusedCall,
+} from './device-call.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import {
   FUSED_NORM_PARAMS_LAYOUT,
@@ -169,7 +176,6 @@ export const FUSED_SPLIT_MAX_ROWS = 64
 /** Cluster sizes the split kernels are launched with (portable sizes; 512 / C virtual threads per block). */
 export const FUSED_CLUSTER_SIZES: readonly number[] = [1, 2, 4, 8]
 
-export type FusedSplitAlgorithm = 'split' | 'split-ll'
 const isSplit = (a: FusedNormAlgorithm): a is FusedSplitAlgorithm => a === 'split' || a === 'split-ll'
 
 /**
@@ -364,27 +370,6 @@ export function fusedSplitSpreadApplies(
   return units <= 64 && groups >= 4 && 512 + nranks * packets * 2 <= FUSED_SPLIT_MAX_UNITS - 12 * 64
 }
 
-/**
- * A probe launch: `kernel` (in `sourceFile`, default FUSED_PROBE_SOURCE) launched with the shape the split planner
- * gives `plan` (rows per launch, blocks per rank, cluster size), with or without the cluster and cooperative
- * attributes. Never reached by a library call; the probe kernels other than the shipped ones give wrong outputs
- * (timing only).
- */
-export interface FusedProbe {
-  kernel: string
-  sourceFile?: string
-  plan: FusedSplitAlgorithm
-  /** Launch with the plan's cluster dimension (else none: the kernel sees clusters of one). */
-  cluster: boolean
-  cooperative: boolean
-  /** Pass the plan's cluster size in flags >> 8 (kernels with LLC_SPLIT_PROBE_C_FROM_FLAGS). */
-  flagC?: boolean
-  /** The 16-byte parameter struct of llcomm_fused_probe_empty_small (errorWord, rows) instead of the fused one. */
-  smallParams?: boolean
-  /** A SPREAD kernel: refused (INVALID_ARGUMENT) unless fusedSplitSpreadApplies to every launch. */
-  spread?: boolean
-}
-
 // ---- the launcher ----
 
 interface PackedLaunch {
@@ -393,7 +378,14 @@ interface PackedLaunch {
   params: Uint8Array
 }
 
-export type { FusedManyCall, FusedNormAlgorithm, FusedNormCall, PreparedFusedCall } from './device-call.js'
+export type {
+  FusedManyCall,
+  FusedNormAlgorithm,
+  FusedNormCall,
+  FusedProbe,
+  FusedSplitAlgorithm,
+  PreparedFusedCall,
+} from './device-call.js'
 
 export class FusedLauncher {
   private readonly driver: CudaDriver
