@@ -41,3 +41,35 @@ test('cuda per process without a usable GPU: every rank rejects at once with the
   })
   assert.equal(listening, false)
 })
+
+test('cuda per process: algorithm resolution is the shared resolver (auto, nccl fallback, fallback off, determinism)', async () => {
+  const { CudaProcessCommunicator } = await import('../../src/backends/cuda/process-communicator.js')
+  const { KERNEL_VARIANTS } = await import('../../src/backends/cuda/kernel-table.js')
+  const { loadTuningTable } = await import('../../src/algorithms/auto.js')
+  // Only the state resolution reads: no rendezvous is joined and no GPU is touched.
+  const rv = { rank: 0, worldSize: 2 } as unknown as ConstructorParameters<typeof CudaProcessCommunicator>[0]
+  const comm = new CudaProcessCommunicator(rv, {
+    device: 0,
+    timeoutMs: 1000,
+    bufferBytes: 1 << 20,
+    table: loadTuningTable(undefined),
+  })
+  Object.assign(comm, {
+    algorithms: [...new Set(KERNEL_VARIANTS.map((v) => v.algorithm)), 'auto'],
+    ncclReason: 'NCCL needs one rank per GPU (ranks share a device)',
+  })
+  assert.notEqual(comm.resolveAlgorithm('auto', 'bf16', 'sum', 8192).algorithm, 'nccl')
+  assert.deepEqual(comm.resolveAlgorithm('twoshot-atomic', 'f32', 'sum', 4096), { algorithm: 'twoshot-atomic' })
+  const nccl = comm.resolveAlgorithm('nccl', 'f32', 'sum', 256)
+  assert.equal(nccl.algorithm, 'ring')
+  assert.match(nccl.fallbackReason ?? '', /nccl is not usable per process here: NCCL needs one rank per GPU/)
+  assert.throws(() => comm.resolveAlgorithm('nccl', 'f32', 'sum', 256, false), { code: 'UNSUPPORTED_ALGORITHM' })
+  assert.throws(() => comm.resolveAlgorithm('nccl-x' as never, 'f32', 'sum', 256), { code: 'UNSUPPORTED_ALGORITHM' })
+  const ring = comm.resolveAlgorithm('ring', 'bf16', 'sum', 4096, true, true)
+  assert.equal(ring.algorithm, 'oneshot-barrier')
+  assert.match(ring.fallbackReason ?? '', /deterministic/)
+  assert.throws(() => comm.resolveAlgorithm('ring', 'bf16', 'sum', 4096, false, true), {
+    code: 'UNSUPPORTED_ALGORITHM',
+  })
+  assert.throws(() => comm.resolveAlgorithm('auto', 'f64' as never, 'sum', 8), { code: 'UNSUPPORTED_DTYPE' })
+})

@@ -22,8 +22,8 @@
  * still maps), then frees in reverse order and leaves the rendezvous. destroy(): the same without the barrier.
  */
 import { createHash } from 'node:crypto'
-import { chooseAlgorithm, loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
-import { resolveAlgorithm as resolveWithCapabilities } from '../../algorithms/resolve.js'
+import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
+import { type AlgorithmCapabilities, resolveAlgorithm as resolveWithCapabilities } from '../../algorithms/resolve.js'
 import type {
   AlgorithmChoice,
   AlgorithmName,
@@ -228,6 +228,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     }
     this.throwIfAnyFailed(await this.rv.allGather('llcomm/cuda/probe-checked', checked, timeoutMs), 'see its peers')
     await this.negotiateNccl(all, timeoutMs)
+    this.capabilities = undefined // made from the algorithms below at the first resolution
     this.algorithms = [
       ...new Set(KERNEL_VARIANTS.map((v) => v.algorithm)),
       ...(this.ncclReason ? [] : (['nccl'] as const)),
@@ -408,7 +409,34 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     return KERNEL_VARIANTS.some((v) => v.algorithm === algorithm && v.dtype === dtype && v.op === op)
   }
 
-  /** auto and fallbacks, with the rules of the in-process cuda communicator (reported, never silent). */
+  /** This rank's row of the capability table (algorithms/resolve.ts), made once the algorithms are known. */
+  private capabilities: AlgorithmCapabilities | undefined
+
+  private capabilityTable(): AlgorithmCapabilities {
+    this.capabilities ??= {
+      backend: 'cuda',
+      ranks: this.size,
+      available: this.algorithms.filter((a): a is AlgorithmName => a !== 'auto'),
+      cannotServe: (algorithm, call) => {
+        if (algorithm === 'nccl')
+          return this.ncclReason === undefined ? undefined : `nccl is not usable per process here: ${this.ncclReason}`
+        if (algorithm === 'nccl-symmetric')
+          return 'nccl-symmetric is not usable per process here: not offered on this path'
+        return this.hasKernel(algorithm, call.dtype, call.op)
+          ? undefined
+          : `${algorithm} has no kernel for ${call.dtype}/${call.op} on this communicator`
+      },
+      autoPreference: AUTO_PREFERENCE,
+      fallbacks: ['nccl', ...FALLBACK_KERNELS],
+      tuning: this.table,
+    }
+    return this.capabilities
+  }
+
+  /**
+   * auto, fallbacks and determinism by the shared resolver (algorithms/resolve.ts), the in-process communicators'
+   * rules: reported, never silent.
+   */
   resolveAlgorithm(
     requested: AlgorithmChoice,
     dtype: Dtype,
@@ -419,40 +447,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   ): { algorithm: AlgorithmName; fallbackReason?: string } {
     if (!DTYPES.includes(dtype)) throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not supported`)
     if (op !== 'sum') throw new LlcommError('UNSUPPORTED_OP', `op ${String(op)} is not supported (sum only)`)
-    const available = this.algorithms.filter((a): a is AlgorithmName => a !== 'auto')
-    if (deterministic) {
-      // The shared resolver's determinism rules (algorithms/determinism.ts): auto among the algorithms that keep
-      // the rank-order f32 sum, a requested one that does not replaced by oneshot-barrier (reported) or refused.
-      const call = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback, deterministic }
-      return resolveWithCapabilities(requested, call, {
-        backend: 'cuda',
-        ranks: this.size,
-        available,
-        cannotServe: (algorithm) => {
-          if (algorithm === 'nccl' || algorithm === 'nccl-symmetric')
-            return `${algorithm} is not usable per process here: ${algorithm === 'nccl' ? this.ncclReason : 'not offered on this path'}`
-          return this.hasKernel(algorithm, dtype, op) ? undefined : `${algorithm} has no kernel for ${dtype}/${op}`
-        },
-        autoPreference: AUTO_PREFERENCE,
-        fallbacks: FALLBACK_KERNELS,
-        tuning: this.table,
-      })
-    }
-    if (requested === 'auto') {
-      const chosen = chooseAlgorithm(this.table, 'cuda', this.size, bytes, available, AUTO_PREFERENCE)
-      if (chosen === 'nccl' || this.hasKernel(chosen, dtype, op)) return { algorithm: chosen }
-      requested = chosen
-    } else if (available.includes(requested) && (requested === 'nccl' || this.hasKernel(requested, dtype, op))) {
-      return { algorithm: requested }
-    }
-    const reason =
-      requested === 'nccl' || requested === 'nccl-symmetric'
-        ? `${requested} is not usable per process here: ${requested === 'nccl-symmetric' ? 'not offered on this path' : this.ncclReason}`
-        : `${requested} has no kernel for ${dtype}/${op} on this communicator`
-    if (!fallback) throw new LlcommError('UNSUPPORTED_ALGORITHM', reason, { algorithm: requested })
-    const to = available.includes('nccl') ? 'nccl' : FALLBACK_KERNELS.find((a) => this.hasKernel(a, dtype, op))
-    if (!to) throw new LlcommError('UNSUPPORTED_ALGORITHM', `${reason}, and no fallback is available`)
-    return { algorithm: to, fallbackReason: reason }
+    const call = { dtype, op, count: Math.ceil(bytes / DTYPE_BYTES[dtype]), fallback, deterministic }
+    return resolveWithCapabilities(requested, call, this.capabilityTable())
   }
 
   /** Enqueues this rank's part of the all-reduce on `stream`; no host synchronization (graph-capturable). */
