@@ -154,19 +154,21 @@ interface DroppedCudaResources {
   nccl: NcclBaseline | undefined
 }
 
-/**
- * Frees a collected communicator's resources in close()'s order (NCCL, streams, memory, modules, contexts), each
- * step on its own so that one failure does not leak the rest. Work still queued on its streams finishes first:
- * cuStreamDestroy lets queued work complete, and cuMemFree waits for the device.
- */
-const droppedCudaCommunicators = new FinalizationRegistry<DroppedCudaResources>((o) => {
-  const attempt = (f: () => void) => {
-    try {
-      f()
-    } catch {
-      // keep freeing
-    }
+/** Runs one freeing step; a failure does not stop the next steps (one failure must not leak the rest). */
+function attempt(step: () => void): void {
+  try {
+    step()
+  } catch {
+    // keep freeing
   }
+}
+
+/**
+ * Frees what a communicator owns on the device, in close()'s order (NCCL, streams, memory, modules, contexts), each
+ * step on its own. Work still queued on its streams finishes first: cuStreamDestroy lets queued work complete, and
+ * cuMemFree waits for the device. close()/destroy() (releaseAll) and the registry below both end here.
+ */
+function releaseDeviceResources(o: DroppedCudaResources): void {
   attempt(() => o.nccl?.destroy())
   for (const [i, s] of [...o.internalStreams.entries()].reverse()) {
     attempt(() => {
@@ -174,10 +176,14 @@ const droppedCudaCommunicators = new FinalizationRegistry<DroppedCudaResources>(
       o.driver.streamDestroy(s)
     })
   }
+  o.internalStreams.length = 0
   attempt(() => o.allocs.freeAll())
   attempt(() => o.modules.unloadAll())
   attempt(() => o.deviceSet.release())
-})
+}
+
+/** Dropped without close(): frees the device resources once the communicator is collected (issue 19 item 4). */
+const droppedCudaCommunicators = new FinalizationRegistry<DroppedCudaResources>(releaseDeviceResources)
 
 /** The internals of an open communicator (see CudaCommunicatorInternals). */
 export function cudaCommunicatorInternals(comm: CudaCommunicator): CudaCommunicatorInternals {
@@ -218,8 +224,10 @@ export class CudaCommunicator extends CommunicatorBase {
   private readonly tuning: TuningTable
   /** The communicator's `deterministic` default (CommunicatorOptionsBase). */
   private readonly deterministic: boolean
-  private ncclBaseline: NcclBaseline | undefined
-  /** What a dropped communicator still owns, for `droppedCudaCommunicators` (shared with the fields above). */
+  /**
+   * The device resources: the same objects as the fields above (and the NCCL clique, made on first use), kept apart
+   * so that `droppedCudaCommunicators` can free them without holding the communicator.
+   */
   private readonly owned: DroppedCudaResources
   private staging:
     | {
@@ -668,9 +676,8 @@ export class CudaCommunicator extends CommunicatorBase {
   /** The NCCL clique, created on first use. */
   nccl(): NcclBaseline {
     if (this.ncclReason) throw new LlcommError('UNSUPPORTED_ALGORITHM', `nccl is not usable here: ${this.ncclReason}`)
-    this.ncclBaseline ??= new NcclBaseline(loadNccl(), this.driver, this.deviceSet)
-    this.owned.nccl = this.ncclBaseline
-    return this.ncclBaseline
+    this.owned.nccl ??= new NcclBaseline(loadNccl(), this.driver, this.deviceSet)
+    return this.owned.nccl
   }
 
   private stagingFor(bytes: number, symmetric: boolean): { inputs: DevicePtr[]; outputs: DevicePtr[] } {
@@ -945,29 +952,12 @@ export class CudaCommunicator extends CommunicatorBase {
     if (this.closed) return
     this.closed = true
     droppedCudaCommunicators.unregister(this)
-    const attempt = (f: () => void) => {
-      try {
-        f()
-      } catch {
-        // keep freeing: one failure must not leak the rest
-      }
-    }
     for (const g of this.graphs) attempt(() => g.destroy())
     this.graphs.clear()
     attempt(() => this.user.releaseAll())
-    attempt(() => this.ncclBaseline?.destroy())
     attempt(() => this.launcher?.disposeAll())
     attempt(() => this.fusedLauncher?.disposeAll())
-    for (const [i, s] of [...this.internalStreams.entries()].reverse()) {
-      attempt(() => {
-        this.deviceSet.use(this.deviceSet.groups[i])
-        this.driver.streamDestroy(s)
-      })
-    }
-    this.internalStreams.length = 0
-    attempt(() => this.allocs.freeAll())
-    attempt(() => this.modules.unloadAll())
-    attempt(() => this.deviceSet.release())
+    releaseDeviceResources(this.owned)
   }
 
   // ---- fused calls (issue 21; fused-launcher.ts) ----
