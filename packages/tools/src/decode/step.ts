@@ -334,6 +334,36 @@ export async function runCudaDecodeStep(
         tokensPerSplit: plan.tokensPerSplit,
         ropeThetaBits: f32Bits(DECODE_ROPE_THETA),
       })
+    // One layer's attention on every rank: RoPE + KV append, split-context attention, the splits' combine.
+    const issueAttention = (layer: number) => {
+      eachRank((r, l, s) =>
+        l.launch(
+          'llcomm_decode_rope_append',
+          B * (plan.qHeads + 2 * plan.kvHeads),
+          plan.headDim / 2,
+          attentionParams(r, layer),
+          s,
+        ),
+      )
+      eachRank((r, l, s) =>
+        l.launch(
+          'llcomm_decode_attention',
+          plan.attentionSplits * plan.kvHeads * B,
+          LLCOMM_DECODE_THREADS,
+          attentionParams(r, layer),
+          s,
+        ),
+      )
+      eachRank((r, l, s) =>
+        l.launch(
+          'llcomm_decode_attention_combine',
+          plan.qHeads * B,
+          LLCOMM_DECODE_THREADS,
+          attentionParams(r, layer),
+          s,
+        ),
+      )
+    }
     const issueStep = (alg: DecodeAlgorithm) => {
       const call = calls.get(alg)
       const ar = buffersFor(alg)
@@ -343,33 +373,7 @@ export async function runCudaDecodeStep(
       plan.layerBuffers.forEach((lb, layer) => {
         issueNorm(layer === 0 ? (r) => at(r, plan.embedding) : reduced, lb.attentionNorm, layer === 0 ? 0 : 1)
         issueGemv(plan.normed, lb.qkv, (r) => at(r, plan.qkvOut), plan.qkvRows, plan.hidden, false)
-        eachRank((r, l, s) =>
-          l.launch(
-            'llcomm_decode_rope_append',
-            B * (plan.qHeads + 2 * plan.kvHeads),
-            plan.headDim / 2,
-            attentionParams(r, layer),
-            s,
-          ),
-        )
-        eachRank((r, l, s) =>
-          l.launch(
-            'llcomm_decode_attention',
-            plan.attentionSplits * plan.kvHeads * B,
-            LLCOMM_DECODE_THREADS,
-            attentionParams(r, layer),
-            s,
-          ),
-        )
-        eachRank((r, l, s) =>
-          l.launch(
-            'llcomm_decode_attention_combine',
-            plan.qHeads * B,
-            LLCOMM_DECODE_THREADS,
-            attentionParams(r, layer),
-            s,
-          ),
-        )
+        issueAttention(layer)
         issueGemv(plan.attentionOut, lb.o, partialOut, plan.hidden, plan.qHeads * plan.headDim, false)
         call?.issue(streams)
         issueNorm(reduced, lb.mlpNorm, 1)
@@ -431,33 +435,7 @@ export async function runCudaDecodeStep(
       plan.layerBuffers.forEach((lb, layer) => {
         if (layer === 0) issueNorm((r) => at(r, plan.embedding), lb.attentionNorm, 0)
         issueGemv(plan.normed, lb.qkv, (r) => at(r, plan.qkvOut), plan.qkvRows, plan.hidden, false)
-        eachRank((r, l, s) =>
-          l.launch(
-            'llcomm_decode_rope_append',
-            B * (plan.qHeads + 2 * plan.kvHeads),
-            plan.headDim / 2,
-            attentionParams(r, layer),
-            s,
-          ),
-        )
-        eachRank((r, l, s) =>
-          l.launch(
-            'llcomm_decode_attention',
-            plan.attentionSplits * plan.kvHeads * B,
-            LLCOMM_DECODE_THREADS,
-            attentionParams(r, layer),
-            s,
-          ),
-        )
-        eachRank((r, l, s) =>
-          l.launch(
-            'llcomm_decode_attention_combine',
-            plan.qHeads * B,
-            LLCOMM_DECODE_THREADS,
-            attentionParams(r, layer),
-            s,
-          ),
-        )
+        issueAttention(layer)
         issueGemv(plan.attentionOut, lb.o, partialOut, plan.hidden, plan.qHeads * plan.headDim, false)
         pair(lb.mlpNorm)
         issueGemv(plan.normed, lb.gateUp, (r) => at(r, plan.activation), plan.intermediate, plan.hidden, true)
