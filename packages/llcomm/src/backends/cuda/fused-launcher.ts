@@ -140,8 +140,10 @@ export function planFusedNorm(
     let split: FusedNormPlan | undefined
     try {
       split = planFusedSplit('split', nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
-    } catch {
-      split = undefined // its rows do not fit the split kernel's lanes: the one-shot or two-shot below
+    } catch (e) {
+      // its rows do not fit the split kernel's lanes (INVALID_ARGUMENT): the one-shot or two-shot below
+      if (!(e instanceof LlcommError) || e.code !== 'INVALID_ARGUMENT') throw e
+      split = undefined
     }
     if (split && split.launches.length === 1) return split
   }
