@@ -310,7 +310,7 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //   LLCOMM_SIG_PUBLISH_ONLY only the packet stores (and oneshot-barrier's signature barrier): no check, no arm. A
 //                          diagnostic that splits the cost into the publish and the rest; it checks nothing.
 // The serial paths' check placement: round 2's (LLCOMM_SIG_R2: prefetch + finish) is the default; LLCOMM_SIG_TAIL
-// builds round 3's tail check. Measured on one H200 (research/results/cuda-h200-signature-ab-2026-12-01d.txt, 24
+// builds round 3's tail check. Measured on one H200 (bench/results/cuda-h200-signature-ab-2026-12-01d.txt, 24
 // cases, ratio to the kernels without the signature): round 2 median 1.057, max 1.105; the tail 1.074, max 1.189
 // (oneshot-ll 2 ranks 8 B: 1.078 against 1.177). The tail arms every wait before it, round 2 leaves 16-bit
 // twoshot-sentinel's reduce-scatter waits unarmed (per-process mode: there a mismatched peer that never sends ends

@@ -649,7 +649,8 @@ export class CudaCommunicator extends CommunicatorBase {
     this.assertOpen()
     const streams = [...this.streamsOf(args)]
     // BUSY is decided before the preparation, which can outlast the previous call (a 512-chunk call packs for about
-    // 20 ms: research/scripts/probe/busy-probe.mjs, H200, 2026-12-01); issue() then finds the same streams claimed.
+    // 20 ms: bench/results/cuda-h200-busy-probe-2026-12-01.txt, research/scripts/probe/busy-probe.mjs); issue()
+    // then finds the same streams claimed.
     this.claimStreams(streams)
     const p = this.prepareDeviceAllReduce(args)
     const info: DeviceAllReduceInfo = { algorithm: p.algorithm, fallbackReason: p.fallbackReason, chunks: p.chunks }
