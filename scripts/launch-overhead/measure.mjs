@@ -29,6 +29,7 @@ const { values: opts } = parseArgs({
     bursts: { type: 'string', default: '200' },
     steady: { type: 'string', default: '20000' },
     count: { type: 'string', default: '4096' },
+    inproc: { type: 'string' },
   },
 })
 const BURST = 64
@@ -62,6 +63,10 @@ const outputs = [d.memAlloc(bytesPerRank), d.memAlloc(bytesPerRank)]
 for (const p of inputs) d.memsetD32(p, INPUT_WORD, bytesPerRank / 4)
 for (const p of outputs) d.memsetD32(p, 0, bytesPerRank / 4)
 
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.max(0, Math.round(q * (s.length - 1))))]
+}
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   const n = s.length
@@ -278,7 +283,7 @@ for (const [label, flags] of [
   ['coop+pdl', { cooperative: true, pdl: true }],
 ]) {
   const l = emptyLaunch(1, 32, flags)
-  jsCases.push({ case: 'empty-1x32', variant: label, path: 'PreparedLaunch.launch()', run: () => l.launch() })
+  jsCases.push({ case: 'empty-1x32', variant: label, path: 'PreparedLaunch.launch()', run: () => l.launch(), launch: l })
 }
 for (const [label, flags] of [
   ['coop', { cooperative: true, pdl: false }],
@@ -290,6 +295,7 @@ for (const [label, flags] of [
     variant: label,
     path: 'PreparedLaunch.launch()',
     run: () => l.launch(),
+    launch: l,
   })
 }
 for (const [label, pdl] of [
@@ -299,29 +305,39 @@ for (const [label, pdl] of [
   const l = launchOf(pdl)
   const p = prepared[pdl]
   const args = allreduceArgs(pdl)
-  jsCases.push({ case: 'oneshot-ll8-bf16', variant: label, path: 'PreparedLaunch.launch()', run: () => l.launch() })
+  jsCases.push({
+    case: 'oneshot-ll8-bf16',
+    variant: label,
+    path: 'PreparedLaunch.launch()',
+    run: () => l.launch(),
+    launch: l,
+  })
   jsCases.push({
     case: 'oneshot-ll8-bf16',
     variant: label,
     path: 'prepareDeviceAllReduce().issue()',
     run: () => p.issue(),
+    launch: l,
   })
   jsCases.push({
     case: 'oneshot-ll8-bf16',
     variant: label,
     path: 'prepare(args).issue() per call (old eager path)',
     run: () => comm.prepareDeviceAllReduce(args).issue(),
+    slow: true,
   })
   jsCases.push({
     case: 'oneshot-ll8-bf16',
     variant: label,
     path: 'deviceAllReduce(args)',
     run: () => comm.deviceAllReduce(args),
+    launch: l,
   })
   jsCases.push({
     case: 'oneshot-ll8-bf16',
     variant: label,
     path: 'deviceAllReduce({...}) new args each call',
+    launch: l,
     run: () =>
       comm.deviceAllReduce({
         inputs,
@@ -337,7 +353,70 @@ for (const [label, pdl] of [
   })
 }
 
+// ---- in-process C loop (--inproc liblaunch_inproc.so, launch_inproc.cpp) ----
+// The C loop runs in this process and launches the very PreparedLaunch the JS path ends in (same config block,
+// function, parameters, stream, driver instance), so the ratio holds nothing but the JS side's own cost. Bursts
+// alternate JS/C and C/JS pair by pair; each burst starts on an idle stream; "paired" is the median of JS/C over
+// the pairs, which run back to back and so share the machine's drift.
+let inproc
+if (opts.inproc) {
+  const koffi = (await import('koffi')).default
+  const lib = koffi.load(resolve(opts.inproc))
+  inproc = {
+    init: lib.func('int llcomm_inproc_init()'),
+    burst: lib.func(
+      'double llcomm_inproc_burst(uint64_t config, uint64_t f, uint64_t kernelParams, uint64_t extra, int n)',
+    ),
+  }
+  if (inproc.init() !== 0) throw new Error('launch_inproc: cuLaunchKernelEx not found in the loaded libcuda.so.1')
+}
+/** One in-process pass over a case: BURSTS pairs of (JS burst, C burst), order alternating. */
+function timeInProcess(c) {
+  globalThis.gc?.()
+  const l = c.launch
+  // Private fields of PreparedLaunch (compile-time private only): what launch() passes to cuLaunchKernelEx.
+  const cBurst = () => {
+    const us = inproc.burst(l.block.address, l.fn, l.kernelParamsArg, l.extraArg, BURST)
+    if (us < 0) throw new Error(`launch_inproc: cuLaunchKernelEx returned ${-us}`)
+    return us
+  }
+  const jsBurst = () => {
+    const t0 = performance.now()
+    for (let i = 0; i < BURST; i++) c.run()
+    const t1 = performance.now()
+    return ((t1 - t0) * 1000) / BURST
+  }
+  for (let b = 0; b < 10; b++) {
+    jsBurst()
+    d.streamSynchronize(stream)
+    cBurst()
+    d.streamSynchronize(stream)
+  }
+  const jsUs = []
+  const cUs = []
+  for (let b = 0; b < BURSTS; b++) {
+    let js
+    let cc
+    if (b % 2 === 0) {
+      js = jsBurst()
+      d.streamSynchronize(stream)
+      cc = cBurst()
+      d.streamSynchronize(stream)
+    } else {
+      cc = cBurst()
+      d.streamSynchronize(stream)
+      js = jsBurst()
+      d.streamSynchronize(stream)
+    }
+    jsUs.push(js)
+    cUs.push(cc)
+  }
+  return { jsUs, cUs, paired: jsUs.map((x, i) => x / cUs[i]) }
+}
+const inprocCases = jsCases.filter((c) => c.launch !== undefined)
+
 const results = []
+const inprocResults = []
 for (let rep = 0; rep < REPS; rep++) {
   for (const c of jsCases) {
     const r = timeLaunches(c.run)
@@ -350,7 +429,39 @@ for (let rep = 0; rep < REPS; rep++) {
       for (const line of text.split('\n').filter(Boolean)) results.push({ rep, ...JSON.parse(line) })
     }
   }
+  if (inproc) {
+    for (const c of inprocCases) {
+      const r = timeInProcess(c)
+      inprocResults.push({
+        rep,
+        case: c.case,
+        variant: c.variant,
+        path: c.path,
+        jsUsMedian: median(r.jsUs),
+        cUsMedian: median(r.cUs),
+        pairedMedian: median(r.paired),
+        pairedP25: quantile(r.paired, 0.25),
+        pairedP75: quantile(r.paired, 0.75),
+      })
+    }
+    comm.checkDeviceError()
+  }
 }
+const inprocRows = inprocCases.map((c) => {
+  const reps = inprocResults.filter((r) => r.case === c.case && r.variant === c.variant && r.path === c.path)
+  const jsUs = median(reps.map((r) => r.jsUsMedian))
+  const cUs = median(reps.map((r) => r.cUsMedian))
+  return {
+    case: c.case,
+    variant: c.variant,
+    jsPath: c.path,
+    cUsPerLaunch: cUs,
+    jsUsPerLaunch: jsUs,
+    ratio: jsUs / cUs,
+    pairedMedian: median(reps.map((r) => r.pairedMedian)),
+    pairedMedianRange: [Math.min(...reps.map((r) => r.pairedMedian)), Math.max(...reps.map((r) => r.pairedMedian))],
+  }
+})
 
 // ---- table ----
 const rows = []
@@ -389,6 +500,17 @@ const doc = {
     `when it is above device µs/kernel, else converges on it). ${REPS} repetitions, JS and C++ alternating; the figure is ` +
     `the median of the repetitions' medians. oneshot: 2 virtual ranks on device 0, ${COUNT} bf16 per rank.`,
   rows,
+  inProcess: inproc
+    ? {
+        method:
+          `C loop in this process (launch_inproc.cpp via koffi) launching the same PreparedLaunch as the JS path; ` +
+          `${BURSTS} pairs of ${BURST}-launch bursts a repetition, JS/C order alternating, each burst on an idle ` +
+          `stream; ratio = median over repetitions of JS median / median over repetitions of C median; paired = ` +
+          `median over repetitions of the median JS/C over a repetition's pairs.`,
+        rows: inprocRows,
+        raw: inprocResults,
+      }
+    : undefined,
   raw: results,
 }
 await comm.close()
@@ -412,3 +534,21 @@ const table = [
 const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)))
 console.log(`${doc.machine}  commit ${doc.commit}  ${doc.date}`)
 for (const row of table) console.log(row.map((cell, i) => cell.padEnd(widths[i])).join('  '))
+if (inproc) {
+  const t2 = [
+    ['in-process: case', 'variant', 'JS path', 'C µs', 'JS µs', 'ratio', 'paired', 'paired range (reps)'],
+    ...inprocRows.map((r) => [
+      r.case,
+      r.variant,
+      r.jsPath,
+      f(r.cUsPerLaunch),
+      f(r.jsUsPerLaunch),
+      f(r.ratio, 3),
+      f(r.pairedMedian, 3),
+      `${f(r.pairedMedianRange[0], 3)}-${f(r.pairedMedianRange[1], 3)}`,
+    ]),
+  ]
+  const w2 = t2[0].map((_, i) => Math.max(...t2.map((row) => row[i].length)))
+  console.log('')
+  for (const row of t2) console.log(row.map((cell, i) => cell.padEnd(w2[i])).join('  '))
+}
