@@ -283,7 +283,13 @@ for (const [label, flags] of [
   ['coop+pdl', { cooperative: true, pdl: true }],
 ]) {
   const l = emptyLaunch(1, 32, flags)
-  jsCases.push({ case: 'empty-1x32', variant: label, path: 'PreparedLaunch.launch()', run: () => l.launch(), launch: l })
+  jsCases.push({
+    case: 'empty-1x32',
+    variant: label,
+    path: 'PreparedLaunch.launch()',
+    run: () => l.launch(),
+    launch: l,
+  })
 }
 for (const [label, flags] of [
   ['coop', { cooperative: true, pdl: false }],
