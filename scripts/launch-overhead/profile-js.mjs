@@ -17,7 +17,7 @@ const { values: opts } = parseArgs({
 })
 const CALLS = Number(opts.calls)
 
-const { AllReduceLauncher, EagerCallCache } = await import('llcomm/internal')
+const { AllReduceLauncher, deviceAllReduceCalls } = await import('llcomm/internal')
 const { CommunicatorBase, CudaCommunicator } = await import('llcomm/internal')
 const { deviceBufferLayout } = await import('llcomm/internal')
 const { loadTuningTable } = await import('llcomm/internal')
@@ -83,7 +83,7 @@ Object.assign(comm, {
   closed: false,
   broken: undefined,
   lastStreams: undefined,
-  eagerCalls: new EagerCallCache(), // the eager-call cache (eager-calls.ts)
+  eagerCalls: deviceAllReduceCalls(), // the eager-call cache (eager-calls.ts)
   deterministic: false,
   // the capability table the resolver reads (every kernel serves every call here)
   capabilities: {
