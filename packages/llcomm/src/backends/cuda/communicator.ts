@@ -34,7 +34,6 @@ import type {
   BenchmarkResult,
   CudaCommunicatorOptions,
   Dtype,
-  LlProtocol,
   ReduceOp,
   TensorArray,
 } from '../../api/types.js'
