@@ -7,7 +7,10 @@
 //
 // Prints ns per call and heap bytes per call (used-heap growth over a window with no GC; -1 when a GC ran inside
 // the window) for: the bare koffi call, PreparedLaunch.launch(), prepareDeviceAllReduce().issue(),
-// deviceAllReduce(args) with the same args object, and deviceAllReduce({...}) with a fresh args object each call.
+// deviceAllReduce(args) with the same args object, and deviceAllReduce({...}) with a fresh args object each call;
+// the same for the fused AllReduce + residual + RMSNorm (prepareDeviceAllReduceRmsNorm().issue(), the eager
+// deviceAllReduceRmsNorm with the same / a fresh args object, and prepare+issue per call: the eager path before its
+// cache, with CALLS / 100 calls).
 import { parseArgs } from 'node:util'
 import v8 from 'node:v8'
 import koffi from 'koffi'
@@ -17,7 +20,10 @@ const { values: opts } = parseArgs({
 })
 const CALLS = Number(opts.calls)
 
-const { AllReduceLauncher, EagerCallCache } = await import('llcomm/internal')
+const { AllReduceLauncher, deviceAllReduceCalls, FusedLauncher, fusedNormCalls, allReduceManyCalls } = await import(
+  'llcomm/internal'
+)
+const { FUSED_NORM_PARAMS_LAYOUT, f32Bits } = await import('llcomm/internal')
 const { CommunicatorBase, CudaCommunicator } = await import('llcomm/internal')
 const { deviceBufferLayout } = await import('llcomm/internal')
 const { loadTuningTable } = await import('llcomm/internal')
@@ -83,7 +89,11 @@ Object.assign(comm, {
   closed: false,
   broken: undefined,
   lastStreams: undefined,
-  eagerCalls: new EagerCallCache(), // the eager-call cache (eager-calls.ts)
+  eagerCalls: deviceAllReduceCalls(), // the eager-call caches (eager-calls.ts)
+  eagerNormCalls: fusedNormCalls(),
+  eagerReferenceNormCalls: fusedNormCalls(),
+  eagerManyCalls: allReduceManyCalls(),
+  fusedLauncher: new FusedLauncher(fakeDriver, deviceSet, fakeModules, state),
   deterministic: false,
   // the capability table the resolver reads (every kernel serves every call here)
   capabilities: {
@@ -118,19 +128,19 @@ const prepared = comm.prepareDeviceAllReduce(args)
 prepared.issue()
 const launch = [...launcher.launches.values()][0]
 
-function measure(name, f) {
-  for (let i = 0; i < 20000; i++) f() // warm-up: let the JIT settle
+function measure(name, f, calls = CALLS) {
+  for (let i = 0; i < Math.min(20000, calls); i++) f() // warm-up: let the JIT settle
   const times = []
   for (let rep = 0; rep < 5; rep++) {
     const t0 = performance.now()
-    for (let i = 0; i < CALLS; i++) f()
-    times.push(((performance.now() - t0) * 1e6) / CALLS)
+    for (let i = 0; i < calls; i++) f()
+    times.push(((performance.now() - t0) * 1e6) / calls)
   }
   times.sort((a, b) => a - b)
   // Heap growth per call over a short window; run with a large young generation (--max-semi-space-size=64) so that
   // no scavenge falls inside it. A shrinking heap means one did: reported as -1.
   globalThis.gc?.()
-  const window = 2000
+  const window = Math.min(2000, calls)
   const before = v8.getHeapStatistics().used_heap_size
   for (let i = 0; i < window; i++) f()
   const after = v8.getHeapStatistics().used_heap_size
@@ -157,6 +167,44 @@ const rows = [
     }),
   ),
 ]
+
+// The fused call (fused-launcher.ts): 2 ranks, 4 rows of 4096 bf16, the one-shot kernel.
+const fusedArgs = {
+  inputs,
+  residuals: [0x7e0000400000, 0x7e0000500000],
+  outputs: [0x7e0000600000, 0x7e0000700000],
+  weights: [0x7e0000800000, 0x7e0000900000],
+  rows: 4,
+  hidden: 4096,
+  eps: 1e-5,
+  dtype: 'bf16',
+  algorithm: 'oneshot',
+  stream,
+}
+const fusedPrepared = comm.prepareDeviceAllReduceRmsNorm(fusedArgs)
+rows.push(
+  measure('prepareDeviceAllReduceRmsNorm().issue()', () => fusedPrepared.issue()),
+  measure('deviceAllReduceRmsNorm(args) same object', () => comm.deviceAllReduceRmsNorm(fusedArgs)),
+  measure('deviceAllReduceRmsNorm({...}) fresh object', () =>
+    comm.deviceAllReduceRmsNorm({
+      inputs,
+      residuals: fusedArgs.residuals,
+      outputs: fusedArgs.outputs,
+      weights: fusedArgs.weights,
+      rows: 4,
+      hidden: 4096,
+      eps: 1e-5,
+      dtype: 'bf16',
+      algorithm: 'oneshot',
+      stream,
+    }),
+  ),
+  measure(
+    'fused prepare+issue per call (old eager path)',
+    () => comm.prepareDeviceAllReduceRmsNorm(fusedArgs).issue(),
+    Math.max(1, Math.floor(CALLS / 100)),
+  ),
+)
 if (launches === 0) throw new Error('the stand-in launch was never called')
 
 // Self-check of the eager-call cache (communicator.ts): the launched parameter bytes must follow the arguments, also
@@ -177,6 +225,30 @@ if (!paramsHold(0x7e0000400000) || paramsHold(outputs[1]))
 comm.deviceAllReduce(args)
 if (!paramsHold(outputs[1])) throw new Error('cache check: switching back to the first call did not restore its params')
 console.log('eager-call cache check: parameters follow the arguments (3 calls)')
+
+// The same for the fused call: its launch's weight pointers and eps follow the arguments, also changed in place.
+const fusedLaunch = [...comm.fusedLauncher.configs.values()][0]
+const fusedField = (name, i = 0) => {
+  const { bytes } = fusedLaunch.snapshot()
+  const f = FUSED_NORM_PARAMS_LAYOUT.byName[name]
+  // the parameter struct ends the launch's native block (ffi/launch.ts)
+  const v = new DataView(bytes.buffer, bytes.byteLength - fusedLaunch.paramBytes, fusedLaunch.paramBytes)
+  return f.kind === 'u64' ? Number(v.getBigUint64(f.offset + 8 * i, true)) : v.getUint32(f.offset, true)
+}
+const fusedReused = { ...fusedArgs, weights: [...fusedArgs.weights] }
+comm.deviceAllReduceRmsNorm(fusedReused)
+if (fusedField('weight', 1) !== fusedArgs.weights[1]) throw new Error('fused cache check: weight pointer missing')
+fusedReused.weights[1] = 0x7e0000a00000
+comm.deviceAllReduceRmsNorm(fusedReused)
+if (fusedField('weight', 1) !== 0x7e0000a00000)
+  throw new Error('fused cache check: an in-place change of the weights array was not re-packed')
+fusedReused.eps = 1e-3
+comm.deviceAllReduceRmsNorm(fusedReused)
+if (fusedField('epsBits') !== f32Bits(1e-3)) throw new Error('fused cache check: a changed eps was not re-packed')
+comm.deviceAllReduceRmsNorm(fusedArgs)
+if (fusedField('weight', 1) !== fusedArgs.weights[1] || fusedField('epsBits') !== f32Bits(1e-5))
+  throw new Error('fused cache check: switching back to the first call did not restore its params')
+console.log('fused eager-call cache check: parameters follow the arguments (4 calls)')
 if (opts.json) console.log(JSON.stringify({ node: process.version, calls: CALLS, rows }, null, 1))
 for (const r of rows) {
   console.log(

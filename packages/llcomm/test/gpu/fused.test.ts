@@ -10,7 +10,12 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Dtype, TensorArray } from '../../src/api/types.js'
 import { DTYPE_BYTES, DTYPES } from '../../src/api/types.js'
-import { type CudaCommunicator, createCudaCommunicator } from '../../src/backends/cuda/communicator.js'
+import {
+  type CudaCommunicator,
+  createCudaCommunicator,
+  type DeviceAllReduceManyArgs,
+  type DeviceAllReduceRmsNormArgs,
+} from '../../src/backends/cuda/communicator.js'
 import {
   FUSED_CLUSTER_SIZES,
   type FusedNormAlgorithm,
@@ -122,13 +127,14 @@ function readBack(ptrs: readonly DevicePtr[], dtype: Dtype, n: number, f32 = fal
  * returns [wrong residual elements, output elements off, worst relative error].
  */
 function checkAgainstModel(
-  set: NormSet,
+  set: Pick<NormSet, 'hostX' | 'hostResidual' | 'hostWeight'>,
   res: TensorArray,
   out: TensorArray,
   dtype: Dtype,
   rows: number,
   hidden: number,
   residualF32: boolean,
+  eps = EPS,
 ): [number, number, number] {
   let wrongRes = 0
   let off = 0
@@ -147,7 +153,7 @@ function checkAgainstModel(
       r64[i] = r
       sq += r * r
     }
-    const inv = 1 / Math.sqrt(sq / hidden + EPS)
+    const inv = 1 / Math.sqrt(sq / hidden + eps)
     for (let i = 0; i < hidden; i++) {
       const want = r64[i] * inv * value(set.hostWeight, dtype, i)
       const got = value(out, dtype, row * hidden + i)
@@ -570,6 +576,321 @@ test('fused RMSNorm with an FP8 e4m3 output: within half a step of float64 × sc
               for (const p of free) d().memFree(p)
             }
           }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+  assert.deepEqual(failures, [])
+})
+
+/** Which pool set each argument of one eager call comes from (the weights per rank), and its eps. */
+interface EagerSources {
+  x: number
+  residual: number
+  out: number
+  weight: readonly number[]
+  eps: number
+}
+
+test('eager fused RMSNorm reused across calls: each call follows its own pointers, weights, eps and arrays changed in place; nothing else is written', {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  const rows = 4
+  const hidden = 4096
+  const n = rows * hidden
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      for (const dtype of ['bf16', 'f32'] as Dtype[])
+        for (const algorithm of ['auto', 'twoshot'] as const) {
+          const free: DevicePtr[] = []
+          try {
+            const pool = [0, 1, 2].map((k) =>
+              makeNormSet(comm, dtype, rows, hidden, false, 9100 + 10 * ranks + k, free),
+            )
+            const all = (k: number) => new Array<number>(ranks).fill(k)
+            const argsOf = (k: number): DeviceAllReduceRmsNormArgs => ({
+              // copies: the steps below change some of these arrays in place
+              inputs: [...pool[k].x],
+              residuals: [...pool[k].residual],
+              outputs: [...pool[k].out],
+              weights: [...pool[k].weight],
+              rows,
+              hidden,
+              eps: EPS,
+              dtype,
+              algorithm,
+              stream,
+            })
+            const a = argsOf(0)
+            const s0: EagerSources = { x: 0, residual: 0, out: 0, weight: all(0), eps: EPS }
+            // Each step: the arguments of the call (`a` changed in place, or another object) and where they point.
+            const steps: [string, () => [DeviceAllReduceRmsNormArgs, EagerSources]][] = [
+              ['first call', () => [a, s0]],
+              ['the same object again', () => [a, s0]],
+              ['an equal fresh object', () => [{ ...a }, s0]],
+              ['set 1 pointers', () => [argsOf(1), { x: 1, residual: 1, out: 1, weight: all(1), eps: EPS }]],
+              ['set 0 again', () => [a, s0]],
+              [
+                'weights of set 2 (new array)',
+                () => [
+                  { ...a, weights: [...pool[2].weight] },
+                  { ...s0, weight: all(2) },
+                ],
+              ],
+              [
+                'eps 1',
+                () => [
+                  { ...a, eps: 1 },
+                  { ...s0, eps: 1 },
+                ],
+              ],
+              [
+                'weights changed in place (set 1)',
+                () => {
+                  for (let r = 0; r < ranks; r++) (a.weights as DevicePtr[])[r] = pool[1].weight[r]
+                  return [a, { ...s0, weight: all(1) }]
+                },
+              ],
+              [
+                'one rank weight changed in place (set 2)',
+                () => {
+                  ;(a.weights as DevicePtr[])[ranks - 1] = pool[2].weight[ranks - 1]
+                  return [a, { ...s0, weight: [...all(1).slice(0, ranks - 1), 2] }]
+                },
+              ],
+              [
+                'residuals changed in place (set 2)',
+                () => {
+                  for (let r = 0; r < ranks; r++) (a.residuals as DevicePtr[])[r] = pool[2].residual[r]
+                  return [a, { ...s0, residual: 2, weight: [...all(1).slice(0, ranks - 1), 2] }]
+                },
+              ],
+              [
+                'outputs changed in place (set 1)',
+                () => {
+                  for (let r = 0; r < ranks; r++) (a.outputs as DevicePtr[])[r] = pool[1].out[r]
+                  return [a, { ...s0, residual: 2, out: 1, weight: [...all(1).slice(0, ranks - 1), 2] }]
+                },
+              ],
+              [
+                'inputs changed in place (set 2)',
+                () => {
+                  for (let r = 0; r < ranks; r++) (a.inputs as DevicePtr[])[r] = pool[2].x[r]
+                  return [a, { x: 2, residual: 2, out: 1, weight: [...all(1).slice(0, ranks - 1), 2], eps: EPS }]
+                },
+              ],
+              [
+                'eps of the object changed',
+                () => {
+                  a.eps = 1
+                  return [a, { x: 2, residual: 2, out: 1, weight: [...all(1).slice(0, ranks - 1), 2], eps: 1 }]
+                },
+              ],
+              ['set 0 once more (a fresh object, after more calls than the cache keeps)', () => [argsOf(0), s0]],
+            ]
+            for (const [what, step] of steps) {
+              const name = `fused/eager-reuse/${algorithm}/${dtype}/ranks=${ranks}/${what}`
+              for (const s of pool) resetNormSet(s, n, dtype, false)
+              d().contextSynchronize() // the resets (null stream) are done before the call on `stream`
+              const [args, src] = step()
+              comm.deviceAllReduceRmsNorm(args)
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              const res = readBack(pool[src.residual].residual, dtype, n)
+              const out = readBack(pool[src.out].out, dtype, n)
+              let wrongRes = 0
+              let off = 0
+              let worst = 0
+              let crossRank = 0
+              for (let r = 0; r < ranks; r++) {
+                if (bitsEqual(res[r], res[0]) >= 0) crossRank++
+                const model = {
+                  hostX: pool[src.x].hostX,
+                  hostResidual: pool[src.residual].hostResidual,
+                  hostWeight: pool[src.weight[r]].hostWeight,
+                }
+                const [w, o, worstR] = checkAgainstModel(model, res[r], out[r], dtype, rows, hidden, false, src.eps)
+                wrongRes += w
+                off += o
+                worst = Math.max(worst, worstR)
+              }
+              // Nothing but the targets written: the other sets' outputs still poison, their residuals as set.
+              let strayWrites = 0
+              for (const [k, s] of pool.entries()) {
+                if (k !== src.out)
+                  for (const o of readBack(s.out, dtype, n))
+                    if (new Uint32Array(o.buffer, o.byteOffset, o.byteLength / 4).some((w) => w !== POISON))
+                      strayWrites++
+                if (k !== src.residual)
+                  for (const r of readBack(s.residual, dtype, n)) if (bitsEqual(r, s.hostResidual) >= 0) strayWrites++
+              }
+              const passed = wrongRes === 0 && off === 0 && crossRank === 0 && strayWrites === 0
+              recordCase({
+                name,
+                passed,
+                wrongResidual: wrongRes,
+                outOff: off,
+                worstRelError: worst,
+                crossRank,
+                strayWrites,
+              })
+              if (!passed)
+                failures.push(
+                  `${name}: residual wrong ${wrongRes}, out off ${off} (worst ${worst}), ranks differ ${crossRank}, stray writes ${strayWrites}`,
+                )
+            }
+          } catch (e) {
+            const err = e as Error & { code?: string }
+            const name = `fused/eager-reuse/${algorithm}/${dtype}/ranks=${ranks}`
+            recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+            failures.push(`${name}: ${err.message}`)
+          } finally {
+            d().streamSynchronize(stream)
+            for (const p of free) d().memFree(p)
+          }
+        }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+  assert.deepEqual(failures, [])
+})
+
+test('eager allReduceMany reused across calls: pointer lists and counts changed in place are followed; nothing else is written', {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  const counts = [4096, 300]
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      for (const dtype of ['bf16', 'f32'] as Dtype[]) {
+        const free: DevicePtr[] = []
+        try {
+          const eb = DTYPE_BYTES[dtype]
+          const random = rng(9300 + ranks)
+          // two input sets and two output sets per buffer: ins[set][b][rank], outs[set][b][rank]
+          const ins = [0, 1].map(() =>
+            counts.map((c) =>
+              Array.from({ length: ranks }, () => {
+                const a = newArray(dtype, c)
+                fill(a, dtype, false, () => random() * 2 - 1)
+                const p = alloc(c * eb, free)
+                d().copyHtoD(p, a, c * eb)
+                return p
+              }),
+            ),
+          )
+          const outs = [0, 1].map(() => counts.map((c) => Array.from({ length: ranks }, () => alloc(c * eb, free))))
+          /** One oneshot-sentinel AllReduce of `count` elements of input set `set`, buffer b (the reference bits). */
+          const reference = (set: number, b: number, count: number) => {
+            const o = Array.from({ length: ranks }, () => alloc(counts[b] * eb, free))
+            comm.deviceAllReduce({
+              inputs: ins[set][b],
+              outputs: o,
+              count,
+              dtype,
+              algorithm: 'oneshot-sentinel',
+              fallback: false,
+              stream,
+            })
+            d().streamSynchronize(stream)
+            return readBack(o, dtype, count)
+          }
+          const a: DeviceAllReduceManyArgs = {
+            inputs: ins[0].map((l) => [...l]),
+            outputs: outs[0].map((l) => [...l]),
+            counts: [...counts],
+            dtype,
+            stream,
+          }
+          // Each step: the change, then per buffer [input set, output set, count].
+          const steps: [string, () => void, [number, number, number][]][] = [
+            ['first call', () => {}, counts.map((c) => [0, 0, c])],
+            ['again', () => {}, counts.map((c) => [0, 0, c])],
+            [
+              'outputs[1] changed in place',
+              () => {
+                for (let r = 0; r < ranks; r++) (a.outputs[1] as DevicePtr[])[r] = outs[1][1][r]
+              },
+              [
+                [0, 0, counts[0]],
+                [0, 1, counts[1]],
+              ],
+            ],
+            [
+              'inputs[0] replaced in place',
+              () => {
+                ;(a.inputs as DevicePtr[][])[0] = [...ins[1][0]]
+              },
+              [
+                [1, 0, counts[0]],
+                [0, 1, counts[1]],
+              ],
+            ],
+            [
+              'counts[0] changed in place',
+              () => {
+                ;(a.counts as number[])[0] = 1000
+              },
+              [
+                [1, 0, 1000],
+                [0, 1, counts[1]],
+              ],
+            ],
+          ]
+          for (const [what, change, expect] of steps) {
+            const name = `fused/many-eager-reuse/${dtype}/ranks=${ranks}/${what}`
+            for (const set of outs)
+              for (const [b, c] of counts.entries())
+                for (const p of set[b]) d().memsetD32(p, POISON, Math.ceil((c * eb) / 4))
+            d().contextSynchronize() // the poison (null stream) is in place before the call on `stream`
+            change()
+            comm.deviceAllReduceMany(a)
+            d().streamSynchronize(stream)
+            comm.checkDeviceError()
+            let diffs = 0
+            let strayWrites = 0
+            for (const [b, [inSet, outSet, count]] of expect.entries()) {
+              const want = reference(inSet, b, count)
+              const got = readBack(outs[outSet][b], dtype, counts[b])
+              for (let r = 0; r < ranks; r++) {
+                const g = got[r]
+                if (bitsEqual(g.subarray(0, count), want[r]) >= 0) diffs++
+                // past `count` (from the next 16-byte slot: the kernels move whole slots) and the other output
+                // set: still poison
+                const tail = new Uint8Array(
+                  g.buffer,
+                  g.byteOffset + Math.min(g.byteLength, Math.ceil((count * eb) / 16) * 16),
+                )
+                const poison = new Uint8Array(new Uint32Array([POISON]).buffer)
+                if (tail.some((x, i) => x !== poison[i % 4])) strayWrites++
+              }
+              for (const o of readBack(outs[1 - outSet][b], dtype, counts[b]))
+                if (new Uint32Array(o.buffer, o.byteOffset, Math.floor(o.byteLength / 4)).some((w) => w !== POISON))
+                  strayWrites++
+            }
+            const passed = diffs === 0 && strayWrites === 0
+            recordCase({ name, passed, diffs, strayWrites })
+            if (!passed)
+              failures.push(`${name}: ${diffs} buffers differ from the reference, ${strayWrites} stray writes`)
+          }
+        } catch (e) {
+          const err = e as Error & { code?: string }
+          const name = `fused/many-eager-reuse/${dtype}/ranks=${ranks}`
+          recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+          failures.push(`${name}: ${err.message}`)
+        } finally {
+          d().streamSynchronize(stream)
+          for (const p of free) d().memFree(p)
+        }
+      }
     } finally {
       d().streamDestroy(stream)
       await comm.close()

@@ -34,7 +34,6 @@ import type {
   BenchmarkResult,
   CudaCommunicatorOptions,
   Dtype,
-  LlProtocol,
   ReduceOp,
   TensorArray,
 } from '../../api/types.js'
@@ -72,16 +71,18 @@ import type {
   CanServeResult,
   DeviceAllReduceArgs,
   DeviceAllReduceInfo,
+  DeviceAllReduceManyArgs,
+  DeviceAllReduceRmsNormArgs,
   DeviceFallback,
   DeviceGraph,
-  FusedManyCall,
-  FusedNormCall,
+  FusedDeviceInfo,
   FusedProbe,
   PreparedDeviceAllReduce,
   PreparedFusedCall,
+  PreparedFusedDeviceCall,
 } from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
-import { EagerCallCache } from './eager-calls.js'
+import { allReduceManyCalls, deviceAllReduceCalls, type EagerCallCache, fusedNormCalls } from './eager-calls.js'
 import { readErrorWord } from './error-word.js'
 import { FusedLauncher } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
@@ -113,13 +114,17 @@ export type {
   CanServeResult,
   DeviceAllReduceArgs,
   DeviceAllReduceInfo,
+  DeviceAllReduceManyArgs,
+  DeviceAllReduceRmsNormArgs,
   DeviceFallback,
   DeviceGraph,
+  FusedDeviceInfo,
   FusedManyCall,
   FusedNormAlgorithm,
   FusedNormCall,
   PreparedDeviceAllReduce,
   PreparedFusedCall,
+  PreparedFusedDeviceCall,
 } from './device-call.js'
 
 const NCCL_ALGORITHMS: readonly AlgorithmName[] = ['nccl', 'nccl-symmetric']
@@ -270,12 +275,15 @@ export class CudaCommunicator extends CommunicatorBase {
     },
   }
   /**
-   * The last few eager `deviceAllReduce` calls, packed (issue 4: the eager path must cost about what a C++ launch
-   * loop costs). A call whose pointers, count, dtype, op, algorithm, protocol, pdl, fallback and streams all equal an
+   * The last few eager calls of each kind, packed (issue 4: the eager path must cost about what a C++ launch loop
+   * costs; eager-calls.ts). A call whose arguments (pointers, sizes, options, streams: the kind's key) all equal an
    * entry's reuses its packed launches: no validation, resolution or packing again (those depend only on these
    * values and on the communicator's fixed configuration), no allocation.
    */
-  private readonly eagerCalls = new EagerCallCache()
+  private readonly eagerCalls = deviceAllReduceCalls()
+  private readonly eagerNormCalls = fusedNormCalls()
+  private readonly eagerReferenceNormCalls = fusedNormCalls()
+  private readonly eagerManyCalls = allReduceManyCalls()
 
   constructor(options: CudaCommunicatorOptions) {
     super()
@@ -1006,13 +1014,38 @@ export class CudaCommunicator extends CommunicatorBase {
     return this.preparedOn(this.fused().prepareNorm(args, false, probe), args)
   }
 
-  /** The fused AllReduce + residual add + RMSNorm on the caller's stream(s); asynchronous and graph-capturable. */
-  deviceAllReduceRmsNorm(args: DeviceAllReduceRmsNormArgs): FusedDeviceInfo {
+  /**
+   * An eager fused call: the entry of `cache` that `args` asks for exactly, issued on the entry's own copy of the
+   * streams (the same array every time: claimStreams sees an unchanged stream set without a query); else the
+   * streams claimed first (BUSY before the preparation, as deviceAllReduce), then `prepare`, issue, and the packed
+   * call kept. `prepare` is the prepare method itself (called on this: no closure per call).
+   */
+  private eagerFused<A extends { stream?: CuStream; streams?: readonly CuStream[] }, K>(
+    cache: EagerCallCache<A, K, PreparedFusedDeviceCall, FusedDeviceInfo>,
+    args: A,
+    prepare: (this: CudaCommunicator, args: A) => PreparedFusedDeviceCall,
+  ): FusedDeviceInfo {
     this.assertOpen()
-    this.claimStreams([...this.streamsOf(args)]) // BUSY before the preparation, as deviceAllReduce
-    const p = this.prepareDeviceAllReduceRmsNorm(args)
-    p.issue()
-    return { algorithm: p.algorithm, launches: p.launches }
+    const cached = cache.find(args)
+    if (cached) {
+      cached.prepared.issue(cached.streams)
+      return cached.info
+    }
+    const streams = [...this.streamsOf(args)]
+    this.claimStreams(streams)
+    const p = prepare.call(this, args)
+    const info: FusedDeviceInfo = { algorithm: p.algorithm, launches: p.launches }
+    p.issue(streams)
+    cache.remember(args, streams, p, info)
+    return info
+  }
+
+  /**
+   * The fused AllReduce + residual add + RMSNorm on the caller's stream(s); asynchronous and graph-capturable. The
+   * last few distinct calls stay packed (eager-calls.ts): a repeated call costs about one issue().
+   */
+  deviceAllReduceRmsNorm(args: DeviceAllReduceRmsNormArgs): FusedDeviceInfo {
+    return this.eagerFused(this.eagerNormCalls, args, this.prepareDeviceAllReduceRmsNorm)
   }
 
   /**
@@ -1024,10 +1057,9 @@ export class CudaCommunicator extends CommunicatorBase {
     return this.preparedOn(this.fused().prepareNorm(args, true), args)
   }
 
+  /** The reference RMSNorm on the caller's stream(s), eager (its own cache of packed calls, as the fused call). */
   deviceRmsNorm(args: DeviceAllReduceRmsNormArgs): FusedDeviceInfo {
-    const p = this.prepareDeviceRmsNorm(args)
-    p.issue()
-    return { algorithm: p.algorithm, launches: p.launches }
+    return this.eagerFused(this.eagerReferenceNormCalls, args, this.prepareDeviceRmsNorm)
   }
 
   /** Packs several AllReduces of different sizes (inputs[b][rank]) into one launch (more when they overflow it). */
@@ -1037,11 +1069,7 @@ export class CudaCommunicator extends CommunicatorBase {
 
   /** Several AllReduces in one launch; each result bit-identical to one oneshot-sentinel call per buffer. */
   deviceAllReduceMany(args: DeviceAllReduceManyArgs): FusedDeviceInfo {
-    this.assertOpen()
-    this.claimStreams([...this.streamsOf(args)]) // BUSY before the preparation, as deviceAllReduce
-    const p = this.prepareDeviceAllReduceMany(args)
-    p.issue()
-    return { algorithm: p.algorithm, launches: p.launches }
+    return this.eagerFused(this.eagerManyCalls, args, this.prepareDeviceAllReduceMany)
   }
 
   /**
@@ -1127,23 +1155,4 @@ export function validateHostInputs(inputs: readonly TensorArray[], size: number,
   if (!DTYPES.includes(dtype))
     throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not one of ${DTYPES.join(', ')}`)
   return validateInputs(inputs, size, dtype)
-}
-
-/** Arguments of the fused AllReduce + residual + RMSNorm (and of the reference RMSNorm); pointers by global rank. */
-export interface DeviceAllReduceRmsNormArgs extends FusedNormCall {
-  stream?: CuStream
-  streams?: readonly CuStream[]
-}
-/** Arguments of deviceAllReduceMany: inputs[b][rank], outputs[b][rank], counts[b] elements per rank. */
-export interface DeviceAllReduceManyArgs extends FusedManyCall {
-  stream?: CuStream
-  streams?: readonly CuStream[]
-}
-export interface FusedDeviceInfo {
-  /** 'oneshot' / 'twoshot' (fused), 'rmsnorm' (reference), 'many'. */
-  algorithm: string
-  launches: number
-}
-export interface PreparedFusedDeviceCall extends FusedDeviceInfo {
-  issue(streams?: readonly CuStream[]): void
 }

@@ -1,6 +1,7 @@
 /**
- * The device-buffer AllReduce call as the CUDA communicator takes it (deviceAllReduce, prepareDeviceAllReduce):
- * argument and result types only, apart from communicator.ts so that its helpers (benchmark.ts) need not import it.
+ * The device-buffer calls as the CUDA communicator takes them (deviceAllReduce, prepareDeviceAllReduce and the fused
+ * calls): argument and result types only, apart from communicator.ts so that its helpers (benchmark.ts,
+ * eager-calls.ts) need not import it.
  */
 import type { AlgorithmChoice, AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import type { LlcommErrorCode } from '../../errors.js'
@@ -107,6 +108,25 @@ export interface FusedManyCall {
   counts: readonly number[]
   dtype: Dtype
   pdl?: boolean
+}
+
+/** Arguments of the fused AllReduce + residual + RMSNorm (and of the reference RMSNorm); pointers by global rank. */
+export interface DeviceAllReduceRmsNormArgs extends FusedNormCall {
+  stream?: CuStream
+  streams?: readonly CuStream[]
+}
+/** Arguments of deviceAllReduceMany: inputs[b][rank], outputs[b][rank], counts[b] elements per rank. */
+export interface DeviceAllReduceManyArgs extends FusedManyCall {
+  stream?: CuStream
+  streams?: readonly CuStream[]
+}
+export interface FusedDeviceInfo {
+  /** 'oneshot' / 'twoshot' (fused), 'rmsnorm' (reference), 'many'. */
+  algorithm: string
+  launches: number
+}
+export interface PreparedFusedDeviceCall extends FusedDeviceInfo {
+  issue(streams?: readonly CuStream[]): void
 }
 
 /** A fused call packed once: issue() launches it again (same pointers and shape) without allocating. */

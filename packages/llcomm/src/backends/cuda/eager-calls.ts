@@ -1,77 +1,73 @@
 /**
- * The last few eager `deviceAllReduce` calls, packed (the eager path must cost about what a C++ launch loop costs:
- * docs/launch-overhead.md). A call whose pointers, count, dtype, op, algorithm, protocol, pdl, fallback,
- * deterministic and streams all equal an entry's reuses its packed launches: no validation, resolution or packing
- * again (those depend only on these values and on the communicator's fixed configuration), and no allocation.
- * Entries hold copies of the caller's arrays, so a caller may reuse or change its own.
+ * The last few eager device calls of one kind, packed (the eager path must cost about what a C++ launch loop costs:
+ * docs/launch-overhead.md). One cache per kind of call: deviceAllReduce, deviceAllReduceRmsNorm, deviceRmsNorm and
+ * deviceAllReduceMany. A kind (EagerCallKind) names the argument values its packing depends on: `keyOf` copies them
+ * (defaults filled in), `matches` compares a call's arguments with such a copy without allocating. A call whose
+ * arguments match an entry's key reuses its packed launches: no validation, resolution or packing again.
+ *
+ * Sound because the packing depends only on the key and on the communicator's fixed configuration (devices, buffers,
+ * timeout, tuning): so a key must hold every argument value that reaches the packed parameters or the launch shape
+ * (every pointer, size, eps, scale, flag, option and stream). Each key type lists every field of its arguments
+ * (`extends Record<keyof Required<Args>, unknown>`: a field added to the arguments and not to the key is a type error
+ * in keyOf). Keys hold copies of the caller's arrays, so a caller may reuse or change its own: a pointer array
+ * changed in place no longer matches.
  */
 import type { AlgorithmChoice, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
 import type { CuStream, DevicePtr } from '../../ffi/types.js'
 import type {
   DeviceAllReduceArgs,
   DeviceAllReduceInfo,
+  DeviceAllReduceManyArgs,
+  DeviceAllReduceRmsNormArgs,
   DeviceFallback,
+  FusedDeviceInfo,
+  FusedNormAlgorithm,
   PreparedDeviceAllReduce,
+  PreparedFusedDeviceCall,
 } from './device-call.js'
 
-/** How many distinct eager deviceAllReduce calls stay packed (e.g. one per layer's buffer in a model step). */
+/** How many distinct eager calls of one kind stay packed (e.g. one per layer's buffer in a model step). */
 export const EAGER_CALLS_KEPT = 8
 
-/** A packed eager call and the argument values it was packed for. */
-export interface EagerCall {
-  inputs: DevicePtr[]
-  outputs: DevicePtr[]
-  count: number
-  dtype: Dtype
-  op: ReduceOp
-  algorithm: AlgorithmChoice
-  protocol: LlProtocol | undefined
-  pdl: boolean
-  fallback: DeviceFallback
-  deterministic: boolean | undefined
-  stream: CuStream | undefined
-  argStreams: CuStream[] | undefined
-  /** The streams the call runs on (a private copy, passed to issue() every time). */
-  streams: CuStream[]
-  prepared: PreparedDeviceAllReduce
-  info: DeviceAllReduceInfo
+/** What a packed call of one kind depends on, and how a call's arguments are compared with it. */
+export interface EagerCallKind<A, K> {
+  /** A private copy of every argument value the packed call depends on (defaults filled in). */
+  keyOf(args: A): K
+  /** True when `args` asks for exactly the call packed for `key` (no allocation). */
+  matches(key: K, args: A): boolean
 }
 
-export class EagerCallCache {
-  private readonly calls: EagerCall[] = []
+/** A packed eager call and the argument values it was packed for. */
+export interface EagerCall<K, P, I> {
+  key: K
+  /** The streams the call runs on (a private copy, passed to issue() every time). */
+  streams: CuStream[]
+  prepared: P
+  info: I
+}
+
+export class EagerCallCache<A, K, P, I> {
+  private readonly kind: EagerCallKind<A, K>
+  private readonly calls: EagerCall<K, P, I>[] = []
   private next = 0
 
+  constructor(kind: EagerCallKind<A, K>) {
+    this.kind = kind
+  }
+
   /** The packed call `args` asks for exactly, or undefined (a linear scan of at most EAGER_CALLS_KEPT entries). */
-  find(args: DeviceAllReduceArgs): EagerCall | undefined {
+  find(args: A): EagerCall<K, P, I> | undefined {
     const calls = this.calls
-    for (let i = 0; i < calls.length; i++) if (sameEagerCall(calls[i], args)) return calls[i]
+    for (let i = 0; i < calls.length; i++) if (this.kind.matches(calls[i].key, args)) return calls[i]
     return undefined
   }
 
-  /** Keeps a packed call for `args` (replacing the oldest once EAGER_CALLS_KEPT are kept). */
-  remember(
-    args: DeviceAllReduceArgs,
-    streams: CuStream[],
-    prepared: PreparedDeviceAllReduce,
-    info: DeviceAllReduceInfo,
-  ): EagerCall {
-    const entry: EagerCall = {
-      inputs: [...args.inputs],
-      outputs: [...args.outputs],
-      count: args.count,
-      dtype: args.dtype,
-      op: args.op ?? 'sum',
-      algorithm: args.algorithm ?? 'auto',
-      protocol: args.protocol,
-      pdl: args.pdl ?? false,
-      fallback: args.fallback ?? true,
-      deterministic: args.deterministic,
-      stream: args.stream,
-      argStreams: args.streams ? [...args.streams] : undefined,
-      streams,
-      prepared,
-      info,
-    }
+  /**
+   * Keeps a packed call for `args` (replacing the oldest once EAGER_CALLS_KEPT are kept). Call it only after
+   * `args` were validated (the packing succeeded): keyOf copies them without checking.
+   */
+  remember(args: A, streams: CuStream[], prepared: P, info: I): EagerCall<K, P, I> {
+    const entry: EagerCall<K, P, I> = { key: this.kind.keyOf(args), streams, prepared, info }
     if (this.calls.length < EAGER_CALLS_KEPT) this.calls.push(entry)
     else this.calls[this.next] = entry
     this.next = (this.next + 1) % EAGER_CALLS_KEPT
@@ -89,28 +85,196 @@ export class EagerCallCache {
   }
 }
 
-function samePointers(a: readonly number[], b: unknown): boolean {
+// ---- comparisons (no allocation) ----
+
+/** Equal numbers element by element (pointers, counts); false when `b` is not an array. */
+function sameNumbers(a: readonly number[], b: unknown): boolean {
   if (!Array.isArray(b) || b.length !== a.length) return false
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
 }
 
-/** True when `args` asks for exactly the call `c` was packed for (no allocation). */
-export function sameEagerCall(c: EagerCall, args: DeviceAllReduceArgs): boolean {
+/** Equal pointer lists (inputs[b][rank]) list by list. */
+function samePointerLists(a: readonly (readonly number[])[], b: unknown): boolean {
+  if (!Array.isArray(b) || b.length !== a.length) return false
+  for (let i = 0; i < a.length; i++) if (!sameNumbers(a[i], b[i])) return false
+  return true
+}
+
+/** The caller's stream arguments: the same `stream` and an equal `streams` list (or none, as before). */
+function sameStreams(
+  key: { stream: CuStream | undefined; streams: CuStream[] | undefined },
+  args: { stream?: CuStream; streams?: readonly CuStream[] },
+): boolean {
   return (
-    args.count === c.count &&
-    args.dtype === c.dtype &&
-    (args.op ?? 'sum') === c.op &&
-    (args.algorithm ?? 'auto') === c.algorithm &&
-    args.protocol === c.protocol &&
-    (args.pdl ?? false) === c.pdl &&
-    (args.fallback ?? true) === c.fallback &&
-    args.deterministic === c.deterministic &&
-    args.stream === c.stream &&
+    args.stream === key.stream &&
     (args.streams === undefined
-      ? c.argStreams === undefined
-      : c.argStreams !== undefined && samePointers(c.argStreams, args.streams)) &&
-    samePointers(c.inputs, args.inputs) &&
-    samePointers(c.outputs, args.outputs)
+      ? key.streams === undefined
+      : key.streams !== undefined && sameNumbers(key.streams, args.streams))
   )
 }
+
+// ---- deviceAllReduce ----
+
+export interface DeviceAllReduceKey extends Record<keyof Required<DeviceAllReduceArgs>, unknown> {
+  inputs: DevicePtr[]
+  outputs: DevicePtr[]
+  count: number
+  dtype: Dtype
+  op: ReduceOp
+  algorithm: AlgorithmChoice
+  protocol: LlProtocol | undefined
+  pdl: boolean
+  fallback: DeviceFallback
+  deterministic: boolean | undefined
+  stream: CuStream | undefined
+  streams: CuStream[] | undefined
+}
+
+export const DEVICE_ALL_REDUCE_CALL: EagerCallKind<DeviceAllReduceArgs, DeviceAllReduceKey> = {
+  keyOf: (args) => ({
+    inputs: [...args.inputs],
+    outputs: [...args.outputs],
+    count: args.count,
+    dtype: args.dtype,
+    op: args.op ?? 'sum',
+    algorithm: args.algorithm ?? 'auto',
+    protocol: args.protocol,
+    pdl: args.pdl ?? false,
+    fallback: args.fallback ?? true,
+    deterministic: args.deterministic,
+    stream: args.stream,
+    streams: args.streams ? [...args.streams] : undefined,
+  }),
+  matches: (key, args) =>
+    args.count === key.count &&
+    args.dtype === key.dtype &&
+    (args.op ?? 'sum') === key.op &&
+    (args.algorithm ?? 'auto') === key.algorithm &&
+    args.protocol === key.protocol &&
+    (args.pdl ?? false) === key.pdl &&
+    (args.fallback ?? true) === key.fallback &&
+    args.deterministic === key.deterministic &&
+    sameStreams(key, args) &&
+    sameNumbers(key.inputs, args.inputs) &&
+    sameNumbers(key.outputs, args.outputs),
+}
+
+export type DeviceAllReduceCalls = EagerCallCache<
+  DeviceAllReduceArgs,
+  DeviceAllReduceKey,
+  PreparedDeviceAllReduce,
+  DeviceAllReduceInfo
+>
+/** The eager deviceAllReduce calls of one communicator. */
+export const deviceAllReduceCalls = (): DeviceAllReduceCalls => new EagerCallCache(DEVICE_ALL_REDUCE_CALL)
+
+// ---- deviceAllReduceRmsNorm and deviceRmsNorm (the same arguments; one cache each) ----
+
+export interface FusedNormKey extends Record<keyof Required<DeviceAllReduceRmsNormArgs>, unknown> {
+  inputs: DevicePtr[]
+  residuals: DevicePtr[]
+  outputs: DevicePtr[]
+  weights: DevicePtr[]
+  rows: number
+  hidden: number
+  eps: number
+  dtype: Dtype
+  residualF32: boolean
+  noResidualIn: boolean
+  algorithm: FusedNormAlgorithm | 'auto'
+  pdl: boolean
+  outDtype: 'e4m3' | undefined
+  outScale: number
+  stream: CuStream | undefined
+  streams: CuStream[] | undefined
+}
+
+export const FUSED_NORM_CALL: EagerCallKind<DeviceAllReduceRmsNormArgs, FusedNormKey> = {
+  keyOf: (args) => ({
+    inputs: [...args.inputs],
+    residuals: [...args.residuals],
+    outputs: [...args.outputs],
+    weights: [...args.weights],
+    rows: args.rows,
+    hidden: args.hidden,
+    eps: args.eps,
+    dtype: args.dtype,
+    // As given (with the default): the launcher reads these flags by truthiness, so a strict compare can only
+    // re-pack a call that would have packed the same, never reuse one that would not.
+    residualF32: args.residualF32 ?? false,
+    noResidualIn: args.noResidualIn ?? false,
+    algorithm: args.algorithm ?? 'auto',
+    pdl: args.pdl ?? false,
+    outDtype: args.outDtype,
+    outScale: args.outScale ?? 1,
+    stream: args.stream,
+    streams: args.streams ? [...args.streams] : undefined,
+  }),
+  // eps and outScale by Object.is: -0 and 0 are equal numbers but pack different f32 bits.
+  matches: (key, args) =>
+    args.rows === key.rows &&
+    args.hidden === key.hidden &&
+    Object.is(args.eps, key.eps) &&
+    args.dtype === key.dtype &&
+    (args.residualF32 ?? false) === key.residualF32 &&
+    (args.noResidualIn ?? false) === key.noResidualIn &&
+    (args.algorithm ?? 'auto') === key.algorithm &&
+    (args.pdl ?? false) === key.pdl &&
+    args.outDtype === key.outDtype &&
+    Object.is(args.outScale ?? 1, key.outScale) &&
+    sameStreams(key, args) &&
+    sameNumbers(key.inputs, args.inputs) &&
+    sameNumbers(key.residuals, args.residuals) &&
+    sameNumbers(key.outputs, args.outputs) &&
+    sameNumbers(key.weights, args.weights),
+}
+
+export type FusedNormCalls = EagerCallCache<
+  DeviceAllReduceRmsNormArgs,
+  FusedNormKey,
+  PreparedFusedDeviceCall,
+  FusedDeviceInfo
+>
+/** The eager deviceAllReduceRmsNorm (or deviceRmsNorm) calls of one communicator. */
+export const fusedNormCalls = (): FusedNormCalls => new EagerCallCache(FUSED_NORM_CALL)
+
+// ---- deviceAllReduceMany ----
+
+export interface AllReduceManyKey extends Record<keyof Required<DeviceAllReduceManyArgs>, unknown> {
+  inputs: DevicePtr[][]
+  outputs: DevicePtr[][]
+  counts: number[]
+  dtype: Dtype
+  pdl: boolean
+  stream: CuStream | undefined
+  streams: CuStream[] | undefined
+}
+
+export const ALL_REDUCE_MANY_CALL: EagerCallKind<DeviceAllReduceManyArgs, AllReduceManyKey> = {
+  keyOf: (args) => ({
+    inputs: args.inputs.map((list) => [...list]),
+    outputs: args.outputs.map((list) => [...list]),
+    counts: [...args.counts],
+    dtype: args.dtype,
+    pdl: args.pdl ?? false,
+    stream: args.stream,
+    streams: args.streams ? [...args.streams] : undefined,
+  }),
+  matches: (key, args) =>
+    args.dtype === key.dtype &&
+    (args.pdl ?? false) === key.pdl &&
+    sameStreams(key, args) &&
+    sameNumbers(key.counts, args.counts) &&
+    samePointerLists(key.inputs, args.inputs) &&
+    samePointerLists(key.outputs, args.outputs),
+}
+
+export type AllReduceManyCalls = EagerCallCache<
+  DeviceAllReduceManyArgs,
+  AllReduceManyKey,
+  PreparedFusedDeviceCall,
+  FusedDeviceInfo
+>
+/** The eager deviceAllReduceMany calls of one communicator. */
+export const allReduceManyCalls = (): AllReduceManyCalls => new EagerCallCache(ALL_REDUCE_MANY_CALL)

@@ -1,58 +1,277 @@
-// The eager deviceAllReduce cache (backends/cuda/eager-calls.ts) without a GPU: a call is reused only when every
-// argument equals what it was packed for, the caller's arrays are copied, and the oldest entry goes first.
+// The eager-call caches (backends/cuda/eager-calls.ts) without a GPU: a call is reused only when every argument equals
+// what it was packed for, the caller's arrays are copied, and the oldest entry goes first. One table of changed
+// arguments per kind of call, typed over every field of its arguments: a field added to the arguments and not to the
+// table is a type error here, and a field the kind does not compare makes its row fail.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { DeviceAllReduceArgs, PreparedDeviceAllReduce } from '../../../src/backends/cuda/device-call.js'
-import { EAGER_CALLS_KEPT, EagerCallCache } from '../../../src/backends/cuda/eager-calls.js'
+import type {
+  DeviceAllReduceArgs,
+  DeviceAllReduceManyArgs,
+  DeviceAllReduceRmsNormArgs,
+  PreparedDeviceAllReduce,
+  PreparedFusedDeviceCall,
+} from '../../../src/backends/cuda/device-call.js'
+import {
+  allReduceManyCalls,
+  deviceAllReduceCalls,
+  EAGER_CALLS_KEPT,
+  fusedNormCalls,
+} from '../../../src/backends/cuda/eager-calls.js'
 import type { CuStream, DevicePtr } from '../../../src/ffi/types.js'
 
 const ptr = (n: number) => (0x7e0000000000 + n * 0x100000) as DevicePtr
 const stream = 0x4000 as CuStream
 const prepared: PreparedDeviceAllReduce = { algorithm: 'oneshot-ll', chunks: 1, issue: () => {} }
 const info = { algorithm: 'oneshot-ll' as const, chunks: 1 }
+const fusedPrepared: PreparedFusedDeviceCall = { algorithm: 'oneshot', launches: 1, issue: () => {} }
+const fusedInfo = { algorithm: 'oneshot', launches: 1 }
+
+/** Changed values for every field of A (each one must miss). */
+type ChangeTable<A> = { [F in keyof Required<A>]: Partial<A>[] }
 
 function args(over: Partial<DeviceAllReduceArgs> = {}): DeviceAllReduceArgs {
   return { inputs: [ptr(0), ptr(1)], outputs: [ptr(2), ptr(3)], count: 4096, dtype: 'bf16', stream, ...over }
 }
 
-test('a call is reused only when every argument equals the packed one', () => {
-  const cache = new EagerCallCache()
+const ALL_REDUCE_CHANGES: ChangeTable<DeviceAllReduceArgs> = {
+  inputs: [{ inputs: [ptr(0), ptr(9)] }, { inputs: [ptr(0)] }],
+  outputs: [{ outputs: [ptr(2)] }, { outputs: [ptr(3), ptr(2)] }],
+  count: [{ count: 4097 }],
+  dtype: [{ dtype: 'f16' }],
+  // sum is the only op today; another value (refused when packing) must not reuse the sum's call
+  op: [{ op: 'max' as unknown as 'sum' }],
+  algorithm: [{ algorithm: 'ring' }],
+  protocol: [{ protocol: 'll16' }],
+  pdl: [{ pdl: true }],
+  fallback: [{ fallback: false }, { fallback: 'nccl' }],
+  deterministic: [{ deterministic: true }, { deterministic: false }],
+  stream: [{ stream: 0x4001 as CuStream }, { stream: undefined }],
+  streams: [{ streams: [stream] }],
+}
+
+test('deviceAllReduce: a call is reused only when every argument equals the packed one', () => {
+  const cache = deviceAllReduceCalls()
   const a = args()
   const entry = cache.remember(a, [stream], prepared, info)
   assert.equal(cache.find(a), entry)
   assert.equal(cache.find(args()), entry, 'an equal fresh object')
   assert.equal(cache.find(args({ op: 'sum', pdl: false, fallback: true, algorithm: 'auto' })), entry, 'the defaults')
-  for (const changed of [
-    { count: 4097 },
-    { dtype: 'f16' as const },
-    { algorithm: 'ring' as const },
-    { protocol: 'll16' as const },
-    { pdl: true },
-    { fallback: false },
-    { fallback: 'nccl' as const },
-    { deterministic: true },
-    { stream: 0x4001 as CuStream },
-    { streams: [stream] },
-    { inputs: [ptr(0), ptr(9)] },
-    { outputs: [ptr(2)] },
-  ])
-    assert.equal(cache.find(args(changed)), undefined, JSON.stringify(changed))
+  for (const [field, changes] of Object.entries(ALL_REDUCE_CHANGES))
+    for (const changed of changes)
+      assert.equal(cache.find(args(changed)), undefined, `${field}: ${JSON.stringify(changed)}`)
 })
 
-test('the cache keeps copies: a caller rewriting its own pointer array misses', () => {
-  const cache = new EagerCallCache()
-  const a = args()
-  cache.remember(a, [stream], prepared, info)
-  ;(a.outputs as DevicePtr[])[1] = ptr(7)
-  assert.equal(cache.find(a), undefined)
+test('deviceAllReduce: the cache keeps copies: a caller rewriting its own pointer arrays misses', () => {
+  for (const field of ['inputs', 'outputs', 'streams'] as const) {
+    const cache = deviceAllReduceCalls()
+    const a = args({ streams: [stream] })
+    cache.remember(a, [stream], prepared, info)
+    ;(a[field] as unknown as number[])[0] = 0x7e0000f00000
+    assert.equal(cache.find(a), undefined, field)
+  }
 })
 
 test(`at most ${EAGER_CALLS_KEPT} calls stay packed, the oldest replaced first`, () => {
-  const cache = new EagerCallCache()
+  const cache = deviceAllReduceCalls()
   for (let i = 0; i <= EAGER_CALLS_KEPT; i++) cache.remember(args({ count: i + 1 }), [stream], prepared, info)
   assert.equal(cache.size, EAGER_CALLS_KEPT)
   assert.equal(cache.find(args({ count: 1 })), undefined, 'the first one went')
   for (let i = 1; i <= EAGER_CALLS_KEPT; i++) assert.ok(cache.find(args({ count: i + 1 })), `count ${i + 1}`)
   cache.clear()
   assert.equal(cache.size, 0)
+})
+
+test('the entry found is the one packed for these arguments, not another one (several entries)', () => {
+  const cache = deviceAllReduceCalls()
+  const entries = [0, 1, 2].map((i) =>
+    cache.remember(args({ outputs: [ptr(10 + i), ptr(20 + i)] }), [stream], prepared, { ...info, chunks: i }),
+  )
+  for (const i of [2, 0, 1]) assert.equal(cache.find(args({ outputs: [ptr(10 + i), ptr(20 + i)] })), entries[i])
+})
+
+// ---- deviceAllReduceRmsNorm / deviceRmsNorm ----
+
+function norm(over: Partial<DeviceAllReduceRmsNormArgs> = {}): DeviceAllReduceRmsNormArgs {
+  return {
+    inputs: [ptr(0), ptr(1)],
+    residuals: [ptr(2), ptr(3)],
+    outputs: [ptr(4), ptr(5)],
+    weights: [ptr(6), ptr(7)],
+    rows: 4,
+    hidden: 4096,
+    eps: 1e-5,
+    dtype: 'bf16',
+    stream,
+    ...over,
+  }
+}
+
+const NORM_CHANGES: ChangeTable<DeviceAllReduceRmsNormArgs> = {
+  inputs: [{ inputs: [ptr(0), ptr(9)] }, { inputs: [ptr(1), ptr(0)] }],
+  residuals: [{ residuals: [ptr(2), ptr(9)] }, { residuals: [ptr(2)] }],
+  outputs: [{ outputs: [ptr(9), ptr(5)] }],
+  // the weights: one rank's differs, or the same pointer on every rank
+  weights: [{ weights: [ptr(6), ptr(8)] }, { weights: [ptr(6), ptr(6)] }],
+  rows: [{ rows: 5 }, { rows: 3 }],
+  hidden: [{ hidden: 8192 }],
+  // an eps that rounds to another f32, and one that rounds to the same f32 (re-packed: harmless)
+  eps: [{ eps: 1e-6 }, { eps: 1e-5 * (1 + 1e-12) }],
+  dtype: [{ dtype: 'f16' }],
+  residualF32: [{ residualF32: true }],
+  noResidualIn: [{ noResidualIn: true }],
+  algorithm: [{ algorithm: 'twoshot' }, { algorithm: 'oneshot' }, { algorithm: 'split-ll' }],
+  pdl: [{ pdl: true }],
+  outDtype: [{ outDtype: 'e4m3' }],
+  outScale: [{ outScale: 2 }, { outScale: 1 + 2 ** -30 }],
+  stream: [{ stream: 0x4001 as CuStream }, { stream: undefined }],
+  streams: [{ streams: [stream] }],
+}
+
+test('deviceAllReduceRmsNorm: reused only when every argument (pointers, weights, eps, shape, flags, scale, streams) equals the packed one', () => {
+  const cache = fusedNormCalls()
+  const a = norm()
+  const entry = cache.remember(a, [stream], fusedPrepared, fusedInfo)
+  assert.equal(cache.find(a), entry)
+  assert.equal(cache.find(norm()), entry, 'an equal fresh object')
+  assert.equal(
+    cache.find(
+      norm({
+        residualF32: false,
+        noResidualIn: false,
+        algorithm: 'auto',
+        pdl: false,
+        outScale: 1,
+        outDtype: undefined,
+      }),
+    ),
+    entry,
+    'the defaults',
+  )
+  for (const [field, changes] of Object.entries(NORM_CHANGES))
+    for (const changed of changes)
+      assert.equal(cache.find(norm(changed)), undefined, `${field}: ${JSON.stringify(changed)}`)
+})
+
+test('deviceAllReduceRmsNorm: eps and outScale compare as the bits they pack (-0 is not 0)', () => {
+  const cache = fusedNormCalls()
+  cache.remember(norm({ eps: 0, outScale: 1 }), [stream], fusedPrepared, fusedInfo)
+  assert.ok(cache.find(norm({ eps: 0 })))
+  assert.equal(cache.find(norm({ eps: -0 })), undefined)
+  const scaled = fusedNormCalls()
+  scaled.remember(norm({ outDtype: 'e4m3', outScale: 4 }), [stream], fusedPrepared, fusedInfo)
+  assert.ok(scaled.find(norm({ outDtype: 'e4m3', outScale: 4 })))
+  assert.equal(scaled.find(norm({ outDtype: 'e4m3' })), undefined, 'the default scale 1 is not 4')
+})
+
+test('deviceAllReduceRmsNorm: a caller rewriting any of its pointer arrays in place misses', () => {
+  for (const field of ['inputs', 'residuals', 'outputs', 'weights', 'streams'] as const) {
+    const cache = fusedNormCalls()
+    const a = norm({ streams: [stream] })
+    cache.remember(a, [stream], fusedPrepared, fusedInfo)
+    assert.ok(cache.find(a), `${field}: before the change`)
+    ;(a[field] as unknown as number[])[0] = 0x7e0000f00000
+    assert.equal(cache.find(a), undefined, field)
+    // and an array grown in place
+    const b = norm({ streams: [stream] })
+    cache.remember(b, [stream], fusedPrepared, fusedInfo)
+    ;(b[field] as unknown as number[]).push(0x7e0000f00000)
+    assert.equal(cache.find(b), undefined, `${field} grown`)
+  }
+})
+
+test('deviceAllReduceRmsNorm: mutating the args object itself (eps, weights) between calls misses', () => {
+  const cache = fusedNormCalls()
+  const a = norm()
+  cache.remember(a, [stream], fusedPrepared, fusedInfo)
+  a.eps = 1e-6
+  assert.equal(cache.find(a), undefined, 'eps')
+  a.eps = 1e-5
+  assert.ok(cache.find(a), 'eps back')
+  a.weights = [ptr(8), ptr(9)]
+  assert.equal(cache.find(a), undefined, 'weights replaced')
+})
+
+// ---- deviceAllReduceMany ----
+
+function many(over: Partial<DeviceAllReduceManyArgs> = {}): DeviceAllReduceManyArgs {
+  return {
+    inputs: [
+      [ptr(0), ptr(1)],
+      [ptr(2), ptr(3)],
+    ],
+    outputs: [
+      [ptr(4), ptr(5)],
+      [ptr(6), ptr(7)],
+    ],
+    counts: [4096, 37],
+    dtype: 'bf16',
+    stream,
+    ...over,
+  }
+}
+
+const MANY_CHANGES: ChangeTable<DeviceAllReduceManyArgs> = {
+  inputs: [
+    {
+      inputs: [
+        [ptr(0), ptr(1)],
+        [ptr(2), ptr(9)],
+      ],
+    },
+    { inputs: [[ptr(0), ptr(1)]] },
+    {
+      inputs: [
+        [ptr(2), ptr(3)],
+        [ptr(0), ptr(1)],
+      ],
+    },
+  ],
+  outputs: [
+    {
+      outputs: [
+        [ptr(4), ptr(9)],
+        [ptr(6), ptr(7)],
+      ],
+    },
+    {
+      outputs: [
+        [ptr(4), ptr(5)],
+        [ptr(6), ptr(7)],
+        [ptr(8), ptr(9)],
+      ],
+    },
+  ],
+  counts: [{ counts: [4096, 38] }, { counts: [37, 4096] }, { counts: [4096] }],
+  dtype: [{ dtype: 'f32' }],
+  pdl: [{ pdl: true }],
+  stream: [{ stream: 0x4001 as CuStream }],
+  streams: [{ streams: [stream] }],
+}
+
+test('deviceAllReduceMany: reused only when every pointer list, count, dtype, pdl and stream equals the packed one', () => {
+  const cache = allReduceManyCalls()
+  const a = many()
+  const entry = cache.remember(a, [stream], fusedPrepared, fusedInfo)
+  assert.equal(cache.find(a), entry)
+  assert.equal(cache.find(many({ pdl: false })), entry, 'an equal fresh object, the default pdl')
+  for (const [field, changes] of Object.entries(MANY_CHANGES))
+    for (const changed of changes)
+      assert.equal(cache.find(many(changed)), undefined, `${field}: ${JSON.stringify(changed)}`)
+})
+
+test('deviceAllReduceMany: the key copies nested arrays: an inner pointer list or the counts changed in place miss', () => {
+  const edits: [string, (a: DeviceAllReduceManyArgs) => void][] = [
+    ['inputs[1][0]', (a) => ((a.inputs[1] as unknown as number[])[0] = 0x7e0000f00000)],
+    ['outputs[0][1]', (a) => ((a.outputs[0] as unknown as number[])[1] = 0x7e0000f00000)],
+    ['inputs[1] replaced', (a) => ((a.inputs as DevicePtr[][])[1] = [ptr(8), ptr(9)])],
+    ['counts[0]', (a) => ((a.counts as number[])[0] = 4095)],
+    ['outputs grown', (a) => (a.outputs as DevicePtr[][]).push([ptr(8), ptr(9)])],
+  ]
+  for (const [name, edit] of edits) {
+    const cache = allReduceManyCalls()
+    const a = many()
+    cache.remember(a, [stream], fusedPrepared, fusedInfo)
+    edit(a)
+    assert.equal(cache.find(a), undefined, name)
+  }
 })
