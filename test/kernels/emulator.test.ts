@@ -17,6 +17,7 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
   accumulationBuild,
+  DTYPE_BYTES,
   type Dtype,
   deviceBufferLayout,
   type ErrorWordFields,
@@ -27,6 +28,7 @@ import {
   kernelsDirectory,
   launchShape,
   mismatchFromWord,
+  pieceElems,
 } from 'llcomm/internal'
 import { SKIP_NVCC } from './toolchain.js'
 
@@ -34,6 +36,8 @@ const THREADS_PER_BLOCK = 32 // the kernels stride by blockDim; one warp keeps t
 const WAIT_TIMEOUT_MS = 60_000 // generous: 2 cores serve every emulated thread; a real deadlock still ends here
 const CONCURRENCY = 2
 const EMU_PEER_STAGE_WORDS = 256
+const EMU_SPREAD_MIN_RANKS = 2 // -DLLCOMM_SPREAD_MIN_RANKS below (the GPU build: 8)
+const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emulator build keeps it)
 
 interface EmuResult {
   ok: boolean
@@ -97,7 +101,7 @@ function buildEmulator(cxx: string, out: string, defines: string[]): void {
       `-DLLCOMM_PEER_STAGE_WORDS=${EMU_PEER_STAGE_WORDS}`,
       // The GPU build takes the peer-parallel path from 8 ranks up; the emulator takes it from 2, so that the
       // 2- and 3-rank runs cover it too (the 8- and 64-rank runs cover the GPU's choice).
-      '-DLLCOMM_SPREAD_MIN_RANKS=2',
+      `-DLLCOMM_SPREAD_MIN_RANKS=${EMU_SPREAD_MIN_RANKS}`,
       '-I',
       kernelsDirectory(),
       '-I',
@@ -427,6 +431,170 @@ test('per-process error words: a mismatched call ends with MISMATCH in both word
     assert.equal(r.oddError.rank, c.odd?.rank, `${what}: the odd rank's word is recorded by the odd rank`)
     assert.notEqual(r.error.rank, c.odd?.rank, `${what}: the others' word is recorded by one of them`)
     assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
+  }
+})
+
+/**
+ * Whether twoshot-sentinel's first channel takes its spread path in the emulator build (twoshot_sentinel.cu:
+ * LlBuffer::spreadGroups of a part's slots > 1, with the emulator's block, stage and LLCOMM_SPREAD_MIN_RANKS).
+ */
+function twoshotSpreadPath(v: KernelVariant, nranks: number, count: number, bufferBytes: number): boolean {
+  const eb = DTYPE_BYTES[v.dtype]
+  const { blocksPerRank } = launchShape(v, nranks, count, bufferBytes)
+  const channelElems = Math.min(count, pieceElems(count, blocksPerRank, 16 / eb))
+  const slots = Math.ceil((pieceElems(channelElems, nranks, 16 / eb) * eb) / 16)
+  if (nranks < EMU_SPREAD_MIN_RANKS || slots >= THREADS_PER_BLOCK || slots * 4 > EMU_PEER_STAGE_WORDS) return false
+  return Math.min(Math.floor(THREADS_PER_BLOCK / slots), nranks) >= SPREAD_MIN_GROUPS
+}
+
+test('twoshot-sentinel, spread and serial paths: exact, identical, re-armed; an absent rank ends in TIMEOUT, a mismatched call in MISMATCH in both error words', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const twoshot = (dtype: Dtype): KernelVariant => {
+    const v = KERNEL_VARIANTS.find((x) => x.algorithm === 'twoshot-sentinel' && x.dtype === dtype)
+    assert.ok(v, dtype)
+    return v
+  }
+  const kernel = (name: string): KernelVariant => {
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+    assert.ok(v, name)
+    return v
+  }
+  // With 32 threads a block the spread path takes parts of at most 8 slots (128 B) from 4 ranks; these sequences mix
+  // it with the serial path on the same buffers. 8 ranks: 1 to 7 peers a thread, owners without data ('8'); 16 ranks
+  // at 8 slots a part: 4 peers a thread (a full batch) and two rank windows in the owner's reduce; 20 ranks: two
+  // batches a thread, three windows. 3 ranks: the serial path only. From 16 ranks a larger buffer, so that a channel
+  // can hold parts of more than 8 slots (the serial path).
+  const seq: Record<Dtype, Record<number, string[]>> = {
+    bf16: {
+      3: ['max', '37:inplace', '200'],
+      8: ['8', '120', '512:inplace', '1000', '333:inplace', '512'],
+      16: ['16', '1024:inplace', '4099', '1024', '200:inplace'],
+      20: ['1280:inplace', '1280'],
+    },
+    f16: { 3: ['100:inplace', 'max'], 8: ['512', '2000:inplace', '40:inplace'], 16: ['1024', '333'] },
+    f32: { 3: ['max', '5:inplace'], 8: ['60', '256:inplace', '300', '4'], 16: ['512:inplace', '2000'] },
+  }
+  const bufferOf = (nranks: number) => (nranks >= 16 ? 262144 : 65536)
+  const exact: Case[] = []
+  for (const [dtype, byRanks] of Object.entries(seq) as [Dtype, Record<number, string[]>][])
+    for (const [nranks, calls] of Object.entries(byRanks))
+      exact.push({ v: twoshot(dtype), nranks: Number(nranks), bufferBytes: bufferOf(Number(nranks)), calls })
+  // The sequences cover both paths (the spread path at 8, 16 and 20 ranks), so a broken spread path fails here.
+  const paths = exact.flatMap((c) =>
+    c.calls.map((s) => {
+      const [countText] = s.split(':')
+      const max = launchShape(c.v, c.nranks, 1, c.bufferBytes).maxCountPerCall
+      const count = countText === 'max' ? max : Math.min(max, Number(countText))
+      return { nranks: c.nranks, spread: twoshotSpreadPath(c.v, c.nranks, count, c.bufferBytes) }
+    }),
+  )
+  for (const nranks of [8, 16, 20])
+    assert.ok(
+      paths.some((x) => x.nranks === nranks && x.spread),
+      `no spread call at ${nranks} ranks`,
+    )
+  for (const nranks of [3, 8, 16])
+    assert.ok(
+      paths.some((x) => x.nranks === nranks && !x.spread),
+      `no serial call at ${nranks} ranks`,
+    )
+  // A rank that never arrives, on either path.
+  const absent: Case[] = [
+    { v: twoshot('bf16'), nranks: 3, calls: ['max'] },
+    { v: twoshot('bf16'), nranks: 8, calls: ['120'] },
+    { v: twoshot('f32'), nranks: 16, calls: ['512'] },
+    { v: twoshot('f16'), nranks: 8, calls: ['1000'] },
+  ].map((c) => ({ ...c, bufferBytes: bufferOf(c.nranks), absentRank: 1, timeoutMs: 300 }))
+  for (const c of absent)
+    assert.equal(
+      twoshotSpreadPath(c.v, c.nranks, Number(c.calls[0]) || 1, c.bufferBytes),
+      c.calls[0] === '120' || c.calls[0] === '512',
+      `${label(c)}: path`,
+    )
+  // A mismatched call, with an error word per side (per-process mode: each side must end by itself). Against
+  // oneshot-ll the odd rank writes nothing into the sentinel lanes: the spread path's reduce-scatter waits for it end
+  // only because they are armed (with LLCOMM_SIG_NO_ARM they end in TIMEOUT).
+  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 240,
+      odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      oddCount: 248,
+      nranks: 8,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+      count: 120,
+      odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      oddCount: 240,
+      nranks: 8,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 240,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 240,
+      nranks: 8,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 240,
+      odd: 'llcomm_oneshot_ll_ll8_bf16_sum',
+      oddCount: 240,
+      nranks: 8,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 240,
+      odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      oddCount: 1000,
+      nranks: 8,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_f16_sum',
+      count: 1024,
+      odd: 'llcomm_twoshot_atomic_ll128_f16_sum',
+      oddCount: 1024,
+      nranks: 16,
+    },
+  ]
+  const mismatched: Case[] = pairs.map((q) => ({
+    v: kernel(q.main),
+    nranks: q.nranks,
+    bufferBytes: bufferOf(q.nranks),
+    calls: [String(q.count)],
+    timeoutMs: 20_000,
+    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount },
+    splitError: true,
+  }))
+  for (const c of mismatched)
+    assert.ok(twoshotSpreadPath(c.v, c.nranks, Number(c.calls[0]), c.bufferBytes), `${label(c)}: spread path`)
+  const started = Date.now()
+  const results = await runAll([...exact, ...absent, ...mismatched])
+  t.diagnostic(`${results.length} emulated runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    if (c.absentRank !== undefined) {
+      assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded: ${JSON.stringify(r.error)}`)
+      assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)
+      assert.equal(r.error.peer, 1, `${label(c)}: the peer waited for`)
+      assert.equal(r.error.epoch, 1, `${label(c)}: epoch of the first call`)
+    } else if (c.odd) {
+      const what = `${label(c)} against ${c.odd.v.kernelName} ${c.odd.count}`
+      assert.equal(r.error.code, 2, `${what}, the others' word: ${JSON.stringify(r.error)}`)
+      assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+      assert.equal(r.oddError.rank, c.odd.rank, `${what}: the odd rank's word is recorded by the odd rank`)
+      assert.notEqual(r.error.rank, c.odd.rank, `${what}: the others' word is recorded by one of them`)
+      assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
+    } else {
+      assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+      assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+      assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+      assert.ok(r.nanChecked > 0, `${label(c)}: the sentinel-as-data probe did not run`)
+      assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed after the calls`)
+      assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+      assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+      assert.ok(r.ok, label(c))
+    }
   }
 })
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Makes the kernel trees that research/scripts/probe/scale-ab.sh compares (issue 22, first step; analysis and
 # predictions in research/notes/scale-2026-12-01.md). Untracked, not ignored: they travel to the GPU machine with the
-# working tree; delete ab/ afterwards. Each is a copy of packages/llcomm/kernels with patches applied (patch -p1 in
-# the tree; research/scripts/probe/scale-patches/):
+# working tree; delete ab/ afterwards. Each but ab/scale-merged is a copy of packages/llcomm/kernels at
+# SCALE_BASE_REF (default 85a723b, where the patches were made and measured; its default kernels compile to the PTX of
+# 5c0a3a2, the last commit before the spread path was merged) with patches applied (patch -p1 in the tree;
+# research/scripts/probe/scale-patches/):
 #   ab/scale-base    unchanged
 #   ab/scale-batch   twoshot-sentinel: input loads of 4 owners issued before their sends; all-gather polls 8 owners at
 #                    once (pollBatch). twoshot-atomic: input words of 8 owners loaded before their red.adds; all-gather
@@ -10,6 +12,7 @@
 #   ab/scale-spread  twoshot-sentinel: when a part has <= 256 slots (n >= 8), the (slot, peer) pairs of all three
 #                    phases spread over the block (reduce by LlBuffer::blockRecvReduceSpread, broadcast by
 #                    blockBcastSpread, all-gather receives 4 owners a poll); larger parts take the base code.
+#   ab/scale-merged  the working tree's packages/llcomm/kernels (the spread path merged: af2b920, every wait armed)
 # Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patches), and checks with
 # nvcc, when it is on PATH, that each patched kernel compiles for sm_90 without spills (AB_SKIP_NVCC=1 skips that).
 set -euo pipefail
@@ -20,27 +23,34 @@ declare -A variants=(
   [batch]="batch-twoshot-sentinel.patch batch-twoshot-atomic.patch"
   [spread]="spread-twoshot-sentinel.patch"
 )
+ref=${SCALE_BASE_REF:-85a723b}
 mkdir -p ab
+rm -rf ab/scale-ref ab/scale-merged
+mkdir -p ab/scale-ref
+git archive "$ref" packages/llcomm/kernels | tar -x -C ab/scale-ref
+cp -a packages/llcomm/kernels ab/scale-merged
+echo "ab/scale-merged ready (the working tree's kernels)"
 for v in base batch spread; do
   dir=ab/scale-$v
   rm -rf "$dir"
-  cp -a packages/llcomm/kernels "$dir"
+  cp -a ab/scale-ref/packages/llcomm/kernels "$dir"
   for f in ${variants[$v]}; do
     # --dry-run first, so a patch that does not apply leaves no half-patched tree; no fuzz, no .orig/.rej files
     if ! patch -p1 -d "$dir" --dry-run --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f" >/dev/null; then
-      echo "make-scale-trees: $patches/$f does not apply to packages/llcomm/kernels (it changed): regenerate it" >&2
+      echo "make-scale-trees: $patches/$f does not apply to $ref's packages/llcomm/kernels: regenerate it" >&2
       rm -rf "$dir"
       exit 1
     fi
     patch -p1 -d "$dir" --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f"
   done
-  echo "$dir ready (${variants[$v]:-no patches})"
+  echo "$dir ready ($ref, ${variants[$v]:-no patches})"
 done
+rm -rf ab/scale-ref
 if [ "${AB_SKIP_NVCC:-0}" != 1 ] && command -v nvcc >/dev/null; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   bad=0
-  for v in base batch spread; do
+  for v in base batch spread merged; do
     for src in twoshot_sentinel twoshot_atomic; do
       # as test/kernels/compile.test.ts: one 512-thread block per SM, so any spill is local-memory traffic
       log=$(nvcc -arch sm_90 -cubin -std=c++17 -Xptxas -v -I ab/scale-$v ab/scale-$v/allreduce/$src.cu -o "$tmp/$v-$src.cubin" 2>&1) || {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A/B of the scale variants of issue 22 (first step; analysis and predictions: research/notes/scale-2026-12-01.md)
-# on the GPU machine, in one device call, from the repository root: ab/scale-base (the kernels as they are),
-# ab/scale-batch and ab/scale-spread (made here by research/scripts/probe/make-scale-trees.sh before the call; they
-# travel with the working tree), the same host code, through research/scripts/probe/ab-kernels.sh (one bench per tree
+# on the GPU machine, in one device call, from the repository root: the trees named by AB_TREES (default "base spread
+# merged"; any of base, batch, spread, merged: ab/scale-<name>, made here by research/scripts/probe/make-scale-trees.sh
+# before the call; they travel with the working tree; the run of bench/results/cuda-h200-scale-ab-2026-12-01.txt
+# compared "base batch spread"), the same host code, through research/scripts/probe/ab-kernels.sh (one bench per tree
 # per round, trees interleaved), twoshot-sentinel, twoshot-atomic and oneshot-barrier (the reference: the same source
 # in every tree), bf16, 8 KB and 64 KB, on 16, 32 and 64 virtual ranks of GPU 0.
 #   bash research/scripts/probe/make-scale-trees.sh   # here, before the device call
@@ -13,8 +14,11 @@
 # barrier's samples of all trees at that rank count and size); the goal of issue 22 is best barrier-free <= 0.8.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-for v in base batch spread; do
+trees=(${AB_TREES:-base spread merged})
+treeArgs=()
+for v in "${trees[@]}"; do
   test -d ab/scale-$v || { echo "ab/scale-$v missing: run research/scripts/probe/make-scale-trees.sh first" >&2; exit 2; }
+  treeArgs+=("$v=ab/scale-$v")
 done
 base=${OUT:-/tmp/llcomm-ab}/scale
 rounds=${AB_ROUNDS:-3} iters=${AB_ITERS:-300} warmup=${AB_WARMUP:-50} budget=${AB_BUDGET_S:-85}
@@ -29,19 +33,18 @@ for ((r = 1; r <= rounds; r++)); do
       continue
     fi
     devs=$(printf '0,%.0s' $(seq $n)); devs=${devs%,}
-    OUT=$base/v$n AB_TAG=r$r bash research/scripts/probe/ab-kernels.sh 1 base=ab/scale-base batch=ab/scale-batch \
-      spread=ab/scale-spread -- --devices "$devs" --algorithms twoshot-sentinel,twoshot-atomic,oneshot-barrier \
+    OUT=$base/v$n AB_TAG=r$r bash research/scripts/probe/ab-kernels.sh 1 "${treeArgs[@]}" -- --devices "$devs" --algorithms twoshot-sentinel,twoshot-atomic,oneshot-barrier \
       --dtype bf16 --sizes 8K,64K --iters "$iters" --warmup "$warmup" > "$base/v$n-r$r.log" 2>&1
     grep -E "round|WRONG" "$base/v$n-r$r.log"
     end=$(date +%s.%N)
     step=$(awk -v a="$now" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
     longest[$n]=$(awk -v a="${longest[$n]}" -v b="$step" 'BEGIN { print (b > a ? b : a) }')
-    echo "round $r, $n ranks: $step s (3 trees)"
+    echo "round $r, $n ranks: $step s (${#trees[@]} trees)"
   done
 done
 echo "total $(awk -v s="$start" -v t="$(date +%s.%N)" 'BEGIN { printf "%.1f", t - s }') s"
 node -e '
-const fs = require("fs"), base = process.argv[1], trees = ["base", "batch", "spread"]
+const fs = require("fs"), base = process.argv[1], trees = process.argv[2].split(" ")
 const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)] }
 const rows = new Map() // "alg ranks bytes" -> tree -> [us]
 for (const n of [16, 32, 64]) {
@@ -83,4 +86,4 @@ for (const n of [16, 32, 64]) for (const bytes of [8192, 65536]) {
   })
   console.log(`  ${n}r ${bytes / 1024}K: ${line.join("  ")}`)
 }
-' "$base"
+' "$base" "${trees[*]}"

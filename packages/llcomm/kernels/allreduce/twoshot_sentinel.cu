@@ -2,9 +2,20 @@
 // parts; part o is owned by rank o. Every rank sends part o of its input to owner o (RS lanes); the owner reduces
 // all lanes in rank order once, writes its output and broadcasts the result (AG lanes); every rank writes the
 // owners' results. Reduce once at the owner, so all ranks hold the same bits. Double buffered by epoch parity.
+// Two paths, chosen uniformly per block: the spread path where the owner's reduce can be spread as the one-shots'
+// (LlBuffer::spreadGroups of a part's slots > 1: from LLCOMM_SPREAD_MIN_RANKS ranks, at most blockDim.x /
+// LLCOMM_SPREAD_MIN_GROUPS slots a part; small messages at many ranks), where every phase's (slot, peer) pairs are
+// spread over the block; else the serial path, one thread per slot walking every peer.
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/signature.cuh"
 #include "llcomm/ll_buffer.cuh"
+
+// The spread path's batch: owners of one thread loaded before their sends, and peers of one poller polled together
+// (pollBatch, blockRecvReduceSpread). 4, not LLCOMM_RECV_BATCH (8): with 8 every dtype's kernel spills at the
+// 128-register cap (ptxas -v, sm_90). A poller has ceil((n - 1) / groups) peers there, 1 to 4 at 8-64 KB and 16-64
+// ranks, so its polls lose nothing. The serial path keeps 8. A constant of this kernel, not a macro: the emulator
+// compiles every kernel in one translation unit.
+constexpr int kTwoshotSpreadBatch = 4;
 
 template <int DT>
 __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReduceParams& p) {
@@ -17,7 +28,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
-  // messages): the load issued before the receives, inspected after them.
+  // messages); where and how it is checked differs by path (below).
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
   Sig::blockPublish(p, me, ch);
   // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
@@ -28,6 +39,111 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const llc_u64 chanElems = call.range.size();
   const llc_u64 partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
   const llc_u32 slotsPerPart = static_cast<llc_u32>(llcCeilDiv(partElems * eb, 16u));
+  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
+  const llc_u64 mineBytes = mine.size() * eb;
+  // Spread path: thread t serves slot t % slotsPerPart of every part for the peers k = 1 + t / slotsPerPart +
+  // j * groups (k-th owner after me when sending, k-th owner after me when receiving). spreadGroups > 1 implies
+  // n >= 4 and at least 4 threads a slot, so groups >= 3, and that the sums fit the shared stage (4 words a slot)
+  // for the broadcast. Parts of more slots take the serial path: its recvReduce (batch 8) inside this path spilled
+  // the f32 kernel. In-place safety no longer rests on one thread per slot: the output word of part o, slot s is
+  // written after this rank receives owner o's all-gather value for it, which owner o sends only after receiving
+  // this rank's reduce-scatter value for it, which was loaded from the input before it was sent: the write is
+  // causally after the read, whichever threads do them.
+  const llc_u32 groups = rs.spreadGroups(slotsPerPart) > 1
+                             ? (blockDim.x / slotsPerPart < n - 1 ? blockDim.x / slotsPerPart : n - 1)
+                             : 1u; // uniform over the block
+  if (groups > 1) {
+    LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
+    const llc_u32 t = threadIdx.x;
+    const bool sender = t < groups * slotsPerPart;
+    const llc_u32 s = sender ? t % slotsPerPart : 0u, first = sender ? 1u + t / slotsPerPart : n;
+    const auto ownerOf = [&](llc_u32 k) { return me + k < n ? me + k : me + k - n; };
+    // Reduce-scatter, send side: the input loads of kTwoshotSpreadBatch owners issued before their sends (a send is
+    // an asm store with a memory clobber: a load after it would wait for it).
+    for (llc_u32 k0 = first; k0 < n; k0 += kTwoshotSpreadBatch * groups) {
+      Value x[kTwoshotSpreadBatch];
+#pragma unroll
+      for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
+        const llc_u32 k = k0 + j * groups;
+        const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k));
+        if (k < n && 16ull * s < part.size() * eb)
+          llcLoadPayload<DT, 4>(call.input + part.begin * eb, 16ull * s, part.size() * eb, x[j].w);
+      }
+#pragma unroll
+      for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
+        const llc_u32 k = k0 + j * groups;
+        const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k));
+        if (k < n && 16ull * s < part.size() * eb) rs.send(ownerOf(k), s, x[j]);
+      }
+    }
+    // The signature: every data wait from here on is armed (signature.cuh, arm: a peer whose call never sends what
+    // a wait expects ends it with MISMATCH, not TIMEOUT), and the checker threads check every peer in full after
+    // the reduce-scatter's polls, before the all-gather (a MISMATCH they record ends the other waits at their next
+    // look at the error word). Both placements of the serial path (LLCOMM_SIG_R2, LLCOMM_SIG_TAIL) take this one.
+    Sig::arm(waiter, ch);
+    // Owner: my part's slots reduced block-wide (LlBuffer::blockRecvReduceSpread: pollers re-arm what they read;
+    // rank order 0..n-1 in f32 as recvReduce, so the same bits as the serial path).
+    const llc_u32 mineSlots = static_cast<llc_u32>(llcCeilDiv(mineBytes, 16u));
+    Value own{};
+    if (t < mineSlots) llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * t, mineBytes, own.w);
+    Value sum = own;
+    if (mineSlots > 0) // uniform; 0 < mineSlots <= slotsPerPart, so spreadGroups(mineSlots) > 1
+      sum = rs.template blockRecvReduceSpread<DT, kTwoshotSpreadBatch>(
+          mineSlots, rs.spreadGroups(mineSlots), own, stage, [] {},
+          [&] { Sig::blockCheck(p, me, ch); }); // every peer makes this call, else MISMATCH
+    else
+      Sig::blockCheck(p, me, ch); // an owner without data (the last parts of a short channel) checks all the same
+    if (t < mineSlots) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sum.w[i] = Fmt::canonicalize(sum.w[i]); // my output = the bits peers receive
+      llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * t, mineBytes, sum.w);
+    }
+    // Broadcast spread over the block: the sums go through the stage. The first __syncthreads: the stage's last
+    // readers (the reducing threads of blockRecvReduceSpread) are done before it is overwritten; the second: the
+    // sums are visible to the senders (bar.sync orders shared-memory accesses within the block).
+    if (mineSlots > 0) {
+      __syncthreads();
+      if (t < mineSlots) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) stage[4u * t + i] = sum.w[i];
+      }
+      __syncthreads();
+      const llc_u32 bg = blockDim.x / mineSlots < n ? blockDim.x / mineSlots : n;
+      ag.blockBcastSpread(mineSlots, bg, [&](llc_u32 slot, Value& x) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) x.w[i] = stage[4u * slot + i];
+      });
+    }
+    // All-gather, receive side: kTwoshotSpreadBatch owners of this thread polled together (every load before any
+    // inspection: LlBuffer::pollBatch).
+    for (llc_u32 k0 = first; k0 < n; k0 += kTwoshotSpreadBatch * groups) {
+      llc_u32 want = 0;
+#pragma unroll
+      for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
+        const llc_u32 k = k0 + j * groups;
+        if (k < n && 16ull * s < llcPieceAt(chanElems, partElems, ownerOf(k)).size() * eb) want |= 1u << j;
+      }
+      const auto slotOf = [&](int j) { return ag.slotPtr(me, ownerOf(k0 + j * groups), s); };
+      Value got[kTwoshotSpreadBatch]; // pollBatch fills the members whose bit is set
+      llc_u32 pending = want;
+      LlcSpin spin;
+      while (pending != 0) {
+        pending = ag.template pollBatch<kTwoshotSpreadBatch>(pending, slotOf, got);
+        if (pending != 0 && !waiter.keepWaiting(spin, ownerOf(k0 + (__ffs(pending) - 1) * groups), Fmt::kWhat, s))
+          break;
+      }
+#pragma unroll
+      for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
+        if (!((want >> j) & 1u)) continue;
+        const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k0 + j * groups));
+        llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, got[j].w);
+        // The thread that read the slot re-arms it, after its read; ordering argument at Fmt::rearm() (sentinel.cuh).
+        if (Fmt::kRearm) Fmt::rearm(slotOf(j));
+      }
+    }
+    ch.blockAdvanceEpoch();
+    return;
+  }
   Value v;
   // Reduce-scatter, send side: the same thread handles slot s of every part in every phase (in-place safe).
   for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
@@ -39,13 +155,11 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       rs.send(o, s, v);
     }
   }
-  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
-  const llc_u64 mineBytes = mine.size() * eb;
   // The signature: a checker thread with nothing to reduce (small messages) checks now, beside the data path (the
   // bounded check also ends the data waits of the 16-bit kernels, which are not armed in the reduce-scatter, when a
   // peer never sends); one with slots to reduce loads the packet now and inspects it after the receives.
-  // Default (Sig::kTail): nothing here; threads 0..n-2 check at the tail, after their stores, and every data wait is
-  // armed. LLCOMM_SIG_R2 (round 2's placement):
+  // With LLCOMM_SIG_TAIL (Sig::kTail): nothing here; threads 0..n-2 check at the tail, after their stores, and every
+  // data wait is armed. The default, LLCOMM_SIG_R2 (round 2's placement):
   LlcSigPacket sig;
   const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytes;
   if constexpr (!Sig::kTail) {

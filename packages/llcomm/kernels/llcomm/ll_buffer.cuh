@@ -20,7 +20,10 @@
 
 #if LLC_HAS_DEVICE
 
-#define LLCOMM_RECV_BATCH 8 // peers polled together by recvReduce (loads in flight; values kept in registers)
+// Peers polled together by recvReduce and blockRecvReduceSpread (loads in flight; values kept in registers): the
+// default of their kBatch template argument. A kernel at the register cap passes a smaller batch of its own
+// (twoshot-sentinel: kTwoshotSpreadBatch), so every kernel of a translation unit keeps its own value.
+#define LLCOMM_RECV_BATCH 8
 
 // Peer-parallel path (a block with fewer slots than threads): received words are staged in static shared memory,
 // [rank of the window][slot][word], so one thread per slot can reduce them in rank order. 32 KB: under the 48 KB
@@ -95,45 +98,45 @@ struct LlBuffer {
     return v;
   }
 
-  // One poll of the batch members whose bit is set in `pending` (at most LLCOMM_RECV_BATCH; member j's slot is
+  // One poll of the batch members whose bit is set in `pending` (at most kBatch; member j's slot is
   // slotOf(j)): every load is issued before any is inspected, so they are in flight together and the poll costs one
   // round trip, not one per member. (Inspecting a member branches on its loaded data; had the next load waited
   // behind that branch, as it does when each poll is a tryRead, the batch would take a round trip per member.)
   // Returns `pending` less the members that arrived; an arrived member's payload is in got[j]. No ordering is
   // needed among the loads: each slot's validity rides in the same single-copy-atomic element as its data
   // (packets.cuh), so which load returns first cannot make a stale or torn value look valid.
-  template <class SlotOf>
+  template <int kBatch = LLCOMM_RECV_BATCH, class SlotOf>
   LLC_DEVICE llc_u32 pollBatch(llc_u32 pending, SlotOf slotOf, Value* got) const {
-    typename Fmt::Raw raw[LLCOMM_RECV_BATCH]; // member j is read only when its bit is set, after its load
+    typename Fmt::Raw raw[kBatch]; // member j is read only when its bit is set, after its load
 #pragma unroll
-    for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+    for (int j = 0; j < kBatch; ++j)
       if ((pending >> j) & 1u) raw[j] = Fmt::load(slotOf(j));
     llc_u32 arrived = 0;
 #pragma unroll
-    for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+    for (int j = 0; j < kBatch; ++j)
       if (((pending >> j) & 1u) && Fmt::accept(raw[j], epoch, got[j].w)) arrived |= 1u << j;
     return pending & ~arrived;
   }
 
   // Receive slot `slot` from every rank and reduce in f32 in rank order 0..nranks-1 (my own contribution is `own`,
   // not read from the buffer, canonicalized like a sent value), so every rank computes bitwise the same result. Peers are polled
-  // LLCOMM_RECV_BATCH at a time with all their loads in flight; received values wait in registers.
-  template <int DT>
+  // kBatch at a time with all their loads in flight; received values wait in registers.
+  template <int DT, int kBatch = LLCOMM_RECV_BATCH>
   LLC_DEVICE Value recvReduce(llc_u32 slot, const Value& own) const {
     LlcAcc<DT, Fmt::kWords> acc;
-    for (llc_u32 base = 0; base < nranks; base += LLCOMM_RECV_BATCH) {
-      Value got[LLCOMM_RECV_BATCH];
+    for (llc_u32 base = 0; base < nranks; base += kBatch) {
+      Value got[kBatch];
       llc_u32 pending = 0;
 #pragma unroll
-      for (int j = 0; j < LLCOMM_RECV_BATCH; ++j)
+      for (int j = 0; j < kBatch; ++j)
         if (base + j < nranks && base + j != me) pending |= 1u << j;
       LlcSpin spin;
       while (pending != 0) {
-        pending = pollBatch(pending, [&](int j) { return slotPtr(me, base + j, slot); }, got);
+        pending = pollBatch<kBatch>(pending, [&](int j) { return slotPtr(me, base + j, slot); }, got);
         if (pending != 0 && !waiter->keepWaiting(spin, base + __ffs(pending) - 1, Fmt::kWhat, slot)) break;
       }
 #pragma unroll
-      for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
+      for (int j = 0; j < kBatch; ++j) {
         const llc_u32 r = base + j;
         if (r < nranks) {
           Value v;
@@ -154,7 +157,7 @@ struct LlBuffer {
 
   // ---- Peer-parallel variants: block-wide (every thread of the block calls them with the same arguments). ----
   // When a block has fewer slots than threads, the serial path leaves most threads idle while each slot's thread
-  // walks all nranks - 1 peers in ceil(nranks / LLCOMM_RECV_BATCH) sequential poll rounds (each a full L2/NVLink
+  // walks all nranks - 1 peers in ceil(nranks / kBatch) sequential poll rounds (each a full L2/NVLink
   // round trip). Here (slot, peer) pairs are spread over the block: thread t serves slot t % slots and the peers of
   // group t / slots. Usable when spreadGroups() > 1.
 
@@ -186,7 +189,7 @@ struct LlBuffer {
 
   // recvReduce for all `slots` slots at once. Ranks are taken in windows of as many as the shared stage holds
   // (every rank at once for small slot counts). In a window, the pollers (thread t < groups * slots) wait for their
-  // peers' packets LLCOMM_RECV_BATCH at a time with loads in flight, re-arm each slot right after reading it, and
+  // peers' packets kBatch at a time with loads in flight, re-arm each slot right after reading it, and
   // stage the words; after __syncthreads, thread s < slots reduces slot s in f32 over the window's ranks in rank
   // order (its own contribution `own` from registers, canonicalized), continuing the accumulator of the previous
   // windows. So the accumulation order is exactly 0, 1, ..., nranks - 1, as in recvReduce: bitwise the same result.
@@ -194,7 +197,7 @@ struct LlBuffer {
   // still reaches every __syncthreads.
   // `idle()` runs in every thread that polls nothing, before the first __syncthreads, and `done()` in every thread
   // after the last window (the one-shot kernels check the call signature in one or the other: signature.cuh).
-  template <int DT, class Idle, class Done>
+  template <int DT, int kBatch = LLCOMM_RECV_BATCH, class Idle, class Done>
   LLC_DEVICE Value blockRecvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage, Idle idle,
                                          Done done) const {
     const llc_u32 t = threadIdx.x;
@@ -209,11 +212,11 @@ struct LlBuffer {
     for (llc_u32 base = 0; base < nranks; base += window) {
       const llc_u32 end = base + window < nranks ? base + window : nranks;
       if (poller) {
-        for (llc_u32 first = base + group; first < end; first += LLCOMM_RECV_BATCH * g) {
-          Value got[LLCOMM_RECV_BATCH];
+        for (llc_u32 first = base + group; first < end; first += kBatch * g) {
+          Value got[kBatch];
           llc_u32 pending = 0;
 #pragma unroll
-          for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
+          for (int j = 0; j < kBatch; ++j) {
             const llc_u32 r = first + j * g;
             if (r < end && r != me) pending |= 1u << j;
           }
@@ -226,13 +229,13 @@ struct LlBuffer {
               if (!waiter->keepWaiting(spin, first, Fmt::kWhat, slot)) break;
           } else {
             while (pending != 0) {
-              pending = pollBatch(pending, [&](int j) { return slotPtr(me, first + j * g, slot); }, got);
+              pending = pollBatch<kBatch>(pending, [&](int j) { return slotPtr(me, first + j * g, slot); }, got);
               if (pending != 0 && !waiter->keepWaiting(spin, first + (__ffs(pending) - 1) * g, Fmt::kWhat, slot))
                 break;
             }
           }
 #pragma unroll
-          for (int j = 0; j < LLCOMM_RECV_BATCH; ++j) {
+          for (int j = 0; j < kBatch; ++j) {
             const llc_u32 r = first + j * g;
             if (r < end && r != me) {
               llc_u32* dst = stage + (r - base) * perRank + slot * kWords;

@@ -30,7 +30,8 @@
 //  * tail (round 3): threads 0..n-2 check one peer each after their own output stores, before the kernel's last
 //    __syncthreads; used only where every data wait before it is armed (llcTailCheckSignature).
 //  * blockCheck: a bounded poll, blocking: oneshot-sentinel's serial path, ring and twoshot-atomic before their
-//    first receive; the one-shot kernels' peer-parallel path after the polls, for what tryCheck left.
+//    first receive; the one-shot kernels' peer-parallel path after the polls, for what tryCheck left;
+//    twoshot-sentinel's spread path after the reduce-scatter's polls, before the all-gather.
 //  * prefetch + finish (round 2's serial paths; LLCOMM_SIG_R2): the checker issues one load of the packet
 //    (prefetch, no wait) before its receives and inspects it after them (finish: a bounded poll only if the packet
 //    was not there yet). The load's round trip overlaps the receives; at small messages the checker has no
@@ -53,16 +54,17 @@
 //   oneshot-ll       serial: tail, waits armed; peer-parallel: tryCheck (1024 looks), full check after.
 //   oneshot-sentinel serial: blockCheck before the receives (measured free at 64 KB), waits not armed (armed, the
 //                    16-bit kernels spilled); peer-parallel: tryCheck (1024 looks in f32, 32 unrolled in 16-bit).
-//   twoshot-sentinel tail; every wait armed (reduce-scatter and all-gather, every dtype). LLCOMM_SIG_R2: a checker
-//                    with nothing to reduce: blockCheck before the receives; one with slots: prefetch + finish;
-//                    reduce-scatter waits armed in f32 only.
+//   twoshot-sentinel serial: a checker with nothing to reduce: blockCheck before the receives; one with slots:
+//                    prefetch + finish; reduce-scatter waits armed in f32 only (LLCOMM_SIG_TAIL: tail, every wait
+//                    armed). Spread path (small parts from 8 ranks; either build): every wait armed (reduce-scatter
+//                    and all-gather, every dtype), blockCheck after the reduce-scatter's polls.
 //   oneshot-barrier  blockBarrier (its waits need every peer's packet).   ring, twoshot-atomic: blockCheck before
 //                    the first receive.
 // What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
 // one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; with
-// LLCOMM_SIG_R2 also 16-bit twoshot-sentinel's reduce-scatter when the checker has slots to reduce) waiting for a
-// peer that never sends, when
-// no other rank's check has recorded the MISMATCH first (the old placement had the first of these too).
+// LLCOMM_SIG_R2 also 16-bit twoshot-sentinel's serial reduce-scatter when the checker has slots to reduce) waiting for
+// a peer that never sends, when no other rank's check has recorded the MISMATCH first (the old placement had the first
+// of these too).
 // Where the ranks share an error word (one communicator's virtual ranks, the emulator) the other side's check ends
 // these waits too: the mismatch tests (test/kernels/emulator.test.ts, test/gpu/signature.test.ts) see MISMATCH.
 // LLCOMM_NO_SIGNATURE (a compile-time knob for the A/B measurement, research/scripts/probe/make-signature-trees.sh;

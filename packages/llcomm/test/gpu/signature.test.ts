@@ -69,6 +69,18 @@ const MISMATCHES: MismatchCase[] = [
     main: { algorithm: 'oneshot-ll', dtype: 'f32', count: 2, protocol: 'll16' },
     odd: { algorithm: 'oneshot-ll', dtype: 'f32', count: 2, protocol: 'll8' },
   },
+  // twoshot-sentinel's spread path (parts of 32-33 slots at 16 ranks): another count, and a kernel that writes
+  // nothing into the sentinel lanes (its reduce-scatter waits end by their armed look, or the odd rank's check).
+  {
+    ranks: 16,
+    main: { algorithm: 'twoshot-sentinel', dtype: 'bf16', count: 4096 },
+    odd: { algorithm: 'twoshot-sentinel', dtype: 'bf16', count: 4104 },
+  },
+  {
+    ranks: 16,
+    main: { algorithm: 'twoshot-sentinel', dtype: 'f16', count: 4096 },
+    odd: { algorithm: 'oneshot-ll', dtype: 'f16', count: 4096, protocol: 'll8' },
+  },
 ]
 
 test('cuda: a mismatched call ends every launch with MISMATCH naming both ranks and signatures', {

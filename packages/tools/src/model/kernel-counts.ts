@@ -17,7 +17,9 @@
  *                stagedReduces = N × elements per slot (read back from shared memory by the slot's thread)
  *   two-shot     part = piece / N per owner (16 B aligned; K = owners with data, K' = min(N−1, K)),
  *                r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
- *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel)
+ *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel). twoshot-sentinel's spread path
+ *                (small parts from 8 ranks, since af2b920) is not counted: these are its serial path's counts, which
+ *                the committed bench files and fits measured (docs/model.md, "Which kernels")
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
  *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
