@@ -476,7 +476,7 @@ test("per-process error words, the waits the signature does not arm (signature.c
   // never sends what the others wait for, in waits that do not look at the signature: 16-bit twoshot-sentinel's
   // reduce-scatter when the checker thread has slots to reduce (LLCOMM_SIG_R2, the default); the one-shot
   // peer-parallel path when every thread polls; 16-bit oneshot-sentinel's peer-parallel path when the odd rank's
-  // packet comes after the 32 looks (its launch 300 ms late). Its own word says MISMATCH; the others' says TIMEOUT
+  // packet comes after the 32 looks (its launch 1 s late). Its own word says MISMATCH; the others' says TIMEOUT
   // (the gap: asserted, so that this test shows it), which the host turns into MISMATCH from the packets.
   const kernel = (name: string): KernelVariant => {
     const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
@@ -523,7 +523,7 @@ test("per-process error words, the waits the signature does not arm (signature.c
       oddCount: 16,
       nranks: 4,
       call: 1,
-      delayMs: 300,
+      delayMs: 1000,
     },
   ]
   const cases: Case[] = pairs.map((q) => ({
@@ -531,7 +531,7 @@ test("per-process error words, the waits the signature does not arm (signature.c
     nranks: q.nranks,
     bufferBytes: 65536,
     calls: new Array(q.call + 1).fill(String(q.count)),
-    timeoutMs: 2000,
+    timeoutMs: 2500,
     odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount, call: q.call, delayMs: q.delayMs },
     splitError: true,
     dumpSignatures: true,

@@ -3,7 +3,10 @@
 //   1. the main call and the odd call on every rank (matching calls: the kernels are loaded and both calls' channel
 //      epochs advance, so the failed call is at epoch 3 on channel 0, not 1), each output checked;
 //   2. the mismatched call: the last rank makes the odd call (after delayMs), every other rank the main call; with
-//      odd = null the last rank makes no call at all (it waits past the others' deadline, then closes).
+//      odd = null the last rank makes no call at all;
+//   3. close() once 2 x timeoutMs + 2 s have passed since the call began on every rank: a rank that failed at once
+//      (the odd one) must not free the buffers its peers map while their kernels still run to their deadline (their
+//      aborted threads still store into them), and close()'s barrier (timeoutMs) then sees every rank arrive.
 // Prints one `RESULT {...}` line: the warm-up's problems and the mismatched call's error (code, message, details).
 import type { AlgorithmName, Dtype, TensorArray } from '../../src/api/types.js'
 import type { CudaProcessCommunicator } from '../../src/backends/cuda/process-communicator.js'
@@ -65,8 +68,6 @@ async function main(): Promise<void> {
       await run(mine)
       failure = { code: 'NONE', message: 'the mismatched call returned data' }
     } else {
-      // No call: past the others' deadline (their kernels have ended) before close() unmaps and frees.
-      await sleep(c.timeoutMs + 3000)
       failure = { code: 'NO_CALL', message: 'this rank made no call' }
     }
   } catch (e) {
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
         : { code: 'UNEXPECTED', message: String(e) }
   }
   const ms = performance.now() - started
+  await sleep(Math.max(0, started + 2 * c.timeoutMs + 2000 - performance.now()))
   await comm.close()
   process.stdout.write(`RESULT ${JSON.stringify({ rank, problems, failure, ms })}\n`)
 }
