@@ -26,9 +26,11 @@ import {
   type KernelVariant,
   kernelBuildDefines,
   kernelsDirectory,
+  LlcommError,
   launchShape,
   mismatchFromWord,
   pieceElems,
+  reclassifyTimeout,
 } from 'llcomm/internal'
 import { SKIP_NVCC } from './toolchain.js'
 
@@ -53,6 +55,8 @@ interface EmuResult {
   /** The odd rank's own error word (LLCOMM_EMU_SPLIT_ERROR; all zero otherwise). */
   oddError: ErrorWordJson
   seconds: number
+  /** Every rank's signature region after the run, hex u32s (LLCOMM_EMU_DUMP_SIGNATURES). */
+  signatureRegions?: string[]
 }
 
 /** The error word as the harness prints it: the device struct's fields (abi.ts) and its reserved word. */
@@ -127,8 +131,13 @@ interface Case {
   timeoutMs?: number
   /** Every channel's epoch word starts here (LLCOMM_EMU_STORED_EPOCH), e.g. just below the u32 wrap. */
   storedEpoch?: number
-  /** A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD). */
-  odd?: { rank: number; v: KernelVariant; count: number }
+  /**
+   * A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD), at call
+   * `odd.call` (default 0; the calls before it run on every rank), `odd.delayMs` after the others' launch.
+   */
+  odd?: { rank: number; v: KernelVariant; count: number; call?: number; delayMs?: number }
+  /** Print every rank's signature region after the run (LLCOMM_EMU_DUMP_SIGNATURES). */
+  dumpSignatures?: boolean
   /** The odd rank gets an error word of its own (LLCOMM_EMU_SPLIT_ERROR): two processes, one word each. */
   splitError?: boolean
   /** The f32-accumulation inputs (LLCOMM_EMU_VALUES=accumulation). */
@@ -167,10 +176,12 @@ function runCase(c: Case): Promise<EmuResult> {
     if (c.accumulation) env.LLCOMM_EMU_VALUES = 'accumulation'
     if (c.odd) {
       const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
-      env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
+      env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}:${c.odd.call ?? 0}`
+      if (c.odd.delayMs) env.LLCOMM_EMU_ODD_DELAY_MS = String(c.odd.delayMs)
       if (c.splitError) env.LLCOMM_EMU_SPLIT_ERROR = '1'
     }
-    execFile(c.exe ?? exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
+    if (c.dumpSignatures) env.LLCOMM_EMU_DUMP_SIGNATURES = '1'
+    execFile(c.exe ?? exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 22, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as EmuResult)
     })
@@ -595,6 +606,156 @@ test('twoshot-sentinel, spread and serial paths: exact, identical, re-armed; an 
       assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
       assert.ok(r.ok, label(c))
     }
+  }
+})
+
+/** Rank `rank`'s signature region from the harness's dump (hex u32s). */
+function signatureRegionOf(r: EmuResult, rank: number): Uint32Array {
+  const hex = r.signatureRegions?.[rank]
+  assert.ok(hex, `no signature region dumped for rank ${rank}`)
+  return Uint32Array.from({ length: hex.length / 8 }, (_, i) => Number.parseInt(hex.slice(8 * i, 8 * i + 8), 16))
+}
+
+/** What the per-process communicator reports for a device error word (process-communicator.ts, checkDeviceError). */
+function hostErrorOf(r: EmuResult, word: ErrorWordJson, nranks: number): LlcommError {
+  const words = Uint32Array.of(
+    word.code,
+    word.rank,
+    word.peer,
+    word.epoch,
+    word.what,
+    word.slot,
+    word.channel,
+    word.reserved,
+  )
+  if (word.code === 2) return mismatchFromWord(words)
+  assert.equal(word.code, 1, `not a TIMEOUT: ${JSON.stringify(word)}`)
+  const region = signatureRegionOf(r, word.rank)
+  return reclassifyTimeout(LlcommError.timeout({ rank: word.rank, peer: word.peer, epoch: word.epoch }), {
+    timeout: word,
+    nranks,
+    readRegion: () => region.slice(),
+  })
+}
+
+test("per-process error words, the waits the signature does not arm (signature.cuh's gap): the device records TIMEOUT, the host's reading of the packets reports MISMATCH", async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // The odd rank runs another call after matching ones (so the failed epoch is not 1 and the halves alternate) and
+  // never sends what the others wait for, in waits that do not look at the signature: 16-bit twoshot-sentinel's
+  // reduce-scatter when the checker thread has slots to reduce (LLCOMM_SIG_R2, the default); the one-shot
+  // peer-parallel path when every thread polls; 16-bit oneshot-sentinel's peer-parallel path when the odd rank's
+  // packet comes after the 32 looks (its launch 1 s late). Its own word says MISMATCH; the others' says TIMEOUT
+  // (the gap: asserted, so that this test shows it), which the host turns into MISMATCH from the packets.
+  const kernel = (name: string): KernelVariant => {
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+    assert.ok(v, name)
+    return v
+  }
+  const pairs: {
+    main: string
+    count: number
+    odd: string
+    oddCount: number
+    nranks: number
+    call: number
+    delayMs?: number
+  }[] = [
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 4000,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 4000,
+      nranks: 2,
+      call: 1,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_f16_sum',
+      count: 4000,
+      odd: 'llcomm_oneshot_sentinel_sentinel_f16_sum',
+      oddCount: 4000,
+      nranks: 2,
+      call: 2,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      count: 64,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 32,
+      nranks: 4,
+      call: 1,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      count: 32,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 16,
+      nranks: 4,
+      call: 1,
+      delayMs: 1000,
+    },
+  ]
+  const cases: Case[] = pairs.map((q) => ({
+    v: kernel(q.main),
+    nranks: q.nranks,
+    bufferBytes: 65536,
+    calls: new Array(q.call + 1).fill(String(q.count)),
+    timeoutMs: 2500,
+    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount, call: q.call, delayMs: q.delayMs },
+    splitError: true,
+    dumpSignatures: true,
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    const odd = c.odd?.rank ?? -1
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}`
+    assert.equal(
+      r.error.code,
+      1,
+      `${what}: the gap is not reproduced here (the others' word: ${JSON.stringify(r.error)})`,
+    )
+    assert.equal(r.error.epoch, (c.odd?.call ?? 0) + 1, `${what}: the failed call's epoch`)
+    assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+    const e = hostErrorOf(r, r.error, c.nranks)
+    assert.equal(e.code, 'MISMATCH', `${what}: ${e.message} (${String(e.details.signatureCheck)})`)
+    assert.equal(e.details.rank, r.error.rank)
+    assert.equal(e.details.peer, odd, `${what}: names the odd rank`)
+    assert.equal(e.details.epoch, r.error.epoch)
+    assert.ok(
+      String(e.details.mine).startsWith(`${c.v.algorithm} ${c.v.dtype} sum × ${c.calls[0]} `),
+      String(e.details.mine),
+    )
+    assert.ok(String(e.details.theirs).startsWith(`${c.odd?.v.algorithm} ${c.odd?.v.dtype} sum × ${c.odd?.count} `))
+    // The same two signatures as the odd rank's device-recorded MISMATCH, seen from the other side.
+    const oddSide = mismatchFromWord(
+      Uint32Array.of(
+        2,
+        r.oddError.rank,
+        r.oddError.peer,
+        r.oddError.epoch,
+        r.oddError.what,
+        r.oddError.slot,
+        r.oddError.channel,
+        r.oddError.reserved,
+      ),
+    )
+    assert.equal(e.details.mine, oddSide.details.theirs)
+    assert.equal(e.details.theirs, oddSide.details.mine)
+  }
+})
+
+test('a rank that never calls (per-process reading of the packets): the TIMEOUT stays a TIMEOUT', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: Case[] = ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 'llcomm_oneshot_sentinel_sentinel_bf16_sum'].map(
+    (name) => {
+      const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+      assert.ok(v, name)
+      return { v, nranks: 3, bufferBytes: 16384, calls: ['max'], absentRank: 1, timeoutMs: 300, dumpSignatures: true }
+    },
+  )
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 1, `${label(c)}: ${JSON.stringify(r.error)}`)
+    const e = hostErrorOf(r, r.error, c.nranks)
+    assert.equal(e.code, 'TIMEOUT', `${label(c)}: ${e.message}`)
+    assert.match(String(e.details.signatureCheck), /rank 1 published no signature for epoch 1/)
   }
 })
 

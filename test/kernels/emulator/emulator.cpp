@@ -7,11 +7,15 @@
 // usage: emulator KERNEL NRANKS THREADS TIMEOUT_MS ABSENT_RANK RECV_BYTES LL_OFF LL_HALF S_OFF S_HALF L128_OFF
 //                 L128_HALF P_OFF P_HALF CALL...      where CALL = COUNT:BLOCKS[:inplace]
 // prints one JSON object.
-// With LLCOMM_EMU_ODD=RANK:KERNEL:COUNT:BLOCKS in the environment, the first call launches that rank alone with its
-// own kernel and count, concurrently with the launch of the other ranks (a mismatched call: the run then ends after
-// that call, and the error word must say MISMATCH). With LLCOMM_EMU_VALUES=accumulation the inputs are the
-// f32-accumulation case (rank 0 holds +-256, the others +-0.25..0.625 in steps of 1/8; test/support/accumulation.ts):
-// every partial sum is exact in f32 but not in f16/bf16, so only an f32 accumulation rounded once gives the reference.
+// With LLCOMM_EMU_ODD=RANK:KERNEL:COUNT:BLOCKS[:CALL] in the environment, call CALL (default 0, the first; the calls
+// before it run on every rank) launches that rank alone with its own kernel and count, concurrently with the launch
+// of the other ranks (a mismatched call: the run then ends after that call, and the error word must say MISMATCH).
+// LLCOMM_EMU_ODD_DELAY_MS: the odd rank's launch starts that much later (a peer process that launches late).
+// LLCOMM_EMU_DUMP_SIGNATURES=1: the JSON also holds every rank's signature region after the run (hex u32s), for the
+// host's reading of a TIMEOUT (src/backends/cuda/timeout-signature.ts).
+// With LLCOMM_EMU_VALUES=accumulation the inputs are the f32-accumulation case (rank 0 holds +-256, the others
+// +-0.25..0.625 in steps of 1/8; test/support/accumulation.ts): every partial sum is exact in f32 but not in
+// f16/bf16, so only an f32 accumulation rounded once gives the reference.
 #include "emu.h"
 
 #include <algorithm>
@@ -94,9 +98,11 @@ int main(int argc, char** argv) {
   KernelFn oddFn = nullptr;
   unsigned long long oddCount = 0;
   unsigned oddBlocks = 0;
+  int oddCall = 0;
   if (const char* odd = std::getenv("LLCOMM_EMU_ODD")) {
     char oddName[200] = {0};
-    if (std::sscanf(odd, "%d:%199[^:]:%llu:%u", &oddRank, oddName, &oddCount, &oddBlocks) != 4) {
+    const int got = std::sscanf(odd, "%d:%199[^:]:%llu:%u:%d", &oddRank, oddName, &oddCount, &oddBlocks, &oddCall);
+    if (got != 4 && got != 5) {
       std::fprintf(stderr, "bad LLCOMM_EMU_ODD %s\n", odd);
       return 2;
     }
@@ -129,9 +135,15 @@ int main(int argc, char** argv) {
   const bool splitError = std::getenv("LLCOMM_EMU_SPLIT_ERROR") != nullptr;
   Buffer oddErrorWord(sizeof(LlcommErrorWord), 0);
 
-  std::vector<unsigned> launchRanks;
+  const char* delayEnv = std::getenv("LLCOMM_EMU_ODD_DELAY_MS");
+  const int oddDelayMs = delayEnv ? std::atoi(delayEnv) : 0;
+  // Every present rank (the calls before the odd one), and the others of the odd call.
+  std::vector<unsigned> everyRank, othersOfOdd;
   for (unsigned r = 0; r < n; ++r)
-    if (static_cast<int>(r) != absent && static_cast<int>(r) != oddRank) launchRanks.push_back(r);
+    if (static_cast<int>(r) != absent) {
+      everyRank.push_back(r);
+      if (static_cast<int>(r) != oddRank) othersOfOdd.push_back(r);
+    }
 
   // LLCOMM_EMU_STORED_EPOCH: every channel's epoch word on every rank starts there (runs across the u32 wrap).
   const char* storedEnv = std::getenv("LLCOMM_EMU_STORED_EPOCH");
@@ -150,6 +162,8 @@ int main(int argc, char** argv) {
     char mode[16] = {0};
     std::sscanf(argv[c], "%llu:%u:%15s", &count, &blocks, mode);
     const bool inplace = std::string(mode) == "inplace";
+    const bool oddNow = oddRank >= 0 && c - 15 == oddCall;
+    const std::vector<unsigned>& launchRanks = oddNow ? othersOfOdd : everyRank;
     std::vector<std::unique_ptr<Buffer>> in, out;
     std::vector<std::vector<llc_u32>> inBits(n, std::vector<llc_u32>(count));
     const unsigned long long room = std::max(count, oddCount) * 4; // the odd rank may run another count and dtype
@@ -187,7 +201,7 @@ int main(int argc, char** argv) {
     p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
     p.blocksPerRank = blocks;
     for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
-    if (oddRank >= 0) {
+    if (oddNow) {
       LlcommAllReduceParams q = p;
       q.count = oddCount;
       q.blocksPerRank = oddBlocks;
@@ -197,6 +211,7 @@ int main(int argc, char** argv) {
       blockDim.x = threads;
       gridDim.x = std::max(p.ranksInLaunch * blocks, oddBlocks);
       std::thread others([&] { emuLaunch(fn, p, p.ranksInLaunch * blocks, threads, false); });
+      if (oddDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(oddDelayMs));
       emuLaunch(oddFn, q, oddBlocks, threads, false);
       others.join();
       break; // a mismatch run: one call, checked by the error word
@@ -259,8 +274,25 @@ int main(int argc, char** argv) {
         if (e != expectedEpoch[ch]) badEpochs++;
       }
   }
+  if (std::getenv("LLCOMM_EMU_DUMP_SIGNATURES")) {
+    // After every launch joined: every store of the kernels is visible to this thread (thread join).
+    std::printf("{\"signatureRegions\":[");
+    for (unsigned r = 0; r < n; ++r) {
+      const unsigned char* sig = scratch[r]->data() + LLCOMM_SCRATCH_SIGNATURE_OFFSET;
+      std::printf("%s\"", r == 0 ? "" : ",");
+      for (size_t i = 0; i < LLCOMM_SCRATCH_SIGNATURE_BYTES / 4; ++i) {
+        llc_u32 w;
+        std::memcpy(&w, sig + 4 * i, 4);
+        std::printf("%08x", w);
+      }
+      std::printf("\"");
+    }
+    std::printf("],");
+  } else {
+    std::printf("{");
+  }
   std::printf(
-      "{\"ok\":%s,\"mismatches\":%ld,\"firstMismatch\":\"%s\",\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
+      "\"ok\":%s,\"mismatches\":%ld,\"firstMismatch\":\"%s\",\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
       "\"sentinelBytesNotArmed\":%ld,\"ll128BytesNotZero\":%ld,\"badEpochs\":%ld,\"guardsBroken\":%ld,"
       "\"error\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u,"
       "\"reserved\":%u},\"oddError\":{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,"

@@ -60,13 +60,23 @@
 //                    and all-gather, every dtype), blockCheck after the reduce-scatter's polls.
 //   oneshot-barrier  blockBarrier (its waits need every peer's packet).   ring, twoshot-atomic: blockCheck before
 //                    the first receive.
-// What is left as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed waits (the
-// one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit oneshot-sentinel; with
-// LLCOMM_SIG_R2 also 16-bit twoshot-sentinel's serial reduce-scatter when the checker has slots to reduce) waiting for
-// a peer that never sends, when no other rank's check has recorded the MISMATCH first (the old placement had the first
-// of these too).
-// Where the ranks share an error word (one communicator's virtual ranks, the emulator) the other side's check ends
-// these waits too: the mismatch tests (test/kernels/emulator.test.ts, test/gpu/signature.test.ts) see MISMATCH.
+// What the device leaves as a TIMEOUT instead of a MISMATCH: a rank whose checker cannot run beside its unarmed
+// waits (the one-shot peer-parallel path when every thread polls, or after the 32 looks of 16-bit
+// oneshot-sentinel; with LLCOMM_SIG_R2, the default, also 16-bit twoshot-sentinel's serial reduce-scatter when the
+// checker has slots to reduce) waiting for a peer that never sends, when no other rank's check has recorded the MISMATCH
+// first (the old placement had the first of these too). Where the ranks share an error word (one communicator's
+// virtual ranks, the emulator) the other side's check ends these waits too: the mismatch tests
+// (test/kernels/emulator.test.ts, test/gpu/signature.test.ts) see MISMATCH. Per process (an error word per rank) the
+// host closes the gap after the kernel, at no cost here: before it reports a device TIMEOUT it reads the packets its
+// peers stored into its own scratch and reports MISMATCH when the named peer (or another) published another
+// signature for the failed launch's channel and epoch beside this rank's own packet (src/backends/cuda/
+// timeout-signature.ts, with the ordering argument; tests: test/backends/cuda/timeout-signature.test.ts, the
+// emulator's split-word gap cases, test/gpu/multiprocess-signature.test.ts). Still a TIMEOUT there: a peer whose
+// packet for that epoch is not in this rank's scratch when the host reads it (it never called, or launched after
+// this rank's whole deadline; the peer itself reports MISMATCH), a peer that has already stored epoch + 2 into that
+// slot (two more launches of its own on the channel before the host read), and a rank whose own packet of
+// that epoch is gone (two more launches of its own on the channel before the host read the error word: a call of
+// three or more chunks, or several calls enqueued before checkDeviceError).
 // LLCOMM_NO_SIGNATURE (a compile-time knob for the A/B measurement, research/scripts/probe/make-signature-trees.sh;
 // not part of the ABI) builds the same kernels without the signature: every step empty, the barrier a plain one.
 #pragma once
@@ -301,7 +311,8 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //   LLCOMM_SIG_ARM_PLAIN   round 1's armed look (wait.cuh), whose address arithmetic the compiler may hoist before
 //                          the poll loops (the product build passes the look's inputs through an empty asm instead).
 //   LLCOMM_SIG_NO_ARM      arm() empty: the data waits never look at the signature (per-process mismatches whose
-//                          waits never end become TIMEOUT: a measurement of what arming costs, not a product choice).
+//                          waits never end are recorded as TIMEOUT, which the host's reading of the packets turns
+//                          into MISMATCH in most cases: a measurement of what arming costs, not a product choice).
 //   LLCOMM_SIG_PUBLISH_LOW threads 0..nranks-1 store the packets (round 0's publishers: the threads that send the
 //                          first data), the checkers stay at the top (the same protocol: who stores does not matter).
 //   LLCOMM_SIG_R2          round 2's placement in the serial paths (oneshot-ll: prefetch + finish by the checker
@@ -315,8 +326,8 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 // builds round 3's tail check. Measured on one H200 (bench/results/cuda-h200-signature-ab-2026-12-01d.txt, 24
 // cases, ratio to the kernels without the signature): round 2 median 1.057, max 1.105; the tail 1.074, max 1.189
 // (oneshot-ll 2 ranks 8 B: 1.078 against 1.177). The tail arms every wait before it, round 2 leaves 16-bit
-// twoshot-sentinel's reduce-scatter waits unarmed (per-process mode: there a mismatched peer that never sends ends
-// in TIMEOUT, not MISMATCH; docs/protocols.md).
+// twoshot-sentinel's reduce-scatter waits unarmed (per-process mode: there the device records TIMEOUT for a
+// mismatched peer that never sends, and the host reports MISMATCH from the packets: the gap paragraph above).
 #if !defined(LLCOMM_SIG_TAIL) && !defined(LLCOMM_SIG_R2)
 #define LLCOMM_SIG_R2 1
 #endif

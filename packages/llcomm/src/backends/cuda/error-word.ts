@@ -55,11 +55,16 @@ function timeoutFromWord(w: DecodedErrorWord): LlcommError {
   })
 }
 
-/** Copies the error word to the host (synchronous) and decodes it; clears nothing. */
-export function readErrorWord(driver: CudaDriver, errorWord: DevicePtr): LlcommError | undefined {
+/** Copies the error word's eight u32 to the host (synchronous); clears nothing. */
+export function copyErrorWord(driver: CudaDriver, errorWord: DevicePtr): Uint32Array {
   const words = new Uint32Array(ERROR_WORD_BYTES / 4)
   driver.copyDtoH(words, errorWord)
-  return errorFromWord(words)
+  return words
+}
+
+/** Copies the error word to the host (synchronous) and decodes it; clears nothing. */
+export function readErrorWord(driver: CudaDriver, errorWord: DevicePtr): LlcommError | undefined {
+  return errorFromWord(copyErrorWord(driver, errorWord))
 }
 
 /**

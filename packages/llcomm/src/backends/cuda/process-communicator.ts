@@ -58,13 +58,14 @@ import {
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
-import { LLCOMM_ERROR_WORD_BYTES } from './abi.js'
+import { LLCOMM_ERR_TIMEOUT, LLCOMM_ERROR_WORD_BYTES, LLCOMM_SCRATCH_SIGNATURE_OFFSET } from './abi.js'
 import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
 import { DeviceSet } from './devices.js'
-import { readErrorWord } from './error-word.js'
+import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
 import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
+import { reclassifyTimeout, SIGNATURE_REGION_WORDS } from './timeout-signature.js'
 
 export const CUDA_PROCESS_DEFAULTS = { timeoutMs: 10_000, bufferBytes: 1 << 20 } as const
 const PROBE_BYTES = 256
@@ -177,6 +178,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private readonly prepared = new Map<string, PreparedChunk[]>()
   private state: 'open' | 'closed' = 'open'
   private broken: LlcommError | undefined
+  /** The error the device error word gave (checkDeviceError), kept: the communicator does not recover. */
+  private deviceFailure: LlcommError | undefined
   private queue: Promise<unknown> = Promise.resolve()
   private closing: Promise<void> | undefined
 
@@ -522,11 +525,34 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     return info
   }
 
-  /** Reads the device error word (after the stream finished): TIMEOUT naming rank, peer and epoch, or PEER_FAILED. */
+  /**
+   * Reads the device error word (after the stream finished): TIMEOUT naming rank, peer and epoch, MISMATCH naming
+   * both ranks and signatures, or PEER_FAILED. A device TIMEOUT is first checked against the signature packets the
+   * peers stored into this rank's scratch (timeout-signature.ts): one whose peer published another signature for
+   * the failed launch is reported as MISMATCH, as the peer reports it. The first device failure is kept: later
+   * calls report the same error (the error word is not cleared; a late peer's packet does not change the verdict).
+   */
   checkDeviceError(): void {
     if (this.state !== 'open') return
-    const e = readErrorWord(this.driver as CudaDriver, this.errorWord as DevicePtr)
+    if (this.deviceFailure) throw this.deviceFailure
+    const driver = this.driver as CudaDriver
+    const words = copyErrorWord(driver, this.errorWord as DevicePtr)
+    let e = errorFromWord(words)
     if (!e) return
+    const w = decodeErrorWord(words)
+    // Only this rank's blocks record into this word (one launch group of one rank): w.rank is this rank.
+    if (w.code === LLCOMM_ERR_TIMEOUT && w.rank === this.rank) {
+      const region = (this.scratch[this.rank] + LLCOMM_SCRATCH_SIGNATURE_OFFSET) as DevicePtr
+      e = reclassifyTimeout(e, {
+        timeout: w,
+        nranks: this.size,
+        readRegion: () => {
+          const copy = new Uint32Array(SIGNATURE_REGION_WORDS)
+          driver.copyDtoH(copy, region)
+          return copy
+        },
+      })
+    }
     const peer = e.details.peer as number
     const dead = this.rv.deadPeer ?? (peer >= 0 && !processAlive(this.rv.pids[peer]) ? peer : undefined)
     this.broken =
@@ -537,6 +563,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
             peer: dead,
           })
         : e
+    this.deviceFailure = this.broken
     throw this.broken
   }
 
