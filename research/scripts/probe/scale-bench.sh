@@ -14,7 +14,7 @@ out=${OUT:-/tmp/llcomm-scale-bench}
 mkdir -p "$out/bench"
 llcomm() { node packages/tools/bin/llcomm.js "$@"; }
 algs=oneshot-ll,oneshot-sentinel,oneshot-barrier,twoshot-sentinel,twoshot-atomic
-for n in ${SCALE_RANKS:-2 8 16 32 64}; do
+for n in ${SCALE_RANKS-2 8 16 32 64}; do
   devs=$(printf '0,%.0s' $(seq "$n")); devs=${devs%,}
   sizes=8,8K,64K
   [ "$n" = 8 ] && sizes=8,8K,64K,256K,1M
@@ -33,7 +33,7 @@ if [ -n "${SCALE_TUNE_RANKS-16,32,64}" ]; then
 fi
 export BUNDLE="$out/scale-bench.json"
 if ls "$out"/bench/scale-v*.json > /dev/null 2>&1; then
-  node -e 'const fs = require("fs"); const docs = process.argv.slice(2).map((f) => JSON.parse(fs.readFileSync(f, "utf8")));
+  node -e 'const fs = require("fs"); const docs = process.argv.slice(1).map((f) => JSON.parse(fs.readFileSync(f, "utf8")));
     fs.writeFileSync(process.env.BUNDLE, JSON.stringify({ docs }))' "$out"/bench/scale-v*.json
   node research/scripts/probe/scale-goals.mjs "$out"/bench/scale-v*.json
 fi
