@@ -3,8 +3,8 @@
 #   LLCOMM_COMMIT=$(git rev-parse HEAD) scripts/gpu-test.sh
 # 1. node --test on packages/*/dist/test/gpu/*.test.js (the correctness matrix, back-to-back and graph-replay runs, LL16
 #    stress, one-rank NCCL, benchmark()), every case appended to a JSON-lines file;
-# 2. compute-sanitizer memcheck, racecheck and synccheck on the reduced correctness matrix (LLCOMM_GPU_SANITIZER_ONLY=1:
-#    this step alone);
+# 2. compute-sanitizer memcheck, racecheck and synccheck (LLCOMM_SANITIZER_TOOLS: a subset) on the reduced correctness
+#    matrix (LLCOMM_GPU_SANITIZER_ONLY=1: this step alone);
 # 3. scripts/gpu-summary.mjs writes gpu-test-<date>.json.gz (machine, commit, date, cases, passed, failed, details)
 #    and prints a short table last.
 # Output goes to $OUT when set (the device tool brings it back), else bench/results/.
@@ -33,7 +33,7 @@ if [ "${LLCOMM_GPU_SANITIZER_ONLY:-0}" != 1 ]; then # =1: only the sanitizer run
   tail -n 30 "$out/gpu-test.log"
 fi
 if [ "${LLCOMM_SKIP_SANITIZER:-0}" != 1 ] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${LLCOMM_SANITIZER_TOOLS:-memcheck racecheck synccheck}; do
     echo "== compute-sanitizer --tool $tool (reduced matrix)"
     log=$out/sanitizer.log
     echo "===== $tool" >> "$log"
