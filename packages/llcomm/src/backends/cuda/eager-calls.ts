@@ -1,7 +1,7 @@
 /**
  * The last few eager device calls of one kind, packed (the eager path must cost about what a C++ launch loop costs:
- * docs/launch-overhead.md). One cache per kind of call: deviceAllReduce, deviceAllReduceRmsNorm, deviceRmsNorm and
- * deviceAllReduceMany. A kind (EagerCallKind) names the argument values its packing depends on: `keyOf` copies them
+ * docs/launch-overhead.md). One cache per kind of call: deviceAllReduce, deviceAllReduceRmsNorm, deviceRmsNorm,
+ * deviceAllReduceMany, and the per-process communicator's deviceAllReduce. A kind (EagerCallKind) names the argument values its packing depends on: `keyOf` copies them
  * (defaults filled in), `matches` compares a call's arguments with such a copy without allocating. A call whose
  * arguments match an entry's key reuses its packed launches: no validation, resolution or packing again.
  *
@@ -12,8 +12,16 @@
  * in keyOf). Keys hold copies of the caller's arrays, so a caller may reuse or change its own: a pointer array
  * changed in place no longer matches.
  */
-import type { AlgorithmChoice, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import type {
+  AlgorithmChoice,
+  AllReduceInfo,
+  Dtype,
+  LlProtocol,
+  ProcessDeviceAllReduceRequest,
+  ReduceOp,
+} from '../../api/types.js'
 import type { CuStream, DevicePtr } from '../../ffi/types.js'
+import type { PreparedChunk } from './allreduce-launcher.js'
 import type {
   DeviceAllReduceArgs,
   DeviceAllReduceInfo,
@@ -51,11 +59,16 @@ export class EagerCallCache<A, K, P, I> {
   private readonly calls: EagerCall<K, P, I>[] = []
   private next = 0
 
-  constructor(kind: EagerCallKind<A, K>) {
+  private readonly kept: number
+
+  /** `kept`: how many distinct calls stay packed (default EAGER_CALLS_KEPT). */
+  constructor(kind: EagerCallKind<A, K>, kept = EAGER_CALLS_KEPT) {
+    if (!Number.isInteger(kept) || kept < 1) throw new RangeError(`eager-call cache size ${kept}`)
     this.kind = kind
+    this.kept = kept
   }
 
-  /** The packed call `args` asks for exactly, or undefined (a linear scan of at most EAGER_CALLS_KEPT entries). */
+  /** The packed call `args` asks for exactly, or undefined (a linear scan of at most `kept` entries). */
   find(args: A): EagerCall<K, P, I> | undefined {
     const calls = this.calls
     for (let i = 0; i < calls.length; i++) if (this.kind.matches(calls[i].key, args)) return calls[i]
@@ -63,14 +76,14 @@ export class EagerCallCache<A, K, P, I> {
   }
 
   /**
-   * Keeps a packed call for `args` (replacing the oldest once EAGER_CALLS_KEPT are kept). Call it only after
+   * Keeps a packed call for `args` (replacing the oldest once `kept` are kept). Call it only after
    * `args` were validated (the packing succeeded): keyOf copies them without checking.
    */
   remember(args: A, streams: CuStream[], prepared: P, info: I): EagerCall<K, P, I> {
     const entry: EagerCall<K, P, I> = { key: this.kind.keyOf(args), streams, prepared, info }
-    if (this.calls.length < EAGER_CALLS_KEPT) this.calls.push(entry)
+    if (this.calls.length < this.kept) this.calls.push(entry)
     else this.calls[this.next] = entry
-    this.next = (this.next + 1) % EAGER_CALLS_KEPT
+    this.next = (this.next + 1) % this.kept
     return entry
   }
 
@@ -278,3 +291,66 @@ export type AllReduceManyCalls = EagerCallCache<
 >
 /** The eager deviceAllReduceMany calls of one communicator. */
 export const allReduceManyCalls = (): AllReduceManyCalls => new EagerCallCache(ALL_REDUCE_MANY_CALL)
+
+// ---- the per-process communicator's deviceAllReduce (one rank per process: one input, one output, one stream) ----
+
+export interface ProcessDeviceAllReduceKey extends Record<keyof Required<ProcessDeviceAllReduceRequest>, unknown> {
+  input: number | bigint
+  output: number | bigint
+  count: number
+  dtype: Dtype
+  op: ReduceOp
+  algorithm: AlgorithmChoice
+  stream: number | bigint | undefined
+  protocol: LlProtocol | undefined
+  pdl: boolean
+  fallback: boolean
+  deterministic: boolean | undefined
+}
+
+/**
+ * Every field as given (defaults filled in), compared with ===: a pointer given once as a number and once as a
+ * bigint is another key, which can only re-pack a call that would pack the same, never reuse one that would not.
+ */
+export const PROCESS_DEVICE_ALL_REDUCE_CALL: EagerCallKind<ProcessDeviceAllReduceRequest, ProcessDeviceAllReduceKey> = {
+  keyOf: (r) => ({
+    input: r.input,
+    output: r.output,
+    count: r.count,
+    dtype: r.dtype,
+    op: r.op ?? 'sum',
+    algorithm: r.algorithm ?? 'auto',
+    stream: r.stream,
+    protocol: r.protocol,
+    pdl: r.pdl ?? false,
+    fallback: r.fallback ?? true,
+    deterministic: r.deterministic,
+  }),
+  matches: (key, r) =>
+    r.input === key.input &&
+    r.output === key.output &&
+    r.count === key.count &&
+    r.dtype === key.dtype &&
+    (r.op ?? 'sum') === key.op &&
+    (r.algorithm ?? 'auto') === key.algorithm &&
+    r.stream === key.stream &&
+    r.protocol === key.protocol &&
+    (r.pdl ?? false) === key.pdl &&
+    (r.fallback ?? true) === key.fallback &&
+    r.deterministic === key.deterministic,
+}
+
+/** What a cached per-process call issues: its prepared kernel chunks, or NCCL on the same pointers. */
+export type ProcessPreparedCall =
+  | { kind: 'kernel'; chunks: PreparedChunk[] }
+  | { kind: 'nccl'; input: DevicePtr; output: DevicePtr; count: number; dtype: Dtype }
+
+export type ProcessDeviceAllReduceCalls = EagerCallCache<
+  ProcessDeviceAllReduceRequest,
+  ProcessDeviceAllReduceKey,
+  ProcessPreparedCall,
+  AllReduceInfo
+>
+/** The eager deviceAllReduce calls of one per-process communicator (`kept` distinct calls). */
+export const processDeviceAllReduceCalls = (kept: number): ProcessDeviceAllReduceCalls =>
+  new EagerCallCache(PROCESS_DEVICE_ALL_REDUCE_CALL, kept)

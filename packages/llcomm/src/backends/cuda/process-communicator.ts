@@ -59,8 +59,9 @@ import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
 import { LLCOMM_ERR_TIMEOUT, LLCOMM_ERROR_WORD_BYTES, LLCOMM_SCRATCH_SIGNATURE_OFFSET } from './abi.js'
-import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
+import { AllReduceLauncher } from './allreduce-launcher.js'
 import { DeviceSet } from './devices.js'
+import { type ProcessPreparedCall, processDeviceAllReduceCalls } from './eager-calls.js'
 import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
 import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
@@ -175,7 +176,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private ncclComm: NcclComm | undefined
   private ncclLib: Nccl | undefined
   private staging: { bytes: number; input: DevicePtr; output: DevicePtr } | undefined
-  private readonly prepared = new Map<string, PreparedChunk[]>()
+  /** Packed eager calls: a repeated request skips validation, resolution and packing (eager-calls.ts). */
+  private readonly eagerCalls = processDeviceAllReduceCalls(PREPARED_KEPT)
   private state: 'open' | 'closed' = 'open'
   private broken: LlcommError | undefined
   /** The error the device error word gave (checkDeviceError), kept: the communicator does not recover. */
@@ -457,6 +459,11 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   /** Enqueues this rank's part of the all-reduce on `stream`; no host synchronization (graph-capturable). */
   deviceAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo {
     this.assertOpen()
+    const cached = this.eagerCalls.find(request)
+    if (cached) {
+      this.issuePrepared(cached.prepared, cached.streams[0])
+      return cached.info
+    }
     const { count, dtype } = request
     if (!Number.isInteger(count) || count < 0) {
       throw new LlcommError('INVALID_ARGUMENT', `count must be a non-negative integer, got ${count}`)
@@ -491,22 +498,16 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       request.fallback ?? true,
       validateDeterministic(request.deterministic, this.deterministic),
     )
-    const info: AllReduceInfo = { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
-    if (count === 0) return info
+    if (count === 0) return { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
+    let prepared: ProcessPreparedCall
     if (algorithm === 'nccl') {
-      ;(this.ncclLib as Nccl).allReduce(input, output, count, dtype, this.ncclCommunicator(), stream)
-      info.chunks = 1
-      return info
-    }
-    const pdl = request.pdl ?? false
-    const key = `${input}|${output}|${count}|${dtype}|${op}|${algorithm}|${request.protocol ?? ''}|${pdl ? 1 : 0}`
-    let chunks = this.prepared.get(key)
-    if (!chunks) {
+      prepared = { kind: 'nccl', input, output, count, dtype }
+    } else {
       const inputs: DevicePtr[] = new Array(this.size).fill(0)
       const outputs: DevicePtr[] = new Array(this.size).fill(0)
       inputs[this.rank] = input
       outputs[this.rank] = output
-      chunks = (this.launcher as AllReduceLauncher).prepare({
+      const chunks = (this.launcher as AllReduceLauncher).prepare({
         inputs,
         outputs,
         count,
@@ -514,15 +515,25 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         op,
         algorithm,
         protocol: request.protocol,
-        pdl,
+        pdl: request.pdl ?? false,
         streams: [stream],
       })
-      if (this.prepared.size >= PREPARED_KEPT) this.prepared.delete(this.prepared.keys().next().value as string)
-      this.prepared.set(key, chunks)
+      prepared = { kind: 'kernel', chunks }
     }
-    ;(this.launcher as AllReduceLauncher).issue(chunks, [stream])
-    info.chunks = chunks.length
-    return info
+    const info: AllReduceInfo = {
+      algorithm,
+      chunks: prepared.kind === 'nccl' ? 1 : prepared.chunks.length,
+      ...(fallbackReason ? { fallbackReason } : {}),
+    }
+    this.issuePrepared(prepared, stream)
+    // Kept only once packed and issued without an error: the key then names a valid request.
+    return this.eagerCalls.remember(request, [stream], prepared, info).info
+  }
+
+  /** One packed call on `stream`: its kernel chunks, or NCCL on the same pointers. */
+  private issuePrepared(p: ProcessPreparedCall, stream: CuStream): void {
+    if (p.kind === 'kernel') (this.launcher as AllReduceLauncher).issue(p.chunks, [stream])
+    else (this.ncclLib as Nccl).allReduce(p.input, p.output, p.count, p.dtype, this.ncclCommunicator(), stream)
   }
 
   /**
@@ -711,7 +722,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     }
     attempt(() => this.launcher?.disposeAll())
     this.launcher = undefined
-    this.prepared.clear()
+    this.eagerCalls.clear()
     this.closePeerMappings()
     if (this.stream !== undefined) {
       const s = this.stream

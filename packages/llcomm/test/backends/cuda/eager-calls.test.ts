@@ -4,6 +4,7 @@
 // table is a type error here, and a field the kind does not compare makes its row fail.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { ProcessDeviceAllReduceRequest } from '../../../src/api/types.js'
 import type {
   DeviceAllReduceArgs,
   DeviceAllReduceManyArgs,
@@ -16,6 +17,8 @@ import {
   deviceAllReduceCalls,
   EAGER_CALLS_KEPT,
   fusedNormCalls,
+  type ProcessPreparedCall,
+  processDeviceAllReduceCalls,
 } from '../../../src/backends/cuda/eager-calls.js'
 import type { CuStream, DevicePtr } from '../../../src/ffi/types.js'
 
@@ -274,4 +277,51 @@ test('deviceAllReduceMany: the key copies nested arrays: an inner pointer list o
     edit(a)
     assert.equal(cache.find(a), undefined, name)
   }
+})
+
+// ---- the per-process communicator's deviceAllReduce ----
+
+function request(over: Partial<ProcessDeviceAllReduceRequest> = {}): ProcessDeviceAllReduceRequest {
+  return { input: ptr(0), output: ptr(1), count: 4096, dtype: 'bf16', stream, ...over }
+}
+const processPrepared: ProcessPreparedCall = { kind: 'kernel', chunks: [] }
+
+const PROCESS_CHANGES: ChangeTable<ProcessDeviceAllReduceRequest> = {
+  // a bigint for the same address is another key (re-packed, never a wrong reuse)
+  input: [{ input: ptr(9) }, { input: BigInt(ptr(0)) }],
+  output: [{ output: ptr(0) }],
+  count: [{ count: 4095 }, { count: 0 }],
+  dtype: [{ dtype: 'f32' }],
+  op: [{ op: 'max' as unknown as 'sum' }],
+  algorithm: [{ algorithm: 'twoshot-sentinel' }, { algorithm: 'nccl' }],
+  // 0 and undefined both mean the communicator's stream, but stay separate keys (harmless re-pack)
+  stream: [{ stream: 0x4001 }, { stream: 0 }, { stream: undefined }],
+  protocol: [{ protocol: 'll8' }],
+  pdl: [{ pdl: true }],
+  fallback: [{ fallback: false }],
+  deterministic: [{ deterministic: true }, { deterministic: false }],
+}
+
+test('per-process deviceAllReduce: a request is reused only when every field equals the packed one', () => {
+  const cache = processDeviceAllReduceCalls(16)
+  const r = request()
+  const entry = cache.remember(r, [stream], processPrepared, info)
+  assert.equal(cache.find(r), entry)
+  assert.equal(cache.find(request()), entry, 'an equal fresh object')
+  assert.equal(cache.find(request({ op: 'sum', pdl: false, fallback: true, algorithm: 'auto' })), entry, 'defaults')
+  for (const [field, changes] of Object.entries(PROCESS_CHANGES))
+    for (const changed of changes)
+      assert.equal(cache.find(request(changed)), undefined, `${field}: ${String(Object.values(changed)[0])}`)
+  // the caller's own object changed in place after the call: the key is a copy, so it misses
+  r.count = 8
+  assert.equal(cache.find(r), undefined, 'request mutated in place')
+})
+
+test('per-process deviceAllReduce: the cache keeps the size it is given (16), the oldest replaced first', () => {
+  const cache = processDeviceAllReduceCalls(16)
+  for (let i = 0; i <= 16; i++) cache.remember(request({ count: i + 1 }), [stream], processPrepared, info)
+  assert.equal(cache.size, 16)
+  assert.equal(cache.find(request({ count: 1 })), undefined, 'the first one went')
+  for (let i = 1; i <= 16; i++) assert.ok(cache.find(request({ count: i + 1 })), `count ${i + 1}`)
+  assert.throws(() => processDeviceAllReduceCalls(0), RangeError)
 })
