@@ -318,6 +318,19 @@ for (const [label, pdl] of [
     run: () => l.launch(),
     launch: l,
   })
+  // The bare koffi function with the same four numbers held in locals: what the crossing alone costs, without
+  // PreparedLaunch's method call and return-code check.
+  const raw = d.cuLaunchKernelExRaw
+  const [cfg, fn, kp, ex] = [l.block.address, l.fn, l.kernelParamsArg, l.extraArg]
+  jsCases.push({
+    case: 'oneshot-ll8-bf16',
+    variant: label,
+    path: 'koffi cuLaunchKernelEx, bare',
+    run: () => {
+      if (raw(cfg, fn, kp, ex) !== 0) throw new Error('cuLaunchKernelEx failed')
+    },
+    launch: l,
+  })
   jsCases.push({
     case: 'oneshot-ll8-bf16',
     variant: label,
