@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the kernel trees that research/scripts/probe/scale-ab.sh compares (issue 22, first step; analysis and
 # predictions in research/notes/scale-2026-12-01.md). Untracked, not ignored: they travel to the GPU machine with the
-# working tree; delete ab/ afterwards. Each but ab/scale-merged is a copy of packages/llcomm/kernels at
+# working tree; delete ab/ afterwards. Each but ab/scale-merged and ab/scale-spread2 is a copy of packages/llcomm/kernels at
 # SCALE_BASE_REF (default 85a723b, where the patches were made and measured; its default kernels compile to the PTX of
 # 5c0a3a2, the last commit before the spread path was merged) with patches applied (patch -p1 in the tree;
 # research/scripts/probe/scale-patches/):
@@ -13,6 +13,11 @@
 #                    phases spread over the block (reduce by LlBuffer::blockRecvReduceSpread, broadcast by
 #                    blockBcastSpread, all-gather receives 4 owners a poll); larger parts take the base code.
 #   ab/scale-merged  the working tree's packages/llcomm/kernels (the spread path merged: af2b920, every wait armed)
+#   ab/scale-spread2 the working tree's kernels plus scale-patches/spread2-twoshot-sentinel.patch (issue 22, second
+#                    step): on the spread path the first input loads issued before the epoch load, the owner's reduce
+#                    spread over words (LlBuffer::blockRecvReduceSpreadWords), each reducing thread broadcasting its
+#                    word at once (no __syncthreads between the sums and the broadcast), the signature check after
+#                    the broadcast. The patch is against the working tree's kernels (not SCALE_BASE_REF).
 # Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patches), and checks with
 # nvcc, when it is on PATH, that each patched kernel compiles for sm_90 without spills (AB_SKIP_NVCC=1 skips that).
 set -euo pipefail
@@ -30,6 +35,25 @@ mkdir -p ab/scale-ref
 git archive "$ref" packages/llcomm/kernels | tar -x -C ab/scale-ref
 cp -a packages/llcomm/kernels ab/scale-merged
 echo "ab/scale-merged ready (the working tree's kernels)"
+# Patches against the working tree's kernels (name -> patches), applied to a copy of ab/scale-merged.
+declare -A workingTreeVariants=(
+  [spread2]="spread2-twoshot-sentinel.patch"
+)
+for v in "${!workingTreeVariants[@]}"; do
+  dir=ab/scale-$v
+  rm -rf "$dir"
+  cp -a ab/scale-merged "$dir"
+  for f in ${workingTreeVariants[$v]}; do
+    # --dry-run first, as below: a patch that does not apply leaves no half-patched tree
+    if ! patch -p1 -d "$dir" --dry-run --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f" >/dev/null; then
+      echo "make-scale-trees: $patches/$f does not apply to the working tree's packages/llcomm/kernels: regenerate it" >&2
+      rm -rf "$dir"
+      exit 1
+    fi
+    patch -p1 -d "$dir" --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f"
+  done
+  echo "$dir ready (the working tree's kernels, ${workingTreeVariants[$v]})"
+done
 for v in base batch spread; do
   dir=ab/scale-$v
   rm -rf "$dir"
@@ -50,7 +74,7 @@ if [ "${AB_SKIP_NVCC:-0}" != 1 ] && command -v nvcc >/dev/null; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   bad=0
-  for v in base batch spread merged; do
+  for v in base batch spread merged "${!workingTreeVariants[@]}"; do
     for src in twoshot_sentinel twoshot_atomic; do
       # as test/kernels/compile.test.ts: one 512-thread block per SM, so any spill is local-memory traffic
       log=$(nvcc -arch sm_90 -cubin -std=c++17 -Xptxas -v -I ab/scale-$v ab/scale-$v/allreduce/$src.cu -o "$tmp/$v-$src.cubin" 2>&1) || {

@@ -49,6 +49,20 @@ for (const [main, count, odd, oddCount, nranks] of [
 ])
   cases.push({ v: kernel(main), nranks, bufferBytes: 65536, calls: [String(count)], timeoutMs: 2000, expect: 2,
     odd: { rank: nranks - 1, v: kernel(odd), count: oddCount } })
+// The same with an error word per side (LLCOMM_EMU_SPLIT_ERROR: per-process mode, so each side must end by itself;
+// the pairs of test/kernels/emulator.test.ts on twoshot-sentinel's spread path): MISMATCH expected in both words.
+// Against oneshot-ll the odd rank writes nothing into the sentinel lanes: the spread path's waits for it end only
+// because they are armed.
+for (const [main, count, odd, oddCount, nranks] of [
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 248, 8],
+  ['llcomm_twoshot_sentinel_sentinel_f32_sum', 120, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_oneshot_sentinel_sentinel_bf16_sum', 240, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_oneshot_ll_ll8_bf16_sum', 240, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 1000, 8],
+  ['llcomm_twoshot_sentinel_sentinel_f16_sum', 1024, 'llcomm_twoshot_atomic_ll128_f16_sum', 1024, 16],
+])
+  cases.push({ v: kernel(main), nranks, bufferBytes: 65536, calls: [String(count)], timeoutMs: 20000, expect: 2,
+    splitError: true, odd: { rank: nranks - 1, v: kernel(odd), count: oddCount } })
 function argsOf(c) {
   const L = deviceBufferLayout(c.nranks, c.bufferBytes)
   const max = launchShape(c.v, c.nranks, 1, c.bufferBytes).maxCountPerCall
@@ -75,6 +89,8 @@ function envOf(c) {
     const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
     env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}`
   }
+  if (c.splitError) env.LLCOMM_EMU_SPLIT_ERROR = '1'
+  else delete env.LLCOMM_EMU_SPLIT_ERROR
   return env
 }
 let failed = 0
@@ -90,11 +106,14 @@ for (const variant of variants) {
       execFile(exe, argsOf(c), { timeout: 600_000, maxBuffer: 1 << 20, env: envOf(c) }, (err, stdout, stderr) =>
         err ? rej(new Error(`${err.message}\n${stderr}`)) : res(JSON.parse(stdout))),
     )
-    const bad = c.expect !== undefined ? out.error.code !== c.expect : out.error.code !== 0 || out.mismatches !== 0 || out.crossRankDiffs !== 0 || out.sentinelBytesNotArmed !== 0 ||
+    // split error words: the odd rank's own word must say the same, found well before the 20 s deadline
+    const bad = c.splitError ? out.error.code !== c.expect || out.oddError.code !== c.expect || out.seconds >= 15 :
+      c.expect !== undefined ? out.error.code !== c.expect : out.error.code !== 0 || out.mismatches !== 0 || out.crossRankDiffs !== 0 || out.sentinelBytesNotArmed !== 0 ||
       out.ll128BytesNotZero !== 0 || out.badEpochs !== 0 || out.guardsBroken !== 0 || out.nanChecked === 0 || !out.ok
     if (bad) failed++
     console.log(`${bad ? 'FAIL' : 'ok  '} ${variant} ${c.v.kernelName} n=${c.nranks} calls=${c.calls.join(',')}${c.absentRank !== undefined ? ` absent=${c.absentRank}` : ''}` +
-      `${c.odd ? ` odd=${c.odd.v.kernelName}:${c.odd.count}` : ''}${c.expect ? ` code=${out.error.code} what=${out.error.what}` : ''} ` +
+      `${c.odd ? ` odd=${c.odd.v.kernelName}:${c.odd.count}` : ''}${c.expect ? ` code=${out.error.code} what=${out.error.what}` : ''}` +
+      `${c.splitError ? ` split: odd code=${out.oddError.code} in ${out.seconds} s` : ''} ` +
       `(${((Date.now() - t1) / 1000).toFixed(1)} s)${bad ? ` ${JSON.stringify(out)}` : ''}`)
   }
 }
