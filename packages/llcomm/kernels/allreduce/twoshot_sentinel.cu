@@ -11,7 +11,7 @@
 #include "llcomm/ll_buffer.cuh"
 
 // The spread path's batch: owners of one thread loaded before their sends, and peers of one poller polled together
-// (pollBatch, blockRecvReduceSpread). 4, not LLCOMM_RECV_BATCH (8): with 8 every dtype's kernel spills at the
+// (pollBatch, blockRecvReduceSpreadWords). 4, not LLCOMM_RECV_BATCH (8): with 8 every dtype's kernel spills at the
 // 128-register cap (ptxas -v, sm_90). A poller has ceil((n - 1) / groups) peers there, 1 to 4 at 8-64 KB and 16-64
 // ranks, so its polls lose nothing. The serial path keeps 8. A constant of this kernel, not a macro: the emulator
 // compiles every kernel in one translation unit.
@@ -25,6 +25,55 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const LlcCall call = llcBeginCall<DT>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   const llc_u32 me = call.role.rank, n = p.nranks;
+  // The element split and the path need no epoch: computed before the epoch load, so that the spread path's first
+  // input loads are in flight together with it (below).
+  const llc_u64 chanElems = call.range.size();
+  const llc_u64 partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
+  const llc_u32 slotsPerPart = static_cast<llc_u32>(llcCeilDiv(partElems * eb, 16u));
+  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
+  const llc_u64 mineBytes = mine.size() * eb;
+  const llc_u32 mineSlots = static_cast<llc_u32>(llcCeilDiv(mineBytes, 16u));
+  // Spread path: thread t serves slot t % slotsPerPart of every part for the peers k = 1 + t / slotsPerPart +
+  // j * groups (k-th owner after me when sending, k-th owner after me when receiving). spreadGroups > 1 implies
+  // n >= 4 and at least 4 threads a slot, so groups >= 3, and that the owner's word-spread reduce has a thread per
+  // word (4 * slots <= blockDim.x; tested too, for a smaller LLCOMM_SPREAD_MIN_GROUPS). Parts of more slots take the
+  // serial path. In-place safety no longer rests on one thread per slot: the output word of part o != me, slot s is
+  // written after this rank receives owner o's all-gather value for it, which owner o sends only after receiving
+  // this rank's reduce-scatter value for it, which was loaded from the input before it was sent: the write is
+  // causally after the read, whichever threads do them; part me's output word is written by the thread that loaded
+  // its input word (program order), and no other thread reads part me of the input.
+  const bool spread = llcSpreadGroups(n, slotsPerPart, 4u) > 1 && 4u * slotsPerPart <= blockDim.x; // uniform
+  const llc_u32 groups = spread ? (blockDim.x / slotsPerPart < n - 1 ? blockDim.x / slotsPerPart : n - 1) : 1u;
+  const llc_u32 t = threadIdx.x;
+  const bool sender = spread && t < groups * slotsPerPart;
+  const llc_u32 s = sender ? t % slotsPerPart : 0u, first = sender ? 1u + t / slotsPerPart : n;
+  const auto ownerOf = [&](llc_u32 k) { return me + k < n ? me + k : me + k - n; };
+  // Reduce-scatter, send side: the input loads of kTwoshotSpreadBatch owners issued before their sends (a send is
+  // an asm store with a memory clobber: a load after it would wait for it).
+  Value x[kTwoshotSpreadBatch];
+  const auto loadBatch = [&](llc_u32 k0) {
+#pragma unroll
+    for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
+      const llc_u32 k = k0 + j * groups;
+      const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k));
+      if (k < n && 16ull * s < part.size() * eb)
+        llcLoadPayload<DT, 4>(call.input + part.begin * eb, 16ull * s, part.size() * eb, x[j].w);
+    }
+  };
+  // The owner's word-spread reduce (LlBuffer::blockRecvReduceSpreadWords): thread t holds word t % 4 of slot t / 4
+  // of my part.
+  const llc_u32 ownSlot = t / 4u, ownWord = t % 4u;
+  const llc_u64 ownOffset = 16ull * ownSlot + 4u * ownWord;
+  llc_u32 own = 0; // words past the end of my part are 0, as llcLoadPayload's tail gives them
+  // Issued before the epoch load (LlcChannel's constructor): the first batch of the reduce-scatter's input and my
+  // own input word. They depend on the call only (pointers, element split), not on the epoch, so the input round trip
+  // and the epoch word's overlap instead of following each other (the epoch gives every send's address). Ordering:
+  // the input is the caller's, written before this kernel (stream order); reading it earlier within the kernel
+  // reads the same bytes. In place, the output words that alias it are written only after the exchanges (above).
+  if (spread) {
+    loadBatch(first);
+    if (ownOffset < mineBytes) llcLoadPayload<DT, 1>(call.input + mine.begin * eb, ownOffset, mineBytes, &own);
+  }
   LlcChannel ch(p.scratch[me], call.role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
@@ -36,39 +85,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const llc_u64 base = ch.regionOffset(p.sentinel);
   const LlBuffer<Fmt> rs = llcMakeBuffer<Fmt>(p.recvBuf, base, laneBytes, me, n, ch, &waiter);
   const LlBuffer<Fmt> ag = llcMakeBuffer<Fmt>(p.recvBuf, base + n * laneBytes, laneBytes, me, n, ch, &waiter);
-  const llc_u64 chanElems = call.range.size();
-  const llc_u64 partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
-  const llc_u32 slotsPerPart = static_cast<llc_u32>(llcCeilDiv(partElems * eb, 16u));
-  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
-  const llc_u64 mineBytes = mine.size() * eb;
-  // Spread path: thread t serves slot t % slotsPerPart of every part for the peers k = 1 + t / slotsPerPart +
-  // j * groups (k-th owner after me when sending, k-th owner after me when receiving). spreadGroups > 1 implies
-  // n >= 4 and at least 4 threads a slot, so groups >= 3, and that the sums fit the shared stage (4 words a slot)
-  // for the broadcast. Parts of more slots take the serial path: its recvReduce (batch 8) inside this path spilled
-  // the f32 kernel. In-place safety no longer rests on one thread per slot: the output word of part o, slot s is
-  // written after this rank receives owner o's all-gather value for it, which owner o sends only after receiving
-  // this rank's reduce-scatter value for it, which was loaded from the input before it was sent: the write is
-  // causally after the read, whichever threads do them.
-  const llc_u32 groups = rs.spreadGroups(slotsPerPart) > 1
-                             ? (blockDim.x / slotsPerPart < n - 1 ? blockDim.x / slotsPerPart : n - 1)
-                             : 1u; // uniform over the block
-  if (groups > 1) {
+  if (spread) {
     LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
-    const llc_u32 t = threadIdx.x;
-    const bool sender = t < groups * slotsPerPart;
-    const llc_u32 s = sender ? t % slotsPerPart : 0u, first = sender ? 1u + t / slotsPerPart : n;
-    const auto ownerOf = [&](llc_u32 k) { return me + k < n ? me + k : me + k - n; };
-    // Reduce-scatter, send side: the input loads of kTwoshotSpreadBatch owners issued before their sends (a send is
-    // an asm store with a memory clobber: a load after it would wait for it).
     for (llc_u32 k0 = first; k0 < n; k0 += kTwoshotSpreadBatch * groups) {
-      Value x[kTwoshotSpreadBatch];
-#pragma unroll
-      for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
-        const llc_u32 k = k0 + j * groups;
-        const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k));
-        if (k < n && 16ull * s < part.size() * eb)
-          llcLoadPayload<DT, 4>(call.input + part.begin * eb, 16ull * s, part.size() * eb, x[j].w);
-      }
+      if (k0 != first) loadBatch(k0); // the first batch was loaded before the epoch
 #pragma unroll
       for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
         const llc_u32 k = k0 + j * groups;
@@ -78,44 +98,32 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     }
     // The signature: every data wait from here on is armed (signature.cuh, arm: a peer whose call never sends what
     // a wait expects ends it with MISMATCH, not TIMEOUT), and the checker threads check every peer in full after
-    // the reduce-scatter's polls, before the all-gather (a MISMATCH they record ends the other waits at their next
-    // look at the error word). Both placements of the serial path (LLCOMM_SIG_R2, LLCOMM_SIG_TAIL) take this one.
+    // the owner's broadcast, before the all-gather's polls (below).
     Sig::arm(waiter, ch);
-    // Owner: my part's slots reduced block-wide (LlBuffer::blockRecvReduceSpread: pollers re-arm what they read;
-    // rank order 0..n-1 in f32 as recvReduce, so the same bits as the serial path).
-    const llc_u32 mineSlots = static_cast<llc_u32>(llcCeilDiv(mineBytes, 16u));
-    Value own{};
-    if (t < mineSlots) llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * t, mineBytes, own.w);
-    Value sum = own;
-    if (mineSlots > 0) // uniform; 0 < mineSlots <= slotsPerPart, so spreadGroups(mineSlots) > 1
-      sum = rs.template blockRecvReduceSpread<DT, kTwoshotSpreadBatch>(
-          mineSlots, rs.spreadGroups(mineSlots), own, stage, [] {},
-          [&] { Sig::blockCheck(p, me, ch); }); // every peer makes this call, else MISMATCH
-    else
-      Sig::blockCheck(p, me, ch); // an owner without data (the last parts of a short channel) checks all the same
-    if (t < mineSlots) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sum.w[i] = Fmt::canonicalize(sum.w[i]); // my output = the bits peers receive
-      llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * t, mineBytes, sum.w);
-    }
-    // Broadcast spread over the block: the sums go through the stage. The first __syncthreads: the stage's last
-    // readers (the reducing threads of blockRecvReduceSpread) are done before it is overwritten; the second: the
-    // sums are visible to the senders (bar.sync orders shared-memory accesses within the block).
-    if (mineSlots > 0) {
-      __syncthreads();
-      if (t < mineSlots) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) stage[4u * t + i] = sum.w[i];
+    // Owner: my part's words reduced block-wide (LlBuffer::blockRecvReduceSpreadWords: pollers re-arm what they
+    // read; rank order 0..n-1 in f32 element by element, so the same bits as the serial path), and each reducing
+    // thread broadcasts its own word at once: no __syncthreads between the sums and the broadcast (the slot-wide
+    // broadcast needed two, to pass the sums through the stage), and the broadcast is the only thing between a
+    // reducing thread's sum and the peers' all-gather polls. Each peer's slot is written by the 4 threads of its
+    // words (LlBuffer::sendWord: why that is as safe as one v4 store).
+    if (mineSlots > 0) { // uniform; 0 < mineSlots <= slotsPerPart, so spreadGroups(mineSlots) > 1
+      const llc_u32 sum = rs.template blockRecvReduceSpreadWords<DT, kTwoshotSpreadBatch>(
+          mineSlots, rs.spreadGroups(mineSlots), own, stage, [] {});
+      if (t < 4u * mineSlots) {
+        const llc_u32 w = Fmt::canonicalize(sum); // my output = the bits peers receive
+        ag.bcastWord(ownSlot, ownWord, w);
+        if (ownOffset < mineBytes) llcStorePayload<DT, 1>(call.output + mine.begin * eb, ownOffset, mineBytes, &w);
       }
-      __syncthreads();
-      const llc_u32 bg = blockDim.x / mineSlots < n ? blockDim.x / mineSlots : n;
-      ag.blockBcastSpread(mineSlots, bg, [&](llc_u32 slot, Value& x) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) x.w[i] = stage[4u * slot + i];
-      });
     }
+    // The checkers (top of the block) check every peer (every peer makes this call, else MISMATCH) after the
+    // reduce-scatter's polls and their own broadcast words, so the packet load's round trip overlaps the all-gather
+    // exchange instead of standing between the sums and the broadcast; an owner without data (the last parts of a
+    // short channel) checks here all the same. A MISMATCH it records ends the armed all-gather waits at their next
+    // look at the error word; the block's last __syncthreads (blockAdvanceEpoch) waits for it.
+    Sig::blockCheck(p, me, ch);
     // All-gather, receive side: kTwoshotSpreadBatch owners of this thread polled together (every load before any
-    // inspection: LlBuffer::pollBatch).
+    // inspection: LlBuffer::pollBatch). The threads that reduced nothing start these polls right after the owner's
+    // last __syncthreads.
     for (llc_u32 k0 = first; k0 < n; k0 += kTwoshotSpreadBatch * groups) {
       llc_u32 want = 0;
 #pragma unroll

@@ -54,6 +54,14 @@
 #define LLC_SHARED_WORDS(name, n) __shared__ llc_u32 name[n]
 #endif
 
+// LlBuffer::spreadGroups without a buffer (the kernels that decide their path before the epoch is known).
+LLC_DEVICE llc_u32 llcSpreadGroups(llc_u32 nranks, llc_u32 slots, llc_u32 words) {
+  if (nranks < LLCOMM_SPREAD_MIN_RANKS || slots == 0 || slots >= blockDim.x || slots * words > LLCOMM_PEER_STAGE_WORDS)
+    return 1;
+  const llc_u32 g = blockDim.x / slots < nranks ? blockDim.x / slots : nranks;
+  return g >= LLCOMM_SPREAD_MIN_GROUPS ? g : 1;
+}
+
 template <class Fmt>
 struct LlBuffer {
   static constexpr int kWords = Fmt::kWords;
@@ -162,13 +170,7 @@ struct LlBuffer {
   // group t / slots. Usable when spreadGroups() > 1.
 
   // Thread groups per slot (1: use the serial path). A window of ranks must fit the shared stage, too.
-  LLC_DEVICE llc_u32 spreadGroups(llc_u32 slots) const {
-    if (nranks < LLCOMM_SPREAD_MIN_RANKS || slots == 0 || slots >= blockDim.x ||
-        slots * static_cast<llc_u32>(kWords) > LLCOMM_PEER_STAGE_WORDS)
-      return 1;
-    const llc_u32 g = blockDim.x / slots < nranks ? blockDim.x / slots : nranks;
-    return g >= LLCOMM_SPREAD_MIN_GROUPS ? g : 1;
-  }
+  LLC_DEVICE llc_u32 spreadGroups(llc_u32 slots) const { return llcSpreadGroups(nranks, slots, kWords); }
 
   // bcast for all `slots` slots at once: the nranks - 1 stores of each slot are spread over the thread groups.
   // `load(slot, v)` gives slot `slot`'s payload (each thread loads the slots it sends; cheap, L1/L2-served).
@@ -265,6 +267,104 @@ struct LlBuffer {
     done();
     Value out = own;
     if (t < slots) acc.pack(out.w);
+    return out;
+  }
+
+  // One 4-byte word of a slot: word `word` of `peer`'s lane `me`, slot `slot`, canonicalized as Fmt::write does.
+  // Sentinel formats only. Ordering: none needed beyond the v4 send's. A sentinel slot is accepted only when each of
+  // its four elements has left the sentinel (Fmt::accept tests every element), and each element is single-copy
+  // atomic on its own in the v4 store too (packets.cuh), so four word stores, from four threads, in any order and
+  // landing at any time, look to the poller exactly like one v4 store whose elements land one by one: no torn or
+  // stale element can be taken for data. The re-arm argument (Fmt::rearm: next write at epoch + 2) is per slot and
+  // does not care how many stores wrote it.
+  // (A member template, so that the explicit instantiations of LlBuffer for the LL formats do not instantiate it.)
+  template <class F = Fmt>
+  LLC_DEVICE void sendWord(llc_u32 peer, llc_u32 slot, llc_u32 word, llc_u32 w) const {
+    static_assert(F::kRearm, "word stores: sentinel formats only (an LL packet's flag rides with its data)");
+    llcStoreRelaxedSys(reinterpret_cast<llc_u32*>(slotPtr(peer, me, slot)) + word, Fmt::canonicalize(w));
+  }
+  // bcast of one word (every rank but me, starting after me).
+  template <class F = Fmt>
+  LLC_DEVICE void bcastWord(llc_u32 slot, llc_u32 word, llc_u32 w) const {
+    for (llc_u32 k = 1; k < nranks; ++k) {
+      llc_u32 peer = me + k;
+      peer = peer >= nranks ? peer - nranks : peer;
+      sendWord<F>(peer, slot, word, w);
+    }
+  }
+
+  // blockRecvReduceSpread with the reduce spread over words: the same pollers, stage layout and windows, but after a
+  // window's __syncthreads thread t < slots * kWords reduces word t % kWords of slot t / kWords (one accumulator word,
+  // two elements for 16-bit types), in rank order 0..nranks-1 in f32, its own contribution `ownWord` (word t of my
+  // part, from registers) canonicalized as a sent word. Each element's sum is the same chain of f32 adds as in
+  // recvReduce and blockRecvReduceSpread (LlcAcc works element by element), so the bits are the same; a warp's reads
+  // of a staged rank are 128 contiguous bytes (no bank conflict), and a warp issues a quarter of the instructions of
+  // the slot-per-thread reduce. Needs slots * kWords <= blockDim.x (spreadGroups() > 1 gives slots <=
+  // blockDim.x / LLCOMM_SPREAD_MIN_GROUPS). Returns the packed sum word (not canonicalized) in threads
+  // t < slots * kWords, garbage elsewhere. No __syncthreads after the last window: nothing rewrites the stage after
+  // it in the caller. `idle()` as in blockRecvReduceSpread; no `done()`: the caller checks where it wants.
+  template <int DT, int kBatch = LLCOMM_RECV_BATCH, class Idle>
+  LLC_DEVICE llc_u32 blockRecvReduceSpreadWords(llc_u32 slots, llc_u32 groups, llc_u32 ownWord, llc_u32* stage,
+                                                Idle idle) const {
+    const llc_u32 t = threadIdx.x;
+    const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
+    llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
+    window = window < nranks ? window : nranks;
+    const llc_u32 g = groups < window ? groups : window;
+    const bool poller = t < g * slots;
+    if (!poller) idle();
+    const llc_u32 slot = poller ? t % slots : 0, group = poller ? t / slots : 0;
+    LlcAcc<DT, 1> acc;
+    for (llc_u32 base = 0; base < nranks; base += window) {
+      const llc_u32 end = base + window < nranks ? base + window : nranks;
+      if (poller) {
+        for (llc_u32 first = base + group; first < end; first += kBatch * g) {
+          Value got[kBatch];
+          llc_u32 pending = 0;
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const llc_u32 r = first + j * g;
+            if (r < end && r != me) pending |= 1u << j;
+          }
+          LlcSpin spin;
+          if (pending == 1u) {
+            // One peer for this poller: a plain poll loop (as blockRecvReduceSpread).
+            while (!Fmt::tryRead(slotPtr(me, first, slot), epoch, got[0].w))
+              if (!waiter->keepWaiting(spin, first, Fmt::kWhat, slot)) break;
+          } else {
+            while (pending != 0) {
+              pending = pollBatch<kBatch>(pending, [&](int j) { return slotPtr(me, first + j * g, slot); }, got);
+              if (pending != 0 && !waiter->keepWaiting(spin, first + (__ffs(pending) - 1) * g, Fmt::kWhat, slot))
+                break;
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const llc_u32 r = first + j * g;
+            if (r < end && r != me) {
+              llc_u32* dst = stage + (r - base) * perRank + slot * kWords;
+#pragma unroll
+              for (int i = 0; i < kWords; ++i) dst[i] = got[j].w[i];
+              // The thread that read the slot re-arms it; ordering argument at rearm() (next write at epoch + 2).
+              if (Fmt::kRearm) Fmt::rearm(slotPtr(me, r, slot));
+            }
+          }
+        }
+      }
+      __syncthreads(); // bar.sync: the window's staged words (shared memory) are visible to the reducing threads
+      if (t < perRank) {
+        for (llc_u32 r = base; r < end; ++r) {
+          const llc_u32 w = r == me ? Fmt::canonicalize(ownWord) : stage[(r - base) * perRank + t];
+          if (r == 0)
+            acc.set(&w);
+          else
+            acc.add(&w);
+        }
+      }
+      if (end < nranks) __syncthreads(); // the stage is read before the next window overwrites it (uniform test)
+    }
+    llc_u32 out = 0;
+    if (t < perRank) acc.pack(&out);
     return out;
   }
 
