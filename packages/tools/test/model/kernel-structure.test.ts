@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { launchShape, selectKernel } from 'llcomm/internal'
 import { readBenchFile } from '../../src/model/bench-results.js'
 import { type CalibrationRow, calibratePlatform, platformForCalibration } from '../../src/model/calibrate.js'
