@@ -16,10 +16,17 @@
  *                storeRounds = ceil((N−1)/g), storeLaneRounds (slots / T)·(N−1) (on virtual), rearms = peers per poller (sentinel), spreadWindows = windows,
  *                stagedReduces = N × elements per slot (read back from shared memory by the slot's thread)
  *   two-shot     part = piece / N per owner (16 B aligned; K = owners with data, K' = min(N−1, K)),
- *                r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
- *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel). twoshot-sentinel's spread path
- *                (small parts from 8 ranks, since af2b920) is not counted: these are its serial path's counts, which
- *                the committed bench files and fits measured (docs/model.md, "Which kernels")
+ *                twoshot-sentinel, serial path (N < SPREAD_MIN_RANKS, or more than T / SPREAD_MIN_GROUPS slots a
+ *                part): r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
+ *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel)
+ *                twoshot-sentinel, spread path (twoshot_sentinel.cu, since af2b920; spreadGroups of the part's S
+ *                slots > 1): g = min(T / S, N−1) sender groups, each thread P = min(ceil((N−1)/g), K') owners,
+ *                polled TWOSHOT_SPREAD_BATCH (4) at a time; the owner's reduce is the one-shots' (windows of ranks
+ *                in the shared stage, min(T / S, N) groups); pollRounds windows·ceil(peers per poller / 4) +
+ *                ceil(P / 4) (all-gather), storeRounds P + ceil((N−1) / min(T / S, N)) (reduce-scatter sends,
+ *                broadcast), storeLaneRounds (S·K' + S·(N−1)) / T (on virtual), rearms = peerLoads = windows·peers
+ *                per poller + P, spreadWindows windows + 1 (the broadcast's stage of the sums and its
+ *                __syncthreads), stagedReduces N × elements per slot, serialRecvs 0
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
  *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
@@ -58,6 +65,12 @@ export const FITTED_KERNEL_BUILD = accumulationBuild('dtype')
 
 /** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
 export const RECV_BATCH = 8
+/**
+ * Owners one thread of twoshot-sentinel's spread path loads and polls together, and peers one poller of its owner
+ * reduce polls together (kernels/allreduce/twoshot_sentinel.cu kTwoshotSpreadBatch; its serial path keeps
+ * RECV_BATCH). A kernel constant with no host copy: test/model/kernel-structure.test.ts reads it from the source.
+ */
+export const TWOSHOT_SPREAD_BATCH = 4
 
 /** Payload bytes one thread moves per slot, by protocol (docs/kernels.md packet layouts). */
 export const SLOT_PAYLOAD_BYTES: Readonly<Record<KernelProtocol, number>> = {
@@ -298,7 +311,14 @@ function structureCounts(
           blockBytes: partBytes * (ownersWithData * (128 / 124) + 2 * 2 * peers) + 3 * pieceBytes,
         }
       }
-      const r = rounds(Math.ceil(partBytes / payload))
+      const partSlots = Math.ceil(partBytes / payload)
+      if (variant.algorithm === 'twoshot-sentinel' && spreadGroups(ranks, partSlots, threads, SLOT_WORDS.sentinel) > 1)
+        return twoshotSpreadCounts(none, ranks, partSlots, threads, otherOwners, {
+          blockBytes: partBytes * (peers * 6) + 3 * pieceBytes,
+          rearmBytes: (2 * peers * rankBytes) / ranks,
+          elementsPerSlot: 16 / eb,
+        })
+      const r = rounds(partSlots)
       return {
         ...none,
         // reduce-scatter: send my slots of every other owner's part; the owner polls its part like a one-shot
@@ -337,6 +357,59 @@ function structureCounts(
         // copy into my buffer, read every rank's buffer, write the output
         blockBytes: pieceBytes * (ranks + 3),
       }
+  }
+}
+
+/**
+ * twoshot-sentinel's spread path (twoshot_sentinel.cu, taken uniformly per block where spreadGroups of a part's
+ * `slots` is > 1), on the critical path of an owner of a full part (`slots` slots; `otherOwners` = K'):
+ * - reduce-scatter: sender thread t serves slot t % slots of the owners k = 1 + t / slots + j·g, g = min(T / slots,
+ *   N−1) groups: P = min(ceil((N−1)/g), K') owners with data, their input loaded TWOSHOT_SPREAD_BATCH at a time
+ *   before their sends (local loads, not counted, as in the serial path), P remote stores;
+ * - owner reduce (LlBuffer::blockRecvReduceSpread with the kernel's batch): the one-shots' peer-parallel receive
+ *   over the part's slots, spreadGroups(N, slots) groups, windows of ranks that fit the shared stage, each closed by
+ *   a __syncthreads;
+ * - broadcast (LlBuffer::blockBcastSpread): the sums staged in shared memory between two __syncthreads (counted as
+ *   one more window: a stage closed by a block barrier, the way the one-shots' windows are counted), then
+ *   ceil((N−1) / min(T / slots, N)) stores per thread;
+ * - all-gather: each sender thread polls its P owners TWOSHOT_SPREAD_BATCH at a time (LlBuffer::pollBatch, every load
+ *   before any inspection: batched polls, not serial receives) and re-arms each slot it read.
+ * Bytes (blockBytes, rearmBytes) are the serial path's: the same slots move, only the threads differ.
+ */
+function twoshotSpreadCounts(
+  none: StructureCounts,
+  ranks: number,
+  slots: number,
+  threads: number,
+  otherOwners: number,
+  bytes: { blockBytes: number; rearmBytes: number; elementsPerSlot: number },
+): StructureCounts {
+  const peers = ranks - 1
+  const words = SLOT_WORDS.sentinel
+  const senderGroups = Math.min(Math.floor(threads / slots), peers)
+  const ownersPerThread = Math.min(Math.ceil(peers / senderGroups), otherOwners)
+  // the owner's reduce: blockRecvReduceSpread(slots, spreadGroups(slots)), as the one-shots' peer-parallel receive
+  const ownerGroups = spreadGroups(ranks, slots, threads, words)
+  const window = Math.min(Math.floor(PEER_STAGE_WORDS / (slots * words)), ranks)
+  const pollGroups = Math.min(ownerGroups, window)
+  const windows = Math.ceil(ranks / window)
+  const peersPerPoller = Math.ceil(window / pollGroups)
+  // the broadcast: blockBcastSpread(slots, min(T / slots, N))
+  const bcastGroups = Math.min(Math.floor(threads / slots), ranks)
+  const ownerLoads = windows * peersPerPoller
+  return {
+    ...none,
+    pollRounds:
+      windows * Math.ceil(peersPerPoller / TWOSHOT_SPREAD_BATCH) + Math.ceil(ownersPerThread / TWOSHOT_SPREAD_BATCH),
+    storeRounds: ownersPerThread + Math.ceil(peers / bcastGroups),
+    // the block's store instructions: slots × K' reduce-scatter sends and slots × (N−1) broadcast sends over T threads
+    storeLaneRounds: (slots * otherOwners + slots * peers) / threads,
+    rearms: ownerLoads + ownersPerThread,
+    rearmBytes: bytes.rearmBytes,
+    peerLoads: ownerLoads + ownersPerThread,
+    spreadWindows: windows + 1,
+    stagedReduces: ranks * bytes.elementsPerSlot,
+    blockBytes: bytes.blockBytes,
   }
 }
 
