@@ -33,10 +33,20 @@ export interface StepResult {
   elapsedMs?: number
 }
 
-const { handle, steps, barrier } = workerData as { handle: CpuRankHandle; steps: Step[]; barrier: SharedArrayBuffer }
+const { handle, steps, barrier, attached } = workerData as {
+  handle: CpuRankHandle
+  steps: Step[]
+  barrier: SharedArrayBuffer
+  /** Set to 1 (and notified) once the rank is attached, for a test that must not close the communicator before. */
+  attached?: Int32Array
+}
 const testBarrier = makeTestBarrier(barrier, handle.ranks, 30_000)
 
 const rank = attachCpuRank(handle)
+if (attached) {
+  Atomics.store(attached, 0, 1)
+  Atomics.notify(attached, 0)
+}
 const results: StepResult[] = []
 for (const step of steps) {
   if (step.kind === 'reset') {

@@ -13,9 +13,14 @@ import type { Step, StepResult } from './rank-view-worker.js'
 
 const WORKER = new URL('./rank-view-worker.js', import.meta.url)
 
-function runWorker(handle: CpuRankHandle, steps: Step[], barrier = new SharedArrayBuffer(4)): Promise<StepResult[]> {
+function runWorker(
+  handle: CpuRankHandle,
+  steps: Step[],
+  barrier = new SharedArrayBuffer(4),
+  attached?: Int32Array,
+): Promise<StepResult[]> {
   return new Promise<StepResult[]>((resolve, reject) => {
-    const w = new Worker(WORKER, { workerData: { handle, steps, barrier } })
+    const w = new Worker(WORKER, { workerData: { handle, steps, barrier, attached } })
     w.once('message', resolve)
     w.once('error', reject)
   })
@@ -87,7 +92,14 @@ for (const how of ['close', 'destroy'] as const) {
     const comm = await createCpuCommunicator({ backend: 'cpu', ranks: 2, timeoutMs: 20_000, bufferBytes: 8192 })
     const [h0] = comm.rankHandles()
     const started = performance.now()
-    const pending = runWorker(h0, [call(1)]) // rank 1 never calls
+    const attached = new Int32Array(new SharedArrayBuffer(4))
+    const pending = runWorker(h0, [call(1)], undefined, attached) // rank 1 never calls
+    // Closed only once the worker holds its rank (on a loaded machine a worker can take longer than any fixed
+    // delay to start; closed before it attached, its attach throws CLOSED instead of its call), then after a
+    // moment in which its call begins and blocks (a call that begins after the close also ends with CLOSED).
+    for (const deadline = performance.now() + 20_000; Atomics.load(attached, 0) === 0 && performance.now() < deadline; )
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.equal(Atomics.load(attached, 0), 1, 'the worker attached its rank within 20 s')
     await new Promise((resolve) => setTimeout(resolve, 300))
     await comm[how]()
     const [result] = await pending
