@@ -19,14 +19,16 @@
  *                twoshot-sentinel, serial path (N < SPREAD_MIN_RANKS, or more than T / SPREAD_MIN_GROUPS slots a
  *                part): r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
  *                (all-gather, owner after owner), rearms r·(N−1) + r·K' (sentinel)
- *                twoshot-sentinel, spread path (twoshot_sentinel.cu, since af2b920; spreadGroups of the part's S
- *                slots > 1): g = min(T / S, N−1) sender groups, each thread P = min(ceil((N−1)/g), K') owners,
- *                polled TWOSHOT_SPREAD_BATCH (4) at a time; the owner's reduce is the one-shots' (windows of ranks
- *                in the shared stage, min(T / S, N) groups); pollRounds windows·ceil(peers per poller / 4) +
- *                ceil(P / 4) (all-gather), storeRounds P + ceil((N−1) / min(T / S, N)) (reduce-scatter sends,
- *                broadcast), storeLaneRounds (S·K' + S·(N−1)) / T (on virtual), rearms = peerLoads = windows·peers
- *                per poller + P, spreadWindows windows + 1 (the broadcast's stage of the sums and its
- *                __syncthreads), stagedReduces N × elements per slot, serialRecvs 0
+ *                twoshot-sentinel, spread path (twoshot_sentinel.cu, the spread2 structure of fd9724f; spreadGroups
+ *                of the part's S slots > 1): g = min(T / S, N−1) sender groups, each thread P = min(ceil((N−1)/g), K')
+ *                owners, polled TWOSHOT_SPREAD_BATCH (4) at a time; the owner's reduce spread over 4-byte words
+ *                (LlBuffer::blockRecvReduceSpreadWords: the one-shots' pollers and windows, min(T / S, N) groups;
+ *                thread t < 4S reduces word t % 4 of slot t / 4); each reducing thread broadcasts its own word (no
+ *                stage, no block barrier); pollRounds windows·ceil(peers per poller / 4) + ceil(P / 4)
+ *                (all-gather), storeRounds P + (N−1) (reduce-scatter slot sends, broadcast word sends),
+ *                storeLaneRounds (S·K' + 4S·(N−1)) / T (on virtual), rearms = peerLoads = windows·peers per poller
+ *                + P, spreadWindows windows, stagedReduces N × elements per word, serialRecvs 0; the broadcast's
+ *                bytes and the own part's input and output in 4-byte accesses (blockAccesses)
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
  *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
@@ -35,8 +37,10 @@
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
  *   storeLaneRounds = storeRounds in the other kernels (left at one thread's count)
  *   every kernel blockBytes: the bytes one block moves through L2 (slot stores, loads and re-arms, input, output);
- *                blockAccesses: blockBytes / ACCESS_BYTES (8 B per LL8 packet, else 16 B), the block's memory requests;
- *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check)
+ *                blockAccesses: blockBytes / ACCESS_BYTES (8 B per LL8 packet, else 16 B; 4 B for word accesses), the
+ *                block's memory requests;
+ *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check;
+ *                twoshot-sentinel's spread path: its slot stores and loads, plus its canonicalized words in slots)
  */
 import type { Dtype } from 'llcomm/internal'
 import {
@@ -201,8 +205,19 @@ export const ACCESS_BYTES: Readonly<Record<KernelProtocol, number>> = {
   barrier: 16,
 }
 
-/** A launch's counts before launchCounts derives its own (storeLaneRounds: storeRounds where not set). */
-type StructureCounts = Omit<KernelCounts, 'storeLaneRounds'> & { storeLaneRounds?: number }
+/**
+ * A launch's counts before launchCounts derives its own: storeLaneRounds (storeRounds where not set),
+ * halfWordSentinelSlots from `sentinelSlotsChecked` (storeRounds + peerLoads where not set: every store and load a
+ * whole slot) and blockAccesses from blockBytes, of which `wordAccessBytes` move in 4-byte accesses (0 where not set).
+ */
+type StructureCounts = Omit<KernelCounts, 'storeLaneRounds' | 'halfWordSentinelSlots' | 'blockAccesses'> & {
+  storeLaneRounds?: number
+  sentinelSlotsChecked?: number
+  wordAccessBytes?: number
+}
+
+/** Bytes of one word access (twoshot-sentinel's spread path: its broadcast and its own part's input and output). */
+const WORD_ACCESS_BYTES = 4
 
 /** Counts of one launch of `count` elements per rank. */
 function launchCounts(
@@ -212,15 +227,20 @@ function launchCounts(
   count: number,
   bufferBytes: number,
 ): KernelCounts {
-  const counted = structureCounts(shape, variant, ranks, count, bufferBytes)
+  const {
+    sentinelSlotsChecked,
+    wordAccessBytes = 0,
+    ...counted
+  } = structureCounts(shape, variant, ranks, count, bufferBytes)
   // the kernels other than the one-shot leave storeLaneRounds at storeRounds
   const k = { ...counted, storeLaneRounds: counted.storeLaneRounds ?? counted.storeRounds }
   // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
   const halfWords = variant.protocol === 'sentinel' && DTYPE_BYTES[variant.dtype] === 2
   return {
     ...k,
-    halfWordSentinelSlots: halfWords ? k.storeRounds + k.peerLoads : 0,
-    blockAccesses: k.blockBytes / ACCESS_BYTES[variant.protocol],
+    halfWordSentinelSlots: halfWords ? (sentinelSlotsChecked ?? k.storeRounds + k.peerLoads) : 0,
+    blockAccesses:
+      (k.blockBytes - wordAccessBytes) / ACCESS_BYTES[variant.protocol] + wordAccessBytes / WORD_ACCESS_BYTES,
   }
 }
 
@@ -243,7 +263,8 @@ function structureCounts(
   const rounds = (s: number) => Math.ceil(s / threads)
   const sentinel = variant.protocol === 'sentinel'
   const rankBytes = count * eb // this rank's bytes in this launch, all channels
-  const none: StructureCounts = { ...ZERO, launches: 1, messageBytes: rankBytes, storeLaneRounds: undefined }
+  const { halfWordSentinelSlots: _h, blockAccesses: _a, ...zero } = ZERO
+  const none: StructureCounts = { ...zero, launches: 1, messageBytes: rankBytes, storeLaneRounds: undefined }
   switch (shape) {
     case 'oneshot': {
       const words = SLOT_WORDS[variant.protocol]
@@ -316,7 +337,8 @@ function structureCounts(
         return twoshotSpreadCounts(none, ranks, partSlots, threads, otherOwners, {
           blockBytes: partBytes * (peers * 6) + 3 * pieceBytes,
           rearmBytes: (2 * peers * rankBytes) / ranks,
-          elementsPerSlot: 16 / eb,
+          partBytes,
+          elementsPerWord: 4 / eb,
         })
       const r = rounds(partSlots)
       return {
@@ -361,20 +383,28 @@ function structureCounts(
 }
 
 /**
- * twoshot-sentinel's spread path (twoshot_sentinel.cu, taken uniformly per block where spreadGroups of a part's
- * `slots` is > 1), on the critical path of an owner of a full part (`slots` slots; `otherOwners` = K'):
+ * twoshot-sentinel's spread path (twoshot_sentinel.cu, the spread2 structure of fd9724f, taken uniformly per block
+ * where spreadGroups of a part's `slots` is > 1), on the critical path of an owner of a full part (`slots` slots;
+ * `otherOwners` = K'):
  * - reduce-scatter: sender thread t serves slot t % slots of the owners k = 1 + t / slots + j·g, g = min(T / slots,
  *   N−1) groups: P = min(ceil((N−1)/g), K') owners with data, their input loaded TWOSHOT_SPREAD_BATCH at a time
- *   before their sends (local loads, not counted, as in the serial path), P remote stores;
- * - owner reduce (LlBuffer::blockRecvReduceSpread with the kernel's batch): the one-shots' peer-parallel receive
- *   over the part's slots, spreadGroups(N, slots) groups, windows of ranks that fit the shared stage, each closed by
- *   a __syncthreads;
- * - broadcast (LlBuffer::blockBcastSpread): the sums staged in shared memory between two __syncthreads (counted as
- *   one more window: a stage closed by a block barrier, the way the one-shots' windows are counted), then
- *   ceil((N−1) / min(T / slots, N)) stores per thread;
+ *   before their sends (local loads, not counted, as in the serial path; the first batch and the owner's own word
+ *   are issued before the epoch load, an overlap no count describes), P remote slot stores;
+ * - owner reduce (LlBuffer::blockRecvReduceSpreadWords with the kernel's batch): the one-shots' pollers and windows
+ *   over the part's slots (spreadGroups(N, slots) groups, windows of ranks that fit the shared stage, each closed by
+ *   a __syncthreads), then thread t < 4·slots reduces word t % 4 of slot t / 4 over the N ranks: N × elements per
+ *   word read back from the stage, not N × elements per slot;
+ * - broadcast (LlBuffer::bcastWord): each reducing thread stores its own word to every peer, N−1 word stores, with
+ *   no stage and no __syncthreads between the sums and the stores (no window of its own); the block issues 4·slots
+ *   × (N−1) store instructions, four per slot and peer;
  * - all-gather: each sender thread polls its P owners TWOSHOT_SPREAD_BATCH at a time (LlBuffer::pollBatch, every load
  *   before any inspection: batched polls, not serial receives) and re-arms each slot it read.
- * Bytes (blockBytes, rearmBytes) are the serial path's: the same slots move, only the threads differ.
+ * The signature check after the broadcast (off the path between the sums and the peers' polls) has no count here,
+ * as the check had none before it moved. Bytes (blockBytes, rearmBytes) are the serial path's: the same slots move,
+ * only the threads differ; the broadcast's bytes and the owner's own input and output words move in 4-byte accesses.
+ * 16-bit words to check or canonicalize: the slot stores and loads count whole slots as elsewhere; the N−1
+ * broadcast word stores send one word canonicalized twice (in the kernel and in sendWord), both hoisted out of the
+ * store loop (nvcc -ptx, sm_90, the bf16 kernel): 2 words = 2/4 of a slot.
  */
 function twoshotSpreadCounts(
   none: StructureCounts,
@@ -382,34 +412,39 @@ function twoshotSpreadCounts(
   slots: number,
   threads: number,
   otherOwners: number,
-  bytes: { blockBytes: number; rearmBytes: number; elementsPerSlot: number },
+  bytes: { blockBytes: number; rearmBytes: number; partBytes: number; elementsPerWord: number },
 ): StructureCounts {
   const peers = ranks - 1
   const words = SLOT_WORDS.sentinel
   const senderGroups = Math.min(Math.floor(threads / slots), peers)
   const ownersPerThread = Math.min(Math.ceil(peers / senderGroups), otherOwners)
-  // the owner's reduce: blockRecvReduceSpread(slots, spreadGroups(slots)), as the one-shots' peer-parallel receive
+  // the owner's reduce: blockRecvReduceSpreadWords(slots, spreadGroups(slots)), the one-shots' pollers and windows
   const ownerGroups = spreadGroups(ranks, slots, threads, words)
   const window = Math.min(Math.floor(PEER_STAGE_WORDS / (slots * words)), ranks)
   const pollGroups = Math.min(ownerGroups, window)
   const windows = Math.ceil(ranks / window)
   const peersPerPoller = Math.ceil(window / pollGroups)
-  // the broadcast: blockBcastSpread(slots, min(T / slots, N))
-  const bcastGroups = Math.min(Math.floor(threads / slots), ranks)
   const ownerLoads = windows * peersPerPoller
+  const peerLoads = ownerLoads + ownersPerThread
+  // the broadcast's word, canonicalized twice (kernel, sendWord) before its store loop
+  const canonicalizedWords = 2
   return {
     ...none,
     pollRounds:
       windows * Math.ceil(peersPerPoller / TWOSHOT_SPREAD_BATCH) + Math.ceil(ownersPerThread / TWOSHOT_SPREAD_BATCH),
-    storeRounds: ownersPerThread + Math.ceil(peers / bcastGroups),
-    // the block's store instructions: slots × K' reduce-scatter sends and slots × (N−1) broadcast sends over T threads
-    storeLaneRounds: (slots * otherOwners + slots * peers) / threads,
-    rearms: ownerLoads + ownersPerThread,
+    // reduce-scatter slot sends, then the reducing thread's word to every peer
+    storeRounds: ownersPerThread + peers,
+    // the block's store instructions: slots × K' reduce-scatter sends and 4·slots × (N−1) broadcast word sends over T
+    storeLaneRounds: (slots * otherOwners + words * slots * peers) / threads,
+    rearms: peerLoads,
     rearmBytes: bytes.rearmBytes,
-    peerLoads: ownerLoads + ownersPerThread,
-    spreadWindows: windows + 1,
-    stagedReduces: ranks * bytes.elementsPerSlot,
+    peerLoads,
+    spreadWindows: windows,
+    stagedReduces: ranks * bytes.elementsPerWord,
+    sentinelSlotsChecked: ownersPerThread + peerLoads + canonicalizedWords / words,
     blockBytes: bytes.blockBytes,
+    // the broadcast's bytes, and my part's input loaded and output stored word by word
+    wordAccessBytes: bytes.partBytes * (peers + 2),
   }
 }
 
