@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the kernel trees that research/scripts/probe/scale-ab.sh compares (issue 22, first step; analysis and
 # predictions in research/notes/scale-2026-12-01.md). Untracked, not ignored: they travel to the GPU machine with the
-# working tree; delete ab/ afterwards. Each but ab/scale-merged and ab/scale-spread2 is a copy of packages/llcomm/kernels at
+# working tree; delete ab/ afterwards. Each but ab/scale-merged and ab/scale-serialbatch is a copy of packages/llcomm/kernels at
 # SCALE_BASE_REF (default 85a723b, where the patches were made and measured; its default kernels compile to the PTX of
 # 5c0a3a2, the last commit before the spread path was merged) with patches applied (patch -p1 in the tree;
 # research/scripts/probe/scale-patches/):
@@ -12,12 +12,20 @@
 #   ab/scale-spread  twoshot-sentinel: when a part has <= 256 slots (n >= 8), the (slot, peer) pairs of all three
 #                    phases spread over the block (reduce by LlBuffer::blockRecvReduceSpread, broadcast by
 #                    blockBcastSpread, all-gather receives 4 owners a poll); larger parts take the base code.
-#   ab/scale-merged  the working tree's packages/llcomm/kernels (the spread path merged: af2b920, every wait armed)
-#   ab/scale-spread2 the working tree's kernels plus scale-patches/spread2-twoshot-sentinel.patch (issue 22, second
-#                    step): on the spread path the first input loads issued before the epoch load, the owner's reduce
+#   ab/scale-merged  the working tree's packages/llcomm/kernels (the spread path merged: af2b920, every wait armed;
+#                    spread2 merged: fd9724f)
+#   (ab/scale-spread2 no longer made: its patch was merged as fd9724f, so it no longer applies to the working tree
+#                    and ab/scale-merged is spread2. It was the kernels of af2b920-ad85eac plus
+#                    scale-patches/spread2-twoshot-sentinel.patch (issue 22, second step): on the spread path the first input loads issued before the epoch load, the owner's reduce
 #                    spread over words (LlBuffer::blockRecvReduceSpreadWords), each reducing thread broadcasting its
 #                    word at once (no __syncthreads between the sums and the broadcast), the signature check after
-#                    the broadcast. The patch is against the working tree's kernels (not SCALE_BASE_REF).
+#                    the broadcast.)
+#   ab/scale-serialbatch the working tree's kernels plus scale-patches/serialbatch-twoshot-sentinel.patch (issue 22,
+#                    8 ranks at 256 KB / 1 MB): the serial path only (parts of more than 128 slots at 512 threads;
+#                    the spread path as in the working tree): the spread path's send / all-gather mapping with
+#                    min(blockDim / slots, n - 1) >= 1 thread groups a slot, 4 owners' input loads before their
+#                    sends (the first batch before the epoch load), the all-gather's owners polled 8 at a time
+#                    (pollBatch); owner reduce (recvReduce) and signature placement unchanged.
 # Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patches), and checks with
 # nvcc, when it is on PATH, that each patched kernel compiles for sm_90 without spills (AB_SKIP_NVCC=1 skips that).
 set -euo pipefail
@@ -37,7 +45,7 @@ cp -a packages/llcomm/kernels ab/scale-merged
 echo "ab/scale-merged ready (the working tree's kernels)"
 # Patches against the working tree's kernels (name -> patches), applied to a copy of ab/scale-merged.
 declare -A workingTreeVariants=(
-  [spread2]="spread2-twoshot-sentinel.patch"
+  [serialbatch]="serialbatch-twoshot-sentinel.patch"
 )
 for v in "${!workingTreeVariants[@]}"; do
   dir=ab/scale-$v

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # A/B of the scale variants of issue 22 (first step; analysis and predictions: research/notes/scale-2026-12-01.md)
 # on the GPU machine, in one device call, from the repository root: the trees named by AB_TREES (default "base spread
-# merged"; any of base, batch, spread, merged, spread2: ab/scale-<name>, made here by research/scripts/probe/make-scale-trees.sh
+# merged"; any of base, batch, spread, merged, serialbatch: ab/scale-<name>, made here by research/scripts/probe/make-scale-trees.sh
 # before the call; they travel with the working tree; the run of bench/results/cuda-h200-scale-ab-2026-12-01.txt
 # compared "base batch spread"), the same host code, through research/scripts/probe/ab-kernels.sh (one bench per tree
 # per round, trees interleaved), twoshot-sentinel, twoshot-atomic and oneshot-barrier (the reference: the same source
-# in every tree), bf16, 8 KB and 64 KB, on 16, 32 and 64 virtual ranks of GPU 0.
+# in every tree), bf16, 8 KB and 64 KB (AB_SIZES), on 16, 32 and 64 virtual ranks of GPU 0 (AB_RANKS).
 #   bash research/scripts/probe/make-scale-trees.sh   # here, before the device call
 #   bash research/scripts/probe/scale-ab.sh           # on the GPU machine
 # Knobs: AB_ROUNDS (3), AB_ITERS (300), AB_WARMUP (50), AB_BUDGET_S (85: no new (round, ranks) step is started when
-# the elapsed time plus the longest step of that rank count so far would pass it; the summary says what ran).
+# the elapsed time plus the longest step of that rank count so far would pass it; the summary says what ran),
+# AB_RANKS (16,32,64: virtual rank counts), AB_SIZES (8K,64K: the bench's --sizes, K and M suffixes). E.g. the serial
+# path at 8 ranks: AB_TREES="merged serialbatch" AB_RANKS=8 AB_SIZES=256K,1M bash research/scripts/probe/scale-ab.sh;
+# AB_BUFFER_BYTES (unset: the bench's default, 1M on cuda; e.g. 2M: at 8 ranks a 1 MB call is then one launch of
+# 512-slot parts instead of two of 256-slot parts).
 # Prints per case the median us per tree (over rounds), and each tree's ratio to oneshot-barrier (the median of the
 # barrier's samples of all trees at that rank count and size); the goal of issue 22 is best barrier-free <= 0.8.
 set -uo pipefail
@@ -22,11 +26,23 @@ for v in "${trees[@]}"; do
 done
 base=${OUT:-/tmp/llcomm-ab}/scale
 rounds=${AB_ROUNDS:-3} iters=${AB_ITERS:-300} warmup=${AB_WARMUP:-50} budget=${AB_BUDGET_S:-85}
+IFS=, read -r -a rankCounts <<<"${AB_RANKS:-16,32,64}"
+sizes=${AB_SIZES:-8K,64K}
+bufferArgs=()
+if [ -n "${AB_BUFFER_BYTES:-}" ]; then
+  [[ $AB_BUFFER_BYTES =~ ^[0-9]+[KM]?$ ]] || { echo "AB_BUFFER_BYTES: '$AB_BUFFER_BYTES' is not a size like 2M" >&2; exit 2; }
+  bufferArgs=(--buffer-bytes "$AB_BUFFER_BYTES")
+fi
+for n in "${rankCounts[@]}"; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "AB_RANKS: '$n' is not a rank count" >&2; exit 2; }
+done
+[[ $sizes =~ ^[0-9]+[KM]?(,[0-9]+[KM]?)*$ ]] || { echo "AB_SIZES: '$sizes' is not a list like 8K,64K,1M" >&2; exit 2; }
 mkdir -p "$base"
 start=$(date +%s.%N)
-declare -A longest=([16]=0 [32]=0 [64]=0)
+declare -A longest=()
+for n in "${rankCounts[@]}"; do longest[$n]=0; done
 for ((r = 1; r <= rounds; r++)); do
-  for n in 16 32 64; do
+  for n in "${rankCounts[@]}"; do
     now=$(date +%s.%N)
     if awk -v s="$start" -v t="$now" -v l="${longest[$n]}" -v b="$budget" 'BEGIN { exit !(t - s + l > b) }'; then
       echo "budget: round $r at $n ranks not started ($(awk -v s="$start" -v t="$now" 'BEGIN { printf "%.1f", t - s }') s elapsed)"
@@ -34,7 +50,7 @@ for ((r = 1; r <= rounds; r++)); do
     fi
     devs=$(printf '0,%.0s' $(seq $n)); devs=${devs%,}
     OUT=$base/v$n AB_TAG=r$r bash research/scripts/probe/ab-kernels.sh 1 "${treeArgs[@]}" -- --devices "$devs" --algorithms twoshot-sentinel,twoshot-atomic,oneshot-barrier \
-      --dtype bf16 --sizes 8K,64K --iters "$iters" --warmup "$warmup" > "$base/v$n-r$r.log" 2>&1
+      --dtype bf16 --sizes "$sizes" --iters "$iters" --warmup "$warmup" "${bufferArgs[@]}" > "$base/v$n-r$r.log" 2>&1
     grep -E "round|WRONG" "$base/v$n-r$r.log"
     end=$(date +%s.%N)
     step=$(awk -v a="$now" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
@@ -45,9 +61,12 @@ done
 echo "total $(awk -v s="$start" -v t="$(date +%s.%N)" 'BEGIN { printf "%.1f", t - s }') s"
 node -e '
 const fs = require("fs"), base = process.argv[1], trees = process.argv[2].split(" ")
+const rankCounts = process.argv[3].split(",").map(Number)
+const sizeBytes = process.argv[4].split(",").map((x) => Number.parseInt(x, 10) * (x.endsWith("M") ? 1 << 20 : x.endsWith("K") ? 1024 : 1))
+const sizeText = (b) => (b % (1 << 20) === 0 ? `${b >> 20}M` : b % 1024 === 0 ? `${b / 1024}K` : `${b}`)
 const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)] }
 const rows = new Map() // "alg ranks bytes" -> tree -> [us]
-for (const n of [16, 32, 64]) {
+for (const n of rankCounts) {
   const dir = `${base}/v${n}/ab`
   if (!fs.existsSync(dir)) continue
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".json"))) {
@@ -64,7 +83,7 @@ const fmt = (x, d = 2) => (x === undefined ? "-" : x.toFixed(d))
 console.log("\nscale A/B: median us per tree (rounds), and / oneshot-barrier (all trees\x27 barrier samples)")
 console.log(["case".padEnd(34), ...trees.map((t) => t.padStart(8)), ...trees.map((t) => `${t}/bar`.padStart(11)), "rounds".padStart(7)].join(" "))
 const goal = []
-for (const n of [16, 32, 64]) for (const bytes of [8192, 65536]) {
+for (const n of rankCounts) for (const bytes of sizeBytes) {
   const bar = rows.get(`oneshot-barrier|${n}|${bytes}`)
   const barAll = bar ? Object.values(bar).flat() : []
   const ref = barAll.length ? med(barAll) : undefined
@@ -74,16 +93,16 @@ for (const n of [16, 32, 64]) for (const bytes of [8192, 65536]) {
     const m = trees.map((t) => (v[t] ? med(v[t]) : undefined))
     const ratio = m.map((x) => (x !== undefined && ref ? x / ref : undefined))
     const k = Math.min(...trees.map((t) => (v[t] ? v[t].length : 0)))
-    console.log([`${alg} bf16 ${n}r ${bytes / 1024}K`.padEnd(34), ...m.map((x) => fmt(x).padStart(8)), ...ratio.map((x) => fmt(x, 3).padStart(11)), String(k).padStart(7)].join(" "))
+    console.log([`${alg} bf16 ${n}r ${sizeText(bytes)}`.padEnd(34), ...m.map((x) => fmt(x).padStart(8)), ...ratio.map((x) => fmt(x, 3).padStart(11)), String(k).padStart(7)].join(" "))
     if (alg !== "oneshot-barrier") trees.forEach((t, i) => { if (ratio[i] !== undefined) goal.push({ n, bytes, t, alg, r: ratio[i] }) })
   }
 }
-console.log("\nbest barrier-free / oneshot-barrier per tree (goal <= 0.8):")
-for (const n of [16, 32, 64]) for (const bytes of [8192, 65536]) {
+console.log("\nbest barrier-free / oneshot-barrier per tree (goal <= 0.8 at 16-64 ranks, 8 KB and 64 KB; <= 1.0 at 8 ranks, 256 KB and 1 MB):")
+for (const n of rankCounts) for (const bytes of sizeBytes) {
   const line = trees.map((t) => {
     const c = goal.filter((g) => g.n === n && g.bytes === bytes && g.t === t).sort((a, b) => a.r - b.r)[0]
     return c ? `${t} ${c.r.toFixed(3)} (${c.alg.replace("twoshot-", "")})` : `${t} -`
   })
-  console.log(`  ${n}r ${bytes / 1024}K: ${line.join("  ")}`)
+  console.log(`  ${n}r ${sizeText(bytes)}: ${line.join("  ")}`)
 }
-' "$base" "${trees[*]}"
+' "$base" "${trees[*]}" "$(IFS=,; echo "${rankCounts[*]}")" "$sizes"

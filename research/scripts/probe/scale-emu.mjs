@@ -30,6 +30,16 @@ for (const name of [
   cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['max', '1', '37:inplace', '5', 'max', '100', '200:inplace'] })
   cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['1000', '8', '333:inplace', '120'] })
   cases.push({ v, nranks: 16, bufferBytes: 65536, calls: ['512:inplace', '1024', '16', '4099'] })
+  // 8 ranks on the serial path (parts of more than 8 slots at the emulator's 32 threads; serialbatch's thread groups
+  // min(32 / slots, 7)), 16-bit counts (f32: half, the same bytes): 608 (10 slots: 3 groups, 2-3 owners a thread),
+  // 1000 (16 slots: 2 groups), 8192 (128 slots: 1 group, 4 slots a thread), 3001 (47 slots, uneven parts), 40000 (5
+  // blocks of 125 slots); with a 64 KB buffer, 2000 / 4099 / max (2, 5 and 16 blocks of 13-16 slots: 2 groups).
+  if (name.startsWith('llcomm_twoshot_sentinel')) {
+    const countOf = (c) => String(name.includes('_f32_') ? c / 2 : c)
+    cases.push({ v, nranks: 8, bufferBytes: 1 << 20,
+      calls: [countOf(608), `${countOf(1000)}:inplace`, countOf(8192), `${countOf(3002)}:inplace`, countOf(40000)] })
+    cases.push({ v, nranks: 8, bufferBytes: 65536, calls: [countOf(2000), `${countOf(4098)}:inplace`, 'max'] })
+  }
 }
 // A rank that never arrives: every launch must end with TIMEOUT (code 1), not hang (spread path: 24 and 120
 // elements; serial: max).
@@ -37,15 +47,22 @@ for (const v of cases.filter((c) => c.nranks === 3).map((c) => c.v)) {
   cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['max'], absentRank: 1, timeoutMs: 300, expect: 1 })
   cases.push({ v, nranks: 3, bufferBytes: 16384, calls: ['24'], absentRank: 1, timeoutMs: 300, expect: 1 })
   cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['120'], absentRank: 1, timeoutMs: 300, expect: 1 })
+  // the serial path at 8 ranks (2 groups; 1 group with slot loops)
+  cases.push({ v, nranks: 8, bufferBytes: 65536, calls: ['1000'], absentRank: 1, timeoutMs: 300, expect: 1 })
+  cases.push({ v, nranks: 8, bufferBytes: 1 << 20, calls: ['8192'], absentRank: 1, timeoutMs: 300, expect: 1 })
 }
 // A mismatched call: the last rank runs another kernel or count; every launch must end, with MISMATCH (code 2)
 // expected. On the spread path the reduce-scatter waits are not armed (the note's gap), so this shows what happens.
 const kernel = (name) => KERNEL_VARIANTS.find((x) => x.kernelName === name)
+// The last three pairs: twoshot-sentinel's serial path at 8 ranks (1000 bf16 / 1000 f32: 16 slots a part, 2 groups).
 for (const [main, count, odd, oddCount, nranks] of [
   ['llcomm_twoshot_sentinel_sentinel_f32_sum', 120, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 8],
   ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 248, 8],
   ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_oneshot_sentinel_sentinel_bf16_sum', 240, 8],
   ['llcomm_twoshot_atomic_ll128_f32_sum', 120, 'llcomm_twoshot_atomic_ll128_bf16_sum', 240, 8],
+  ['llcomm_twoshot_sentinel_sentinel_f32_sum', 1000, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 2000, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 1000, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 1008, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 1000, 'llcomm_oneshot_sentinel_sentinel_bf16_sum', 1000, 8],
 ])
   cases.push({ v: kernel(main), nranks, bufferBytes: 65536, calls: [String(count)], timeoutMs: 2000, expect: 2,
     odd: { rank: nranks - 1, v: kernel(odd), count: oddCount } })
@@ -60,6 +77,10 @@ for (const [main, count, odd, oddCount, nranks] of [
   ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_oneshot_ll_ll8_bf16_sum', 240, 8],
   ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 240, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 1000, 8],
   ['llcomm_twoshot_sentinel_sentinel_f16_sum', 1024, 'llcomm_twoshot_atomic_ll128_f16_sum', 1024, 16],
+  // the serial path at 8 ranks (16 slots a part, 2 groups: the checker threads have nothing to reduce)
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 1000, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 1008, 8],
+  ['llcomm_twoshot_sentinel_sentinel_f32_sum', 1000, 'llcomm_twoshot_sentinel_sentinel_bf16_sum', 2000, 8],
+  ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 1000, 'llcomm_oneshot_ll_ll8_bf16_sum', 1000, 8],
 ])
   cases.push({ v: kernel(main), nranks, bufferBytes: 65536, calls: [String(count)], timeoutMs: 20000, expect: 2,
     splitError: true, odd: { rank: nranks - 1, v: kernel(odd), count: oddCount } })
@@ -107,13 +128,13 @@ for (const variant of variants) {
         err ? rej(new Error(`${err.message}\n${stderr}`)) : res(JSON.parse(stdout))),
     )
     // split error words: the odd rank's own word must say the same, found well before the 20 s deadline
-    const bad = c.splitError ? out.error.code !== c.expect || out.oddError.code !== c.expect || out.seconds >= 15 :
-      c.expect !== undefined ? out.error.code !== c.expect : out.error.code !== 0 || out.mismatches !== 0 || out.crossRankDiffs !== 0 || out.sentinelBytesNotArmed !== 0 ||
+    const bad = c.splitError ? out.error?.code !== c.expect || out.oddError?.code !== c.expect || out.seconds >= 15 :
+      c.expect !== undefined ? out.error?.code !== c.expect : out.error?.code !== 0 || out.mismatches !== 0 || out.crossRankDiffs !== 0 || out.sentinelBytesNotArmed !== 0 ||
       out.ll128BytesNotZero !== 0 || out.badEpochs !== 0 || out.guardsBroken !== 0 || out.nanChecked === 0 || !out.ok
     if (bad) failed++
     console.log(`${bad ? 'FAIL' : 'ok  '} ${variant} ${c.v.kernelName} n=${c.nranks} calls=${c.calls.join(',')}${c.absentRank !== undefined ? ` absent=${c.absentRank}` : ''}` +
-      `${c.odd ? ` odd=${c.odd.v.kernelName}:${c.odd.count}` : ''}${c.expect ? ` code=${out.error.code} what=${out.error.what}` : ''}` +
-      `${c.splitError ? ` split: odd code=${out.oddError.code} in ${out.seconds} s` : ''} ` +
+      `${c.odd ? ` odd=${c.odd.v.kernelName}:${c.odd.count}` : ''}${c.expect ? ` code=${out.error?.code} what=${out.error?.what}` : ''}` +
+      `${c.splitError ? ` split: odd code=${out.oddError?.code} in ${out.seconds} s` : ''} ` +
       `(${((Date.now() - t1) / 1000).toFixed(1)} s)${bad ? ` ${JSON.stringify(out)}` : ''}`)
   }
 }
