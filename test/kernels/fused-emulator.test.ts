@@ -269,13 +269,15 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
       // 8 ranks, a row that leaves blocks of a cluster without slots
       cases.push({ kind: 'norm', algorithm, dtype, nranks: 8, rows: 2, hidden: 1000, flags: flagSets[i + 1], calls: 2 })
     })
-  // Every thread at most one slot (the LL16 kernel keeps the residual and weights in registers for the output):
-  // one slot per unit (64 bf16) and four slots of a unit on four lanes (1024 bf16), clusters of 8.
+  // Every thread at most one slot (the LL16 kernel keeps the residual and weights in registers for the output; a
+  // sentinel kernel that stages them early in shared memory, research/scripts/probe/fused-patches/split-early.patch,
+  // takes its early path here): one slot per unit (64 bf16) and four slots of a unit on four lanes (1024 bf16),
+  // clusters of 8; the sentinel kernel with every flag set.
   for (const [rows, hidden] of [
     [2, 64],
     [1, 1024],
   ])
-    for (const dtype of dtypes)
+    for (const dtype of dtypes) {
       cases.push({
         kind: 'norm',
         algorithm: 'split-ll',
@@ -287,6 +289,19 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
         calls: 2,
         shape: { blocksPerRank: 8, clusterBlocks: 8 },
       })
+      for (const flags of flagSets)
+        cases.push({
+          kind: 'norm',
+          algorithm: 'split',
+          dtype,
+          nranks: 3,
+          rows,
+          hidden: dtype === 'f32' ? hidden / 2 : hidden,
+          flags,
+          calls: 2,
+          shape: { blocksPerRank: 8, clusterBlocks: 8 },
+        })
+    }
   // The late-residual candidate (residual stored after the cluster barriers) on the same register-kept shapes,
   // with and without an f32 residual, and on a shape where it does not apply (several slots per thread).
   for (const [rows, hidden] of [
