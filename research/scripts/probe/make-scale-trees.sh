@@ -20,6 +20,10 @@
 #                    spread over words (LlBuffer::blockRecvReduceSpreadWords), each reducing thread broadcasting its
 #                    word at once (no __syncthreads between the sums and the broadcast), the signature check after
 #                    the broadcast.)
+#   ab/scale-sigidle the working tree's kernels plus scale-patches/sigidle-twoshot-sentinel.patch (issue 22, 16-32 ranks): in
+#                    twoshot-sentinel's spread path the checker threads that poll nothing in the reduce-scatter run the
+#                    signature's tryCheck there (beside the pollers); the full check after the broadcast only for what
+#                    that left.
 #   ab/scale-serialbatch the working tree's kernels plus scale-patches/serialbatch-twoshot-sentinel.patch (issue 22,
 #                    8 ranks at 256 KB / 1 MB): the serial path only (parts of more than 128 slots at 512 threads;
 #                    the spread path as in the working tree): the spread path's send / all-gather mapping with
@@ -46,6 +50,7 @@ echo "ab/scale-merged ready (the working tree's kernels)"
 # Patches against the working tree's kernels (name -> patches), applied to a copy of ab/scale-merged.
 declare -A workingTreeVariants=(
   [serialbatch]="serialbatch-twoshot-sentinel.patch"
+  [sigidle]="sigidle-twoshot-sentinel.patch"
 )
 for v in "${!workingTreeVariants[@]}"; do
   dir=ab/scale-$v
