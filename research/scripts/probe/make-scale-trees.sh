@@ -24,6 +24,9 @@
 #                    twoshot-sentinel's spread path the checker threads that poll nothing in the reduce-scatter run the
 #                    signature's tryCheck there (beside the pollers); the full check after the broadcast only for what
 #                    that left.
+#   ab/scale-oswords the working tree's kernels plus scale-patches/oswords-oneshot-sentinel.patch (issue 22, 16 ranks, 8 KB):
+#                    oneshot-sentinel's peer-parallel path reduces by words (blockRecvReduceSpreadWords) instead of a
+#                    thread a 16-byte slot.
 #   ab/scale-serialbatch the working tree's kernels plus scale-patches/serialbatch-twoshot-sentinel.patch (issue 22,
 #                    8 ranks at 256 KB / 1 MB): the serial path only (parts of more than 128 slots at 512 threads;
 #                    the spread path as in the working tree): the spread path's send / all-gather mapping with
@@ -51,6 +54,7 @@ echo "ab/scale-merged ready (the working tree's kernels)"
 declare -A workingTreeVariants=(
   [serialbatch]="serialbatch-twoshot-sentinel.patch"
   [sigidle]="sigidle-twoshot-sentinel.patch"
+  [oswords]="oswords-oneshot-sentinel.patch"
 )
 for v in "${!workingTreeVariants[@]}"; do
   dir=ab/scale-$v
@@ -88,7 +92,7 @@ if [ "${AB_SKIP_NVCC:-0}" != 1 ] && command -v nvcc >/dev/null; then
   trap 'rm -rf "$tmp"' EXIT
   bad=0
   for v in base batch spread merged "${!workingTreeVariants[@]}"; do
-    for src in twoshot_sentinel twoshot_atomic; do
+    for src in twoshot_sentinel twoshot_atomic oneshot_sentinel; do
       # as test/kernels/compile.test.ts: one 512-thread block per SM, so any spill is local-memory traffic
       log=$(nvcc -arch sm_90 -cubin -std=c++17 -Xptxas -v -I ab/scale-$v ab/scale-$v/allreduce/$src.cu -o "$tmp/$v-$src.cubin" 2>&1) || {
         echo "$log" >&2; echo "make-scale-trees: nvcc failed on ab/scale-$v/allreduce/$src.cu" >&2; exit 1; }

@@ -10,7 +10,8 @@
 #   bash research/scripts/probe/scale-ab.sh           # on the GPU machine
 # Knobs: AB_ROUNDS (3), AB_ITERS (300), AB_WARMUP (50), AB_BUDGET_S (85: no new (round, ranks) step is started when
 # the elapsed time plus the longest step of that rank count so far would pass it; the summary says what ran),
-# AB_RANKS (16,32,64: virtual rank counts), AB_SIZES (8K,64K: the bench's --sizes, K and M suffixes). E.g. the serial
+# AB_ALGORITHMS (twoshot-sentinel,twoshot-atomic,oneshot-barrier; keep oneshot-barrier, the reference), AB_RANKS
+# (16,32,64: virtual rank counts), AB_SIZES (8K,64K: the bench's --sizes, K and M suffixes). E.g. the serial
 # path at 8 ranks: AB_TREES="merged serialbatch" AB_RANKS=8 AB_SIZES=256K,1M bash research/scripts/probe/scale-ab.sh;
 # AB_BUFFER_BYTES (unset: the bench's default, 1M on cuda; e.g. 2M: at 8 ranks a 1 MB call is then one launch of
 # 512-slot parts instead of two of 256-slot parts).
@@ -49,7 +50,7 @@ for ((r = 1; r <= rounds; r++)); do
       continue
     fi
     devs=$(printf '0,%.0s' $(seq $n)); devs=${devs%,}
-    OUT=$base/v$n AB_TAG=r$r bash research/scripts/probe/ab-kernels.sh 1 "${treeArgs[@]}" -- --devices "$devs" --algorithms twoshot-sentinel,twoshot-atomic,oneshot-barrier \
+    OUT=$base/v$n AB_TAG=r$r bash research/scripts/probe/ab-kernels.sh 1 "${treeArgs[@]}" -- --devices "$devs" --algorithms "${AB_ALGORITHMS:-twoshot-sentinel,twoshot-atomic,oneshot-barrier}" \
       --dtype bf16 --sizes "$sizes" --iters "$iters" --warmup "$warmup" "${bufferArgs[@]}" > "$base/v$n-r$r.log" 2>&1
     grep -E "round|WRONG" "$base/v$n-r$r.log"
     end=$(date +%s.%N)
@@ -87,7 +88,7 @@ for (const n of rankCounts) for (const bytes of sizeBytes) {
   const bar = rows.get(`oneshot-barrier|${n}|${bytes}`)
   const barAll = bar ? Object.values(bar).flat() : []
   const ref = barAll.length ? med(barAll) : undefined
-  for (const alg of ["oneshot-barrier", "twoshot-sentinel", "twoshot-atomic"]) {
+  for (const alg of ["oneshot-barrier", "twoshot-sentinel", "twoshot-atomic", "oneshot-sentinel", "oneshot-ll"]) {
     const v = rows.get(`${alg}|${n}|${bytes}`)
     if (!v) continue
     const m = trees.map((t) => (v[t] ? med(v[t]) : undefined))
@@ -101,7 +102,7 @@ console.log("\nbest barrier-free / oneshot-barrier per tree (goal <= 0.8 at 16-6
 for (const n of rankCounts) for (const bytes of sizeBytes) {
   const line = trees.map((t) => {
     const c = goal.filter((g) => g.n === n && g.bytes === bytes && g.t === t).sort((a, b) => a.r - b.r)[0]
-    return c ? `${t} ${c.r.toFixed(3)} (${c.alg.replace("twoshot-", "")})` : `${t} -`
+    return c ? `${t} ${c.r.toFixed(3)} (${c.alg})` : `${t} -`
   })
   console.log(`  ${n}r ${sizeText(bytes)}: ${line.join("  ")}`)
 }
