@@ -40,18 +40,26 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
       else
         llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, x.w);
     });
-    const llc_u32 s = threadIdx.x;
-    if (s < slots) v = next; // own contribution, loaded before the epoch
+    // The reduce is spread over words (LlBuffer::blockRecvReduceSpreadWords, as twoshot-sentinel's owner reduce):
+    // thread t < 4 * slots sums word t % 4 of slot t / 4 over the ranks in rank order, 2 elements a rank for 16-bit
+    // types instead of a thread a slot summing 8: the same f32 chain per element, so the same bits. Measured (one
+    // H200, bf16, bench/results/cuda-h200-scale-ab-small-2026-12-02.txt): 8 B 3.80 -> 3.43 us at 8 ranks, 4.35 ->
+    // 3.66 at 16, 5.40 -> 4.11 at 32, 7.05 -> 4.49 at 64 (one thread summed every rank before); 32 ranks 8 KB
+    // 9.93 -> 8.96; 8 ranks 8 KB 4.26 -> 4.36 (the one loss). Its own word is loaded here, after the epoch (the
+    // slot-sized `next` above still feeds this thread's first send).
+    const llc_u32 t = threadIdx.x;
+    const bool hasWord = t < 4u * slots && 4ull * t < call.bytes; // words past the message: never stored
+    llc_u32 ownWord = 0;
+    if (hasWord) llcLoadPayload<DT, 1>(call.input, 4ull * t, call.bytes, &ownWord);
     // The signature: a checker thread that polls nothing looks for its peer's packet beside the polls (a bounded
     // number of looks, no loop state: signature.cuh, tryCheck); one that polls, or found nothing yet, checks in full
     // after the polls.
     bool sigChecked = false;
-    const typename LlBuffer<Fmt>::Value sum = buf.template blockRecvReduceSpread<DT>(
-        slots, groups, v, stage, [&] { sigChecked = Sig::template tryCheck<kSigLooks>(p, call.role.rank, ch); },
-        [&] {
-          if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
-        });
-    if (s < slots) llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
+    // Peers polled together: the default 8, but 4 for f32 (that kernel spilled 8 bytes with 8; ptxas, sm_90).
+    const llc_u32 sum = buf.template blockRecvReduceSpreadWords<DT, (LlcDtype<DT>::kElemBytes == 4 ? 4 : LLCOMM_RECV_BATCH)>(
+        slots, groups, ownWord, stage, [&] { sigChecked = Sig::template tryCheck<kSigLooks>(p, call.role.rank, ch); });
+    if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
+    if (hasWord) llcStorePayload<DT, 1>(call.output, 4ull * t, call.bytes, &sum);
     ch.blockAdvanceEpoch();
     return;
   }
