@@ -24,7 +24,10 @@
 #                    twoshot-sentinel's spread path the checker threads that poll nothing in the reduce-scatter run the
 #                    signature's tryCheck there (beside the pollers); the full check after the broadcast only for what
 #                    that left.
-#   ab/scale-oswords the working tree's kernels plus scale-patches/oswords-oneshot-sentinel.patch (issue 22, 16 ranks, 8 KB):
+#   ab/scale-unroll8 the working tree's kernels plus scale-patches/unroll8-spread-words.patch: blockRecvReduceSpreadWords
+#                    sums the ranks 8 at a time, their shared loads first (twoshot-sentinel's owner reduce and
+#                    oneshot-sentinel's peer-parallel reduce).
+#   (ab/scale-oswords no longer made: merged as ac2b151) scale-patches/oswords-oneshot-sentinel.patch (issue 22, 16 ranks, 8 KB):
 #                    oneshot-sentinel's peer-parallel path reduces by words (blockRecvReduceSpreadWords) instead of a
 #                    thread a 16-byte slot.
 #   ab/scale-serialbatch the working tree's kernels plus scale-patches/serialbatch-twoshot-sentinel.patch (issue 22,
@@ -54,7 +57,7 @@ echo "ab/scale-merged ready (the working tree's kernels)"
 declare -A workingTreeVariants=(
   [serialbatch]="serialbatch-twoshot-sentinel.patch"
   [sigidle]="sigidle-twoshot-sentinel.patch"
-  [oswords]="oswords-oneshot-sentinel.patch"
+  [unroll8]="unroll8-spread-words.patch"
 )
 for v in "${!workingTreeVariants[@]}"; do
   dir=ab/scale-$v
