@@ -125,7 +125,11 @@ interface Case {
   v: KernelVariant
   nranks: number
   bufferBytes: number
-  /** Element counts per call ('max' = launchShape's maxCountPerCall); suffix ':inplace' for input == output. */
+  /**
+   * Element counts per call ('max' = launchShape's maxCountPerCall); suffix ':inplace' for input == output (':copy'
+   * for separate buffers), then optionally ':KERNEL' (a kernel name of the same dtype): that call runs KERNEL on the
+   * same buffers, scratch and epochs (algorithms interleaved on one communicator).
+   */
   calls: string[]
   absentRank?: number
   timeoutMs?: number
@@ -149,13 +153,15 @@ interface Case {
 
 function argsOf(c: Case): string[] {
   const L = deviceBufferLayout(c.nranks, c.bufferBytes)
-  const max = launchShape(c.v, c.nranks, 1, c.bufferBytes, c.build).maxCountPerCall
   const calls = c.calls.map((s) => {
-    const [countText, mode] = s.split(':')
+    const [countText, mode, kernelName] = s.split(':')
+    const v = kernelName ? KERNEL_VARIANTS.find((x) => x.kernelName === kernelName) : c.v
+    assert.ok(v, kernelName)
+    const max = launchShape(v, c.nranks, 1, c.bufferBytes, c.build).maxCountPerCall
     // The host chunks at maxCountPerCall; the emulator runs single launches, so counts above it are clamped.
     const count = countText === 'max' ? max : Math.min(max, Number(countText))
-    const { blocksPerRank } = launchShape(c.v, c.nranks, count, c.bufferBytes, c.build)
-    return `${count}:${blocksPerRank}${mode ? `:${mode}` : ''}`
+    const { blocksPerRank } = launchShape(v, c.nranks, count, c.bufferBytes, c.build)
+    return `${count}:${blocksPerRank}${mode ? `:${mode}` : ''}${kernelName ? `:${kernelName}` : ''}`
   })
   return [
     c.v.kernelName,
@@ -250,6 +256,52 @@ test('every kernel: exact, identical on all ranks, invariants kept across a sequ
     assert.ok(r.nanChecked > 0, `${label(c)}: the sentinel-as-data probe did not run`)
     assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed after the calls`)
     assert.equal(r.ll128BytesNotZero, 0, `${label(c)}: LL128 lines left non-zero after the calls`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
+test('algorithms interleaved on one communicator: the regions each leaves behind do not disturb the others', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // twoshot-sentinel (spread and serial paths) between oneshot-sentinel (the sentinel region in another lane
+  // layout), oneshot-barrier (its own plain region) and ring (the next rank's plain region), both epoch parities.
+  const cases: Case[] = []
+  for (const [dtype, nranks, bufferBytes, big] of [
+    ['bf16', 8, 1 << 20, 8192],
+    ['f32', 8, 1 << 20, 20000],
+    ['f16', 3, 16384, 3840],
+  ] as const) {
+    const of = (alg: string) => `llcomm_${alg}_${dtype}_sum`
+    const v = KERNEL_VARIANTS.find((x) => x.kernelName === of('twoshot_sentinel_sentinel'))
+    assert.ok(v, dtype)
+    const [ring, ob, os] = [of('ring_flags'), of('oneshot_barrier_barrier'), of('oneshot_sentinel_sentinel')]
+    cases.push({
+      v,
+      nranks,
+      bufferBytes,
+      calls: [
+        `${big}`,
+        `${big}:copy:${ring}`,
+        `${big}:inplace`,
+        `${big}:copy:${ob}`,
+        `${big}:copy:${ring}`,
+        `${big}`,
+        `1000:copy:${os}`,
+        '120:inplace',
+        `${big}:copy:${ob}`,
+        `${big}`,
+        `${big}:inplace:${ring}`,
+        `${big}:copy:${os}`,
+        `${big}:inplace`,
+      ],
+    })
+  }
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed after the calls`)
     assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
     assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
     assert.ok(r.ok, label(c))

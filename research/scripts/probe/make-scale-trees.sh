@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the kernel trees that research/scripts/probe/scale-ab.sh compares (issue 22, first step; analysis and
 # predictions in research/notes/scale-2026-12-01.md). Untracked, not ignored: they travel to the GPU machine with the
-# working tree; delete ab/ afterwards. Each but ab/scale-merged and ab/scale-serialbatch is a copy of packages/llcomm/kernels at
+# working tree; delete ab/ afterwards. Each but ab/scale-merged, ab/scale-serialbatch and ab/scale-pullag is a copy of packages/llcomm/kernels at
 # SCALE_BASE_REF (default 85a723b, where the patches were made and measured; its default kernels compile to the PTX of
 # 5c0a3a2, the last commit before the spread path was merged) with patches applied (patch -p1 in the tree;
 # research/scripts/probe/scale-patches/):
@@ -36,6 +36,12 @@
 #                    min(blockDim / slots, n - 1) >= 1 thread groups a slot, 4 owners' input loads before their
 #                    sends (the first batch before the epoch load), the all-gather's owners polled 8 at a time
 #                    (pollBatch); owner reduce (recvReduce) and signature placement unchanged.
+#   ab/scale-pullag  the working tree's kernels plus scale-patches/pullag-twoshot-sentinel.patch (issue 22, 8 ranks
+#                    at 1 MB; research/notes/scale-2026-12-02-pullag.md): the serial path's all-gather pulls: the owner
+#                    stores its reduced part once into its own plain region (this epoch's channel half), bar.sync,
+#                    releases a per-(channel, half) flag = the epoch in its scratch (the ring flag row's two unused
+#                    words); every peer waits for every owner's flag (acquire, armed waiter), bar.sync, and loads the
+#                    parts (8 owners in flight a thread). Kernel-only; the spread path and every other kernel unchanged.
 # Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patches), and checks with
 # nvcc, when it is on PATH, that each patched kernel compiles for sm_90 without spills (AB_SKIP_NVCC=1 skips that).
 set -euo pipefail
@@ -58,6 +64,7 @@ declare -A workingTreeVariants=(
   [serialbatch]="serialbatch-twoshot-sentinel.patch"
   [sigidle]="sigidle-twoshot-sentinel.patch"
   [unroll8]="unroll8-spread-words.patch"
+  [pullag]="pullag-twoshot-sentinel.patch"
 )
 for v in "${!workingTreeVariants[@]}"; do
   dir=ab/scale-$v

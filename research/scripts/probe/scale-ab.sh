@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of the scale variants of issue 22 (first step; analysis and predictions: research/notes/scale-2026-12-01.md)
 # on the GPU machine, in one device call, from the repository root: the trees named by AB_TREES (default "base spread
-# merged"; any of base, batch, spread, merged, serialbatch: ab/scale-<name>, made here by research/scripts/probe/make-scale-trees.sh
+# merged"; any of base, batch, spread, merged, serialbatch, pullag: ab/scale-<name>, made here by research/scripts/probe/make-scale-trees.sh
 # before the call; they travel with the working tree; the run of bench/results/cuda-h200-scale-ab-2026-12-01.txt
 # compared "base batch spread"), the same host code, through research/scripts/probe/ab-kernels.sh (one bench per tree
 # per round, trees interleaved), twoshot-sentinel, twoshot-atomic and oneshot-barrier (the reference: the same source

@@ -5,7 +5,10 @@
 // buffer, and, with an absent rank, that the launch ends with a TIMEOUT in the error word instead of hanging.
 //
 // usage: emulator KERNEL NRANKS THREADS TIMEOUT_MS ABSENT_RANK RECV_BYTES LL_OFF LL_HALF S_OFF S_HALF L128_OFF
-//                 L128_HALF P_OFF P_HALF CALL...      where CALL = COUNT:BLOCKS[:inplace]
+//                 L128_HALF P_OFF P_HALF CALL...      where CALL = COUNT:BLOCKS[:MODE[:KERNEL]]
+// MODE: inplace, or anything else (e.g. copy) for separate output buffers; KERNEL (a kernel of the same dtype): this
+// call runs that kernel instead of KERNEL, on the same buffers, scratch and epochs (algorithms interleaved on one
+// communicator).
 // prints one JSON object.
 // With LLCOMM_EMU_ODD=RANK:KERNEL:COUNT:BLOCKS[:CALL] in the environment, call CALL (default 0, the first; the calls
 // before it run on every rank) launches that rank alone with its own kernel and count, concurrently with the launch
@@ -159,9 +162,23 @@ int main(int argc, char** argv) {
   for (int c = 15; c < argc; ++c) {
     unsigned long long count = 0;
     unsigned blocks = 0;
-    char mode[16] = {0};
-    std::sscanf(argv[c], "%llu:%u:%15s", &count, &blocks, mode);
+    char mode[16] = {0}, callName[200] = {0};
+    std::sscanf(argv[c], "%llu:%u:%15[^:]:%199s", &count, &blocks, mode, callName);
     const bool inplace = std::string(mode) == "inplace";
+    KernelFn callFn = fn;
+    if (callName[0] != 0) {
+      callFn = nullptr;
+      for (const auto& k : kKernels)
+        if (std::string(callName) == k.name) callFn = k.fn;
+      const std::string cn = callName;
+      const int cdt = cn.find("_f32_") != std::string::npos   ? LLCOMM_DTYPE_F32
+                      : cn.find("_f16_") != std::string::npos ? LLCOMM_DTYPE_F16
+                                                              : LLCOMM_DTYPE_BF16;
+      if (!callFn || cdt != dt) {
+        std::fprintf(stderr, "call kernel %s unknown or of another dtype\n", callName);
+        return 2;
+      }
+    }
     const bool oddNow = oddRank >= 0 && c - 15 == oddCall;
     const std::vector<unsigned>& launchRanks = oddNow ? othersOfOdd : everyRank;
     std::vector<std::unique_ptr<Buffer>> in, out;
@@ -210,13 +227,13 @@ int main(int argc, char** argv) {
       if (splitError) q.errorWord = reinterpret_cast<llc_u64>(oddErrorWord.data());
       blockDim.x = threads;
       gridDim.x = std::max(p.ranksInLaunch * blocks, oddBlocks);
-      std::thread others([&] { emuLaunch(fn, p, p.ranksInLaunch * blocks, threads, false); });
+      std::thread others([&] { emuLaunch(callFn, p, p.ranksInLaunch * blocks, threads, false); });
       if (oddDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(oddDelayMs));
       emuLaunch(oddFn, q, oddBlocks, threads, false);
       others.join();
       break; // a mismatch run: one call, checked by the error word
     }
-    emuLaunch(fn, p, p.ranksInLaunch * blocks, threads);
+    emuLaunch(callFn, p, p.ranksInLaunch * blocks, threads);
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {
       const unsigned long long per = ((count + blocks - 1) / blocks + (16 / eb) - 1) / (16 / eb) * (16 / eb);
