@@ -302,6 +302,25 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
           shape: { blocksPerRank: 8, clusterBlocks: 8 },
         })
     }
+  // Several clusters per rank on that path (4 of 4 blocks, a row each, one slot per unit with holes; 4 of 2 blocks,
+  // two slots of a unit on two lanes): the split-late / split-push candidates (fused-patches/split-late.patch,
+  // split-push.patch) keep the residual store and the q exchange per cluster there.
+  for (const [rows, hidden, blocksPerRank, clusterBlocks] of [
+    [4, 64, 16, 4],
+    [4, 512, 8, 2],
+  ])
+    for (const dtype of dtypes)
+      cases.push({
+        kind: 'norm',
+        algorithm: 'split',
+        dtype,
+        nranks: 3,
+        rows,
+        hidden: dtype === 'f32' ? hidden / 2 : hidden,
+        flags: dtype === 'f16' ? LLCOMM_FUSED_RESIDUAL_F32 : 0,
+        calls: 2,
+        shape: { blocksPerRank, clusterBlocks },
+      })
   // The late-residual candidate (residual stored after the cluster barriers) on the same register-kept shapes,
   // with and without an f32 residual, and on a shape where it does not apply (several slots per thread).
   for (const [rows, hidden] of [

@@ -15,7 +15,10 @@ variants=()
 while [ "$1" != "--" ]; do variants+=("$1"); shift; done
 shift
 export NCCL_NVLS_ENABLE=0
+# AB_DEADLINE (optional, seconds since the epoch): no round starts after it, so a caller's time limit never cuts the
+# medians below (a round that did not start is missing from them).
 for ((r = 1; r <= rounds; r++)); do
+  if [ -n "${AB_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$AB_DEADLINE" ]; then echo "round $r and later: past AB_DEADLINE, skipped"; break; fi
   for v in "${variants[@]}"; do
     label=${v%%=*} dir=${v#*=}
     LLCOMM_KERNELS_DIR=$(realpath "$dir") LLCOMM_CACHE_DIR=/tmp/llcomm-cache-fused-$label \

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Makes the kernel trees of the fused split A/B (issue 21; reasoning and prediction in research/notes/fused-probes.md,
-# "split-early"). Untracked, not ignored: they travel to the GPU machine with the working tree; delete ab/ afterwards.
+# "split-early" and "split-late and split-push": patches split-early, split-late, split-push, each against the
+# working tree's kernels and each including the ones before it). Untracked, not ignored: they travel to the GPU machine with the working tree; delete ab/ afterwards.
 #   ab/fused-base    a copy of the working tree's packages/llcomm/kernels
 #   ab/fused-<name>  that copy plus research/scripts/probe/fused-patches/<name>.patch (patch -p1 in the tree), for
 #                    each name given (default: split-early)
-# Usage: bash research/scripts/probe/make-fused-trees.sh [name ...]
+# Usage: bash research/scripts/probe/make-fused-trees.sh [name ...]   e.g. split-early split-late split-push
 # Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patch), and checks with
 # nvcc, when it is on PATH, that the fused sources of every tree compile for sm_90 without warnings or spills
 # (AB_SKIP_NVCC=1 skips that), printing each kernel's registers.

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -60,6 +62,65 @@ inline float llcLoadSharedClusterF32(unsigned a) {
   float v;
   std::memcpy(&v, emuClusterShared[a >> 20] + (a & 0xFFFFFu), 4);
   return v;
+}
+// The split kernel's push (cluster.cuh, candidate split-push): an mbarrier is 8 bytes of the block's shared buffer
+// holding (low to high) 15 bits of pending arrivals, the phase bit, 16 bits of expected arrivals and a signed 32-bit
+// tx count, updated by one atomic CAS (release/acquire, as the PTX complete-tx / try_wait at cluster scope); a phase
+// completes when its pending arrivals and tx count are both zero (then pending = expected, tx = 0, phase flips).
+// barrier.cluster.arrive.relaxed is emulated as the release arrive (stronger); the init fence as a full fence.
+inline std::atomic_ref<unsigned long long> emuMbar(unsigned char* block, unsigned offset) {
+  return std::atomic_ref<unsigned long long>(*reinterpret_cast<unsigned long long*>(block + offset));
+}
+inline void emuMbarUpdate(std::atomic_ref<unsigned long long> m, int arrivals, int txDelta) {
+  unsigned long long old = m.load(std::memory_order_relaxed), next;
+  do {
+    unsigned pending = static_cast<unsigned>(old & 0x7FFFu), phase = static_cast<unsigned>(old >> 15) & 1u;
+    const unsigned expected = static_cast<unsigned>(old >> 16) & 0xFFFFu;
+    int tx = static_cast<int>(static_cast<unsigned>(old >> 32));
+    if (static_cast<int>(pending) < arrivals) __builtin_trap(); // more arrivals than the phase expects
+    pending -= static_cast<unsigned>(arrivals);
+    tx += txDelta;
+    if (pending == 0u && tx == 0) {
+      pending = expected;
+      phase ^= 1u;
+    }
+    next = (static_cast<unsigned long long>(static_cast<unsigned>(tx)) << 32) |
+           (static_cast<unsigned long long>(expected) << 16) | (static_cast<unsigned long long>(phase) << 15) | pending;
+  } while (!m.compare_exchange_weak(old, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+}
+inline void llcMbarInit(unsigned mbar, unsigned arrivals) {
+  emuMbar(emuBlockSharedMem, mbar)
+      .store((static_cast<unsigned long long>(arrivals) << 16) | arrivals, std::memory_order_relaxed);
+}
+inline void llcMbarArriveExpectTx(unsigned mbar, unsigned bytes) {
+  emuMbarUpdate(emuMbar(emuBlockSharedMem, mbar), 1, static_cast<int>(bytes));
+}
+inline void llcFenceMbarrierInitCluster() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void llcClusterArriveRelaxed() { llcClusterArriveRelease(); }
+// A phase that never completes (a push lost or sent to the wrong block) would hang the emulated kernel: after 20 s
+// of false answers in a row this thread reports it and aborts the emulator.
+inline bool llcMbarTryWaitParityCluster(unsigned mbar, unsigned parity) {
+  thread_local std::chrono::steady_clock::time_point since{};
+  const unsigned long long v = emuMbar(emuBlockSharedMem, mbar).load(std::memory_order_acquire);
+  if (((v >> 15) & 1u) != parity) {
+    since = {};
+    return true;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (since == std::chrono::steady_clock::time_point{}) since = now;
+  if (now - since > std::chrono::seconds(20)) {
+    std::fprintf(stderr, "emu: mbarrier phase %u never completed (block %u thread %u)\n", parity, blockIdx.x,
+                 threadIdx.x);
+    std::abort();
+  }
+  std::this_thread::yield();
+  return false;
+}
+inline void llcStoreAsyncClusterF32(unsigned dst, float v, unsigned dstMbar) {
+  if ((dst >> 20) != (dstMbar >> 20)) __builtin_trap(); // the address and the mbarrier of one block
+  unsigned char* block = emuClusterShared[dst >> 20];
+  std::memcpy(block + (dst & 0xFFFFFu), &v, 4);
+  emuMbarUpdate(emuMbar(block, dstMbar & 0xFFFFFu), 0, -4);
 }
 
 // Warp shuffles (__shfl_sync, __shfl_xor_sync) among the lanes of `mask` only (the kernels shuffle within pairs or
