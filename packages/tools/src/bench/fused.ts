@@ -22,7 +22,6 @@ import {
   type FusedProbe,
   fusedRowsPerBlock,
   LlcommError,
-  planFusedNorm,
 } from 'llcomm/internal'
 
 export const FUSED_BENCH_INPUT_SETS = 4
@@ -208,7 +207,6 @@ export function benchFusedShape(
       algorithm,
       streams,
     })
-    const auto = planFusedNorm('auto', ranks, rows, hidden, dtype, comm.bufferBytes).algorithm
     const allReduce = sets.map((s) =>
       comm.prepareDeviceAllReduce({ inputs: s.x, outputs: s.sum, count: n, dtype, streams }),
     )
@@ -243,7 +241,11 @@ export function benchFusedShape(
         skipped[`fused-${a}`] = e instanceof Error ? e.message : String(e)
       }
     }
-    variants['fused-auto'] = variants[`fused-${auto}`]
+    // fused-auto: the library's own 'auto' call (prepared with no algorithm), as a user gets it; it may take the
+    // split kernel on sm_90, which planFusedNorm without its device arguments would not say.
+    const autoCalls = sets.map((s) => comm.prepareDeviceAllReduceRmsNorm(normArgs(s)))
+    const auto = autoCalls[0].algorithm as FusedNormAlgorithm // a fused RMSNorm call: one of the four
+    variants['fused-auto'] = autoCalls.map((c) => () => c.issue(streams))
     const checks: Record<string, string> = {}
     if (o.probes && variants['fused-split-ll']) {
       // One call of fused-split-ll and of each candidate from the same residual state (set 0), outputs compared.
