@@ -3,7 +3,8 @@
  * works out which latency-model platform each row belongs to. Tolerant: it needs only the fields it uses.
  */
 import { readFileSync } from 'node:fs'
-import { DEFAULT_BUFFER_BYTES, LlcommError } from 'llcomm/internal'
+import { LlcommError } from 'llcomm/internal'
+import { MODEL_BUFFER_BYTES } from './kernel-counts.js'
 import type { PlatformTopology } from './latency-tables.js'
 
 export interface MeasuredRow {
@@ -114,13 +115,13 @@ export function rowPlatform(file: BenchFile, row: MeasuredRow): string {
 
 /**
  * Rows fit for calibration: correct results, no injected arrival skew, no compute between calls, and the default
- * buffer (the model counts launches with launchShape at DEFAULT_BUFFER_BYTES; another buffer splits large messages
+ * buffer (the model counts launches with launchShape at MODEL_BUFFER_BYTES; another buffer splits large messages
  * into other launches).
  */
 export function usableForCalibration(row: MeasuredRow): boolean {
   return (
     row.wrong === 0 &&
-    (row.bufferBytes === undefined || row.bufferBytes === DEFAULT_BUFFER_BYTES) &&
+    (row.bufferBytes === undefined || row.bufferBytes === MODEL_BUFFER_BYTES) &&
     !(row.skewUs !== undefined && row.skewUs > 0) &&
     !(row.computeUs !== undefined && row.computeUs > 0)
   )

@@ -45,7 +45,6 @@
 import type { Dtype } from 'llcomm/internal'
 import {
   accumulationBuild,
-  DEFAULT_BUFFER_BYTES,
   DTYPE_BYTES,
   type KernelProtocol,
   LLCOMM_LINE_DATA_WORDS,
@@ -66,6 +65,14 @@ export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
  * input word): the model describes it only after a refit on bench files measured with it (docs/model.md).
  */
 export const FITTED_KERNEL_BUILD = accumulationBuild('dtype')
+
+/**
+ * The receive buffer (bufferBytes) the model's launches are counted at: 1 MiB, the library's cuda default, which every
+ * committed fit and every bench file without a `bufferBytes` field measured. Its own constant, so that a change of
+ * the library's default cannot silently recount the fits' launches (a refit on bench files measured with the new
+ * default comes first).
+ */
+export const MODEL_BUFFER_BYTES = 1 << 20
 
 /** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
 export const RECV_BATCH = 8
@@ -464,7 +471,7 @@ export function kernelLaunches(
   ranks: number,
   bytes: number,
   dtype: Dtype = 'bf16',
-  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+  bufferBytes: number = MODEL_BUFFER_BYTES,
 ): LaunchGroup[] {
   if (!Number.isInteger(ranks) || ranks < 2)
     throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
@@ -487,7 +494,7 @@ export function kernelCounts(
   ranks: number,
   bytes: number,
   dtype: Dtype = 'bf16',
-  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+  bufferBytes: number = MODEL_BUFFER_BYTES,
 ): KernelCounts {
   return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes).reduce(
     (total, g) => add(total, g.counts, g.times),

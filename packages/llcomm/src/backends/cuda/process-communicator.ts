@@ -63,12 +63,17 @@ import { AllReduceLauncher } from './allreduce-launcher.js'
 import { DeviceSet } from './devices.js'
 import { type ProcessPreparedCall, processDeviceAllReduceCalls } from './eager-calls.js'
 import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
-import { deviceBufferLayout, KERNEL_VARIANTS, kernelSources } from './kernel-table.js'
+import {
+  DEFAULT_BUFFER_BYTES as CUDA_DEFAULT_BUFFER_BYTES,
+  deviceBufferLayout,
+  KERNEL_VARIANTS,
+  kernelSources,
+} from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
 import { reclassifyTimeout, SIGNATURE_REGION_WORDS } from './timeout-signature.js'
 
-export const CUDA_PROCESS_DEFAULTS = { timeoutMs: 10_000, bufferBytes: 1 << 20 } as const
+export const CUDA_PROCESS_DEFAULTS = { timeoutMs: 10_000, bufferBytes: CUDA_DEFAULT_BUFFER_BYTES } as const
 const PROBE_BYTES = 256
 /** The in-process backend's auto preference and fallback order (communicator.ts), on this path too. */
 const AUTO_PREFERENCE: readonly AlgorithmName[] = ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'nccl', 'ring']

@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander'
 import type { Backend, Communicator } from 'llcomm/internal'
-import { LlcommError } from 'llcomm/internal'
+import { DEFAULT_BUFFER_BYTES_OF_BACKEND, LlcommError } from 'llcomm/internal'
 import { formatSideBySide, readBaselineDocument, sideBySide } from '../../bench/baseline.js'
 import { measureBench } from '../../bench/bench-run.js'
 import { type BenchDocument, readBenchDocument } from '../../bench/document.js'
@@ -152,7 +152,9 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
       },
       { showProgress: shouldShowProgress(flags.progress), devices: usedDevices },
     )
-    if (bufferBytes !== undefined) doc.bufferBytes = bufferBytes
+    // Always recorded (since 2026-12-02), default or not: a document without the field was measured at the default
+    // of its day, 1 MiB on cuda (the model's MODEL_BUFFER_BYTES).
+    doc.bufferBytes = bufferBytes ?? DEFAULT_BUFFER_BYTES_OF_BACKEND[comm.backend]
     await emit(doc, flags)
   } finally {
     await comm.close()
