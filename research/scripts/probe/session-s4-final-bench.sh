@@ -9,7 +9,7 @@ out=${OUT:-/tmp/llcomm-s4-final}
 mkdir -p "$out"
 llcomm() { node packages/tools/bin/llcomm.js "$@"; }
 devs8=0,0,0,0,0,0,0,0
-timeout 40 llcomm bench --no-progress --devices $devs8 --algorithms twoshot-sentinel,oneshot-barrier,oneshot-sentinel \
+timeout 40 node packages/tools/bin/llcomm.js bench --no-progress --devices $devs8 --algorithms twoshot-sentinel,oneshot-barrier,oneshot-sentinel \
   --dtype bf16 --sizes 256K,1M --buffer-bytes 4M --repeat 3 --iters 300 --warmup 50 \
   --json "$out/bench-v8-bb4M.json" > "$out/bench-v8-bb4M.log" 2>&1
 echo "bench 8 ranks, 4 MB buffer: rc $?"
