@@ -269,6 +269,27 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
       // 8 ranks, a row that leaves blocks of a cluster without slots
       cases.push({ kind: 'norm', algorithm, dtype, nranks: 8, rows: 2, hidden: 1000, flags: flagSets[i + 1], calls: 2 })
     })
+  // A 3-rank split case of `hidden` 16-bit elements a row (half as many f32, the same row bytes), 2 calls.
+  const splitCase = (
+    algorithm: 'split' | 'split-ll',
+    dtype: (typeof dtypes)[number],
+    rows: number,
+    hidden: number,
+    flags: number,
+    blocksPerRank: number,
+    clusterBlocks: number,
+  ) =>
+    cases.push({
+      kind: 'norm',
+      algorithm,
+      dtype,
+      nranks: 3,
+      rows,
+      hidden: dtype === 'f32' ? hidden / 2 : hidden,
+      flags,
+      calls: 2,
+      shape: { blocksPerRank, clusterBlocks },
+    })
   // Every thread at most one slot (the LL16 kernel keeps the residual and weights in registers for the output; a
   // sentinel kernel that stages them early in shared memory, research/scripts/probe/fused-patches/split-early.patch,
   // takes its early path here): one slot per unit (64 bf16) and four slots of a unit on four lanes (1024 bf16),
@@ -278,29 +299,8 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
     [1, 1024],
   ])
     for (const dtype of dtypes) {
-      cases.push({
-        kind: 'norm',
-        algorithm: 'split-ll',
-        dtype,
-        nranks: 3,
-        rows,
-        hidden: dtype === 'f32' ? hidden / 2 : hidden,
-        flags: LLCOMM_FUSED_RESIDUAL_F32,
-        calls: 2,
-        shape: { blocksPerRank: 8, clusterBlocks: 8 },
-      })
-      for (const flags of flagSets)
-        cases.push({
-          kind: 'norm',
-          algorithm: 'split',
-          dtype,
-          nranks: 3,
-          rows,
-          hidden: dtype === 'f32' ? hidden / 2 : hidden,
-          flags,
-          calls: 2,
-          shape: { blocksPerRank: 8, clusterBlocks: 8 },
-        })
+      splitCase('split-ll', dtype, rows, hidden, LLCOMM_FUSED_RESIDUAL_F32, 8, 8)
+      for (const flags of flagSets) splitCase('split', dtype, rows, hidden, flags, 8, 8)
     }
   // Several clusters per rank on that path (4 of 4 blocks, a row each, one slot per unit with holes; 4 of 2 blocks,
   // two slots of a unit on two lanes): the split-late / split-push candidates (fused-patches/split-late.patch,
@@ -310,17 +310,15 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
     [4, 512, 8, 2],
   ])
     for (const dtype of dtypes)
-      cases.push({
-        kind: 'norm',
-        algorithm: 'split',
+      splitCase(
+        'split',
         dtype,
-        nranks: 3,
         rows,
-        hidden: dtype === 'f32' ? hidden / 2 : hidden,
-        flags: dtype === 'f16' ? LLCOMM_FUSED_RESIDUAL_F32 : 0,
-        calls: 2,
-        shape: { blocksPerRank, clusterBlocks },
-      })
+        hidden,
+        dtype === 'f16' ? LLCOMM_FUSED_RESIDUAL_F32 : 0,
+        blocksPerRank,
+        clusterBlocks,
+      )
   // The late-residual candidate (residual stored after the cluster barriers) on the same register-kept shapes,
   // with and without an f32 residual, and on a shape where it does not apply (several slots per thread).
   for (const [rows, hidden] of [
