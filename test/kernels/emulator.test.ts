@@ -39,6 +39,12 @@ const WAIT_TIMEOUT_MS = 60_000 // generous: 2 cores serve every emulated thread;
 const CONCURRENCY = 2
 const EMU_PEER_STAGE_WORDS = 256
 const EMU_SPREAD_MIN_RANKS = 2 // -DLLCOMM_SPREAD_MIN_RANKS below (the GPU build: 8)
+// -DLLCOMM_TWOSHOT_PULL_MIN_SLOTS below: the threshold of twoshot-sentinel's pulled all-gather in the pullgate
+// candidate (research/scripts/probe/scale-patches/pullgate-twoshot-sentinel.patch; the GPU build: 3072, reached in
+// the emulator only at 8 ranks and large counts). 1024 here: 8 ranks' 128-slot parts pull (13 * 128 >= 1024), 3
+// ranks' 160-slot and 8 ranks' 16-slot parts push, so the runs below take both branches. Kernels without the gate
+// ignore it.
+const EMU_TWOSHOT_PULL_MIN_SLOTS = 1024
 const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emulator build keeps it)
 
 interface EmuResult {
@@ -106,6 +112,7 @@ function buildEmulator(cxx: string, out: string, defines: string[]): void {
       // The GPU build takes the peer-parallel path from 8 ranks up; the emulator takes it from 2, so that the
       // 2- and 3-rank runs cover it too (the 8- and 64-rank runs cover the GPU's choice).
       `-DLLCOMM_SPREAD_MIN_RANKS=${EMU_SPREAD_MIN_RANKS}`,
+      `-DLLCOMM_TWOSHOT_PULL_MIN_SLOTS=${EMU_TWOSHOT_PULL_MIN_SLOTS}`,
       '-I',
       kernelsDirectory(),
       '-I',

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the kernel trees that research/scripts/probe/scale-ab.sh compares (issue 22, first step; analysis and
 # predictions in research/notes/scale-2026-12-01.md). Untracked, not ignored: they travel to the GPU machine with the
-# working tree; delete ab/ afterwards. Each but ab/scale-merged, ab/scale-serialbatch and ab/scale-pullag is a copy of packages/llcomm/kernels at
+# working tree; delete ab/ afterwards. Each but ab/scale-merged and the working-tree variants (serialbatch, sigidle, unroll8,
+# pullag, pullgate) is a copy of packages/llcomm/kernels at
 # SCALE_BASE_REF (default 85a723b, where the patches were made and measured; its default kernels compile to the PTX of
 # 5c0a3a2, the last commit before the spread path was merged) with patches applied (patch -p1 in the tree;
 # research/scripts/probe/scale-patches/):
@@ -42,6 +43,10 @@
 #                    releases a per-(channel, half) flag = the epoch in its scratch (the ring flag row's two unused
 #                    words); every peer waits for every owner's flag (acquire, armed waiter), bar.sync, and loads the
 #                    parts (8 owners in flight a thread). Kernel-only; the spread path and every other kernel unchanged.
+#   ab/scale-pullgate the working tree's kernels plus scale-patches/pullgate-twoshot-sentinel.patch (issue 22; notes in
+#                    research/notes/scale-2026-12-02-pullag.md, "pullgate"): pullag chosen per channel by size: the serial
+#                    path pulls when (2n - 3) * slotsPerPart >= kTwoshotPullMinSlots = 3072 (48 KB of stores removed a
+#                    channel: 8 ranks from 237-slot parts, 4 ranks from 615, 2 ranks from 3072), else it pushes as today.
 # Fails (exit 1) when a patch does not apply cleanly (the kernels moved on: regenerate the patches), and checks with
 # nvcc, when it is on PATH, that each patched kernel compiles for sm_90 without spills (AB_SKIP_NVCC=1 skips that).
 set -euo pipefail
@@ -65,6 +70,7 @@ declare -A workingTreeVariants=(
   [sigidle]="sigidle-twoshot-sentinel.patch"
   [unroll8]="unroll8-spread-words.patch"
   [pullag]="pullag-twoshot-sentinel.patch"
+  [pullgate]="pullgate-twoshot-sentinel.patch"
 )
 for v in "${!workingTreeVariants[@]}"; do
   dir=ab/scale-$v
