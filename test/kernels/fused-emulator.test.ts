@@ -278,10 +278,12 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
     flags: number,
     blocksPerRank: number,
     clusterBlocks: number,
+    candidate?: 'late',
   ) =>
     cases.push({
       kind: 'norm',
       algorithm,
+      ...(candidate ? { candidate } : {}),
       dtype,
       nranks: 3,
       rows,
@@ -327,18 +329,7 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
   ])
     for (const dtype of dtypes)
       for (const flags of [0, LLCOMM_FUSED_RESIDUAL_F32])
-        cases.push({
-          kind: 'norm',
-          algorithm: 'split-ll',
-          candidate: 'late',
-          dtype,
-          nranks: 3,
-          rows,
-          hidden: dtype === 'f32' ? hidden / 2 : hidden,
-          flags,
-          calls: 2,
-          shape: { blocksPerRank: 8, clusterBlocks: 8 },
-        })
+        splitCase('split-ll', dtype, rows, hidden, flags, 8, 8, 'late')
   cases.push({
     kind: 'norm',
     algorithm: 'split-ll',
