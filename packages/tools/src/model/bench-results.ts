@@ -3,7 +3,7 @@
  * works out which latency-model platform each row belongs to. Tolerant: it needs only the fields it uses.
  */
 import { readFileSync } from 'node:fs'
-import { LlcommError } from 'llcomm/internal'
+import { type Backend, DEFAULT_BUFFER_BYTES_OF_BACKEND, LlcommError } from 'llcomm/internal'
 import { MODEL_BUFFER_BYTES } from './kernel-counts.js'
 import type { PlatformTopology } from './latency-tables.js'
 
@@ -114,14 +114,17 @@ export function rowPlatform(file: BenchFile, row: MeasuredRow): string {
 }
 
 /**
- * Rows fit for calibration: correct results, no injected arrival skew, no compute between calls, and the default
- * buffer (the model counts launches with launchShape at MODEL_BUFFER_BYTES; another buffer splits large messages
- * into other launches).
+ * Rows fit for calibration: correct results, no injected arrival skew, no compute between calls, and the buffer the
+ * model assumes (cuda: the model counts launches with launchShape at MODEL_BUFFER_BYTES, and another buffer splits
+ * large messages into other launches; cpu: its backend's default). A row without `bufferBytes` was measured at its
+ * day's default, which is that buffer.
  */
 export function usableForCalibration(row: MeasuredRow): boolean {
+  const modelBuffer =
+    row.backend === 'cuda' ? MODEL_BUFFER_BYTES : DEFAULT_BUFFER_BYTES_OF_BACKEND[row.backend as Backend]
   return (
     row.wrong === 0 &&
-    (row.bufferBytes === undefined || row.bufferBytes === MODEL_BUFFER_BYTES) &&
+    (row.bufferBytes === undefined || row.bufferBytes === modelBuffer) &&
     !(row.skewUs !== undefined && row.skewUs > 0) &&
     !(row.computeUs !== undefined && row.computeUs > 0)
   )

@@ -175,6 +175,8 @@ test('bench --buffer-bytes: the run uses that buffer and the document records it
     assert.equal(row.bufferBytes, 65536)
     assert.equal(usableForCalibration(row), false)
     assert.equal(usableForCalibration({ ...row, bufferBytes: undefined }), true)
+    // a document written with the default buffer records it too (since 2026-12-02): the cpu default stays usable
+    assert.equal(usableForCalibration({ ...row, bufferBytes: 256 * 1024 }), true)
   }
   assert.throws(() => validateBenchDocument({ ...doc, bufferBytes: 0 }), /bufferBytes must be a whole number ≥ 1/)
 })
