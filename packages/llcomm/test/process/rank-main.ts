@@ -2,6 +2,8 @@
 // LLCOMM_WORLD_SIZE and LLCOMM_RENDEZVOUS set, it runs the scenario named by LLCOMM_TEST_SCENARIO on a per-rank
 // cpu communicator and prints one JSON line `RESULT {...}` on stdout. Not a test file itself (no .test. in the name).
 import { createHash } from 'node:crypto'
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { type AlgorithmChoice, DTYPES, type Dtype, type TensorArray } from '../../src/api/types.js'
 import type { CpuProcessCommunicator } from '../../src/backends/cpu/process-communicator.js'
 import { createCommunicator } from '../../src/create.js'
@@ -187,12 +189,27 @@ async function main(): Promise<void> {
     case 'absent':
       result = await absent(comm)
       break
-    case 'exit-code':
+    case 'exit-code': {
       await comm.allReduce(integerInput(8, comm.rank, 0))
       await comm.close()
-      process.exitCode = comm.rank === victim ? 7 : 0
       report({})
+      // The launcher ends the other ranks as soon as one exits non-zero, and rank 0's close() waits for every rank's
+      // bye, so a victim that exits at once can cut another rank's report short (seen in CI: rank 0's RESULT
+      // missing). With LLCOMM_TEST_DONE_DIR every other rank leaves a file after its report, and the victim exits
+      // only once all of them are there (bounded by the scenario's timeout).
+      const doneDir = process.env.LLCOMM_TEST_DONE_DIR
+      if (doneDir) {
+        if (comm.rank !== victim) writeFileSync(join(doneDir, `done-${comm.rank}`), '')
+        else {
+          const others = Array.from({ length: comm.size }, (_, r) => r).filter((r) => r !== victim)
+          const deadline = Date.now() + timeoutMs
+          while (!others.every((r) => existsSync(join(doneDir, `done-${r}`))) && Date.now() < deadline)
+            await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      }
+      process.exitCode = comm.rank === victim ? 7 : 0
       return
+    }
     default:
       throw new Error(`unknown scenario ${scenario}`)
   }

@@ -3,6 +3,9 @@
 // and a real per-rank communicator started through it.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -127,10 +130,14 @@ test('npx llcomm launch: SIGTERM to the launcher is forwarded, exit 143, no rank
 })
 
 test('npx llcomm launch with per-rank communicators: the exit code of the rank that fails after its calls', async () => {
+  // The victim exits only after the others reported (rank-main.ts, LLCOMM_TEST_DONE_DIR): the launcher ends the
+  // others when it exits, and a report cut short is what this test once saw.
+  const doneDir = mkdtempSync(join(tmpdir(), 'llcomm-launch-exit-'))
   const r = await runCli(['launch', '-n', '3', '--', process.execPath, RANK_MAIN], {
     LLCOMM_TEST_SCENARIO: 'exit-code',
     LLCOMM_TEST_VICTIM: '1',
-  })
+    LLCOMM_TEST_DONE_DIR: doneDir,
+  }).finally(() => rmSync(doneDir, { recursive: true, force: true }))
   assert.equal(r.code, 7, r.stderr)
   for (let rank = 0; rank < 3; rank++)
     assert.match(r.stdout, new RegExp(`\\[rank ${rank}\\] RESULT \\{"rank":${rank}\\}`))
