@@ -72,35 +72,28 @@ declare -A workingTreeVariants=(
   [pullag]="pullag-twoshot-sentinel.patch"
   [pullgate]="pullgate-twoshot-sentinel.patch"
 )
-for v in "${!workingTreeVariants[@]}"; do
-  dir=ab/scale-$v
+# make_tree NAME SOURCE-KERNELS WHAT PATCH...: ab/scale-NAME = a copy of SOURCE-KERNELS with the patches applied;
+# --dry-run first, so a patch that does not apply leaves no half-patched tree; no fuzz, no .orig/.rej files.
+make_tree() {
+  local dir=ab/scale-$1 src=$2 what=$3
+  shift 3
   rm -rf "$dir"
-  cp -a ab/scale-merged "$dir"
-  for f in ${workingTreeVariants[$v]}; do
-    # --dry-run first, as below: a patch that does not apply leaves no half-patched tree
+  cp -a "$src" "$dir"
+  for f in "$@"; do
     if ! patch -p1 -d "$dir" --dry-run --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f" >/dev/null; then
-      echo "make-scale-trees: $patches/$f does not apply to the working tree's packages/llcomm/kernels: regenerate it" >&2
+      echo "make-scale-trees: $patches/$f does not apply to $what's packages/llcomm/kernels: regenerate it" >&2
       rm -rf "$dir"
       exit 1
     fi
     patch -p1 -d "$dir" --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f"
   done
-  echo "$dir ready (the working tree's kernels, ${workingTreeVariants[$v]})"
+  echo "$dir ready ($what, ${*:-no patches})"
+}
+for v in "${!workingTreeVariants[@]}"; do
+  make_tree "$v" ab/scale-merged "the working tree" ${workingTreeVariants[$v]}
 done
 for v in base batch spread; do
-  dir=ab/scale-$v
-  rm -rf "$dir"
-  cp -a ab/scale-ref/packages/llcomm/kernels "$dir"
-  for f in ${variants[$v]}; do
-    # --dry-run first, so a patch that does not apply leaves no half-patched tree; no fuzz, no .orig/.rej files
-    if ! patch -p1 -d "$dir" --dry-run --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f" >/dev/null; then
-      echo "make-scale-trees: $patches/$f does not apply to $ref's packages/llcomm/kernels: regenerate it" >&2
-      rm -rf "$dir"
-      exit 1
-    fi
-    patch -p1 -d "$dir" --fuzz=0 --no-backup-if-mismatch -s < "$patches/$f"
-  done
-  echo "$dir ready ($ref, ${variants[$v]:-no patches})"
+  make_tree "$v" ab/scale-ref/packages/llcomm/kernels "$ref" ${variants[$v]}
 done
 rm -rf ab/scale-ref
 if [ "${AB_SKIP_NVCC:-0}" != 1 ] && command -v nvcc >/dev/null; then

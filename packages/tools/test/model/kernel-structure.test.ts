@@ -365,6 +365,30 @@ describe('kernel structure of the latency model', () => {
   const nowSpread = (row: { algorithm: string; ranks: number; bytes: number; dtype: string }) =>
     row.algorithm === 'twoshot-sentinel' &&
     kernelCounts(row.algorithm, 'twoshot', row.ranks, row.bytes, row.dtype as 'bf16' | 'f32').spreadWindows > 0
+  // The shipped h200-virtual constants on bench files, nothing fitted: each row's error (predicted / measured - 1),
+  // less the twoshot-sentinel rows the kernel now runs on its spread path (counted in leftOut); `commit`: every
+  // file's.
+  const outOfSample = (paths: string[], commit?: string) => {
+    const platform = platforms.platforms['h200-virtual']
+    const params = paramsFromPlatform(platform)
+    const errors: { algorithm: string; ranks: number; error: number }[] = []
+    let leftOut = 0
+    for (const path of paths) {
+      const file = readBenchFile(repoPath(path))
+      if (commit !== undefined) assert.equal(file.commit, commit)
+      for (const row of file.rows) {
+        if (nowSpread(row)) {
+          assert.ok(row.ranks >= SPREAD_MIN_RANKS)
+          leftOut++
+          continue
+        }
+        const alg = getAlgorithm(algorithms, row.algorithm)
+        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
+        errors.push({ algorithm: row.algorithm, ranks: row.ranks, error: p.latencyUs / row.medianUs - 1 })
+      }
+    }
+    return { errors, leftOut }
+  }
 
   it("reproduces docs/model.md's within-±15% count for h200-virtual from the committed bench files", () => {
     // 847 of 888 rows (research/notes/model-calibration-log.md; bench/results/model-calibration-h200-virtual-2026-11-29i.txt): the committed
@@ -378,28 +402,12 @@ describe('kernel structure of the latency model', () => {
     // bench/results/model-variants-h200-virtual-2026-11-29i.txt).
     // Since the spread path's counts (2026-12-01), the 92 twoshot-sentinel rows at 8-64 ranks that the kernel now runs
     // on its spread path are left out (82 of them were within with the serial counts): 765 of the other 796.
-    const platform = platforms.platforms['h200-virtual']
-    const params = paramsFromPlatform(platform)
-    let rows = 0
-    let within = 0
-    let leftOut = 0
-    for (const n of [2, 4, 8, 16, 32, 64]) {
-      const file = readBenchFile(repoPath(`bench/results/cuda-h200-bench-v${n}-2026-11-29h.json`))
-      for (const row of file.rows) {
-        if (nowSpread(row)) {
-          assert.ok(row.ranks >= SPREAD_MIN_RANKS)
-          leftOut++
-          continue
-        }
-        const alg = getAlgorithm(algorithms, row.algorithm)
-        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
-        rows++
-        if (Math.abs(p.latencyUs / row.medianUs - 1) <= 0.15) within++
-      }
-    }
+    const { errors, leftOut } = outOfSample(
+      [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-v${n}-2026-11-29h.json`),
+    )
     assert.equal(leftOut, 92)
-    assert.equal(rows, 796)
-    assert.equal(within, 765)
+    assert.equal(errors.length, 796)
+    assert.equal(errors.filter((e) => Math.abs(e.error) <= 0.15).length, 765)
   })
 
   it('predicts the 11-29k files (kernels at d09257e, measured after the fit) out of sample: 769 of 796 within ±15%', () => {
@@ -407,27 +415,14 @@ describe('kernel structure of the latency model', () => {
     // sentinel arrival test changed after the 11-29h files (9dbac76, e07e72a); nothing is fitted to these rows.
     // 854 of 888 with the serial counts; the 92 rows the kernel now runs on twoshot-sentinel's spread path (85 of
     // them within then) are left out, as above.
-    const platform = platforms.platforms['h200-virtual']
-    const params = paramsFromPlatform(platform)
-    const errors: number[] = []
-    let leftOut = 0
-    for (const n of [2, 4, 8, 16, 32, 64]) {
-      const file = readBenchFile(repoPath(`bench/results/cuda-h200-bench-v${n}-2026-11-29k.json`))
-      assert.equal(file.commit, 'd09257e')
-      for (const row of file.rows) {
-        if (nowSpread(row)) {
-          leftOut++
-          continue
-        }
-        const alg = getAlgorithm(algorithms, row.algorithm)
-        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
-        errors.push(p.latencyUs / row.medianUs - 1)
-      }
-    }
+    const { errors, leftOut } = outOfSample(
+      [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-v${n}-2026-11-29k.json`),
+      'd09257e',
+    )
     assert.equal(leftOut, 92)
     assert.equal(errors.length, 796)
-    assert.equal(errors.filter((e) => Math.abs(e) <= 0.15).length, 769)
-    assert.ok(Math.max(...errors.map(Math.abs)) < 0.31)
+    assert.equal(errors.filter((e) => Math.abs(e.error) <= 0.15).length, 769)
+    assert.ok(Math.max(...errors.map((e) => Math.abs(e.error))) < 0.31)
   })
 
   it('predicts the 12-01 scale files (kernels at ad85eac) out of sample, less the rows of the previous spread kernel', () => {
@@ -437,24 +432,10 @@ describe('kernel structure of the latency model', () => {
     // on the spread path are left out, as the 11-29 files' rows above (with the af2b920 counts 12 of them were within,
     // 76 of 85 in all: bench/results/model-validation-h200-virtual-2026-12-01.txt). The other 72 rows: 64 within
     // (twoshot-sentinel's 2-rank rows and its 8-rank 1 MB row, on the serial path: 3 of 4).
-    const platform = platforms.platforms['h200-virtual']
-    const params = paramsFromPlatform(platform)
-    const errors: { algorithm: string; ranks: number; error: number }[] = []
-    let leftOut = 0
-    for (const n of [2, 8, 16, 32, 64]) {
-      const file = readBenchFile(repoPath(`bench/results/cuda-h200-bench-scale-v${n}-2026-12-01.json`))
-      assert.equal(file.commit, 'ad85eac')
-      for (const row of file.rows) {
-        if (nowSpread(row)) {
-          assert.ok(row.ranks >= SPREAD_MIN_RANKS)
-          leftOut++
-          continue
-        }
-        const alg = getAlgorithm(algorithms, row.algorithm)
-        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
-        errors.push({ algorithm: row.algorithm, ranks: row.ranks, error: p.latencyUs / row.medianUs - 1 })
-      }
-    }
+    const { errors, leftOut } = outOfSample(
+      [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-01.json`),
+      'ad85eac',
+    )
     const within = (es: typeof errors) => es.filter((e) => Math.abs(e.error) <= 0.15).length
     assert.equal(leftOut, 13)
     assert.equal(errors.length, 72)
