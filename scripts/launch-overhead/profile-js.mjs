@@ -3,7 +3,9 @@
 // stand-in whose cuLaunchKernelEx is a real koffi call of the same signature (libc memcmp(a, b, 0, x): four
 // uint64_t numbers in, an int out, returns 0 at once), so koffi's crossing cost is inside the figures.
 //
-//   node --expose-gc --max-semi-space-size=64 scripts/launch-overhead/profile-js.mjs [--calls 200000]
+//   node --expose-gc --max-semi-space-size=64 scripts/launch-overhead/profile-js.mjs [--calls 200000] [--noop]
+//
+// --noop replaces the koffi stand-in by a JS function returning 0, so what is left is llcomm's own per-call JS.
 //
 // Prints ns per call and heap bytes per call (used-heap growth over a window with no GC; -1 when a GC ran inside
 // the window) for: the bare koffi call, PreparedLaunch.launch(), prepareDeviceAllReduce().issue(),
@@ -16,7 +18,7 @@ import v8 from 'node:v8'
 import koffi from 'koffi'
 
 const { values: opts } = parseArgs({
-  options: { calls: { type: 'string', default: '200000' }, json: { type: 'boolean' } },
+  options: { calls: { type: 'string', default: '200000' }, json: { type: 'boolean' }, noop: { type: 'boolean' } },
 })
 const CALLS = Number(opts.calls)
 
@@ -35,7 +37,8 @@ let launches = 0
 const fakeDriver = {
   cuLaunchKernelExRaw: (config, f, kernelParams, extra) => {
     launches++
-    return launchStandIn(config, f, 0, extra + kernelParams)
+    // --noop: a JS stand-in (no crossing), so the figures are llcomm's own layers alone
+    return opts.noop ? 0 : launchStandIn(config, f, 0, extra + kernelParams)
   },
   setCurrent() {},
   occupancyMaxActiveBlocksPerSm: () => 1,

@@ -63,6 +63,12 @@ export class PreparedLaunch {
   private readonly fn: number
   private readonly kernelParamsArg: number
   private readonly extraArg: number
+  // The launch path's inputs as own fields (the block's address, the driver's launch function): launch() then reads
+  // this object only, not the NativeBlock and the driver too. Between two driver launches the driver's own work
+  // evicts much of the core's cache, so every object the JS side touches per launch can cost a miss
+  // (docs/launch-overhead.md, "Fewer objects per launch").
+  private readonly address: number
+  private readonly launchKernelEx: CudaDriver['cuLaunchKernelExRaw']
   private currentStream = -1
   private lastParams: Uint8Array | undefined
   readonly name: string
@@ -101,6 +107,8 @@ export class PreparedLaunch {
     v.setBigUint64(PARAM_SIZE_OFFSET, BigInt(paramBytes), true)
     this.kernelParamsArg = passing === 'kernelParams' ? base + KERNEL_PARAMS_OFFSET : 0
     this.extraArg = passing === 'extra' ? base + EXTRA_OFFSET : 0
+    this.address = base
+    this.launchKernelEx = driver.cuLaunchKernelExRaw
   }
 
   /** Rewrites the attribute list (cooperative first, then PDL, then the cluster dimension); cheap, no FFI. */
@@ -158,7 +166,7 @@ export class PreparedLaunch {
 
   /** One cuLaunchKernelEx; throws CUDA_ERROR with the kernel's name on failure. */
   launch(): void {
-    const rc = this.driver.cuLaunchKernelExRaw(this.block.address, this.fn, this.kernelParamsArg, this.extraArg)
+    const rc = this.launchKernelEx(this.address, this.fn, this.kernelParamsArg, this.extraArg)
     if (rc !== 0) throw this.driver.error(`cuLaunchKernelEx(${this.name})`, rc, { kernel: this.name })
   }
 

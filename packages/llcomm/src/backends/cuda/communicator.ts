@@ -602,13 +602,14 @@ export class CudaCommunicator extends CommunicatorBase {
       pdl: args.pdl ?? false,
       streams: defaultStreams,
     })
+    const launch = this.launcher.issuer(chunks)
     return {
       algorithm,
       fallbackReason,
       chunks: chunks.length,
       issue: (streams = defaultStreams) => {
         this.claimStreams(streams)
-        this.launcher.issue(chunks, streams)
+        launch(streams)
       },
     }
   }
