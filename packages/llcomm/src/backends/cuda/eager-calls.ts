@@ -58,6 +58,8 @@ export class EagerCallCache<A, K, P, I> {
   private readonly kind: EagerCallKind<A, K>
   private readonly calls: EagerCall<K, P, I>[] = []
   private next = 0
+  /** The entry find() returned or remember() kept last (one of `calls`), or undefined. */
+  private last: EagerCall<K, P, I> | undefined
 
   private readonly kept: number
 
@@ -68,10 +70,20 @@ export class EagerCallCache<A, K, P, I> {
     this.kept = kept
   }
 
-  /** The packed call `args` asks for exactly, or undefined (a linear scan of at most `kept` entries). */
+  /**
+   * The packed call `args` asks for exactly, or undefined: the last call found or kept first (a loop that repeats
+   * one call reads that entry only), then a linear scan of at most `kept` entries.
+   */
   find(args: A): EagerCall<K, P, I> | undefined {
+    const last = this.last
+    if (last !== undefined && this.kind.matches(last.key, args)) return last
     const calls = this.calls
-    for (let i = 0; i < calls.length; i++) if (this.kind.matches(calls[i].key, args)) return calls[i]
+    for (let i = 0; i < calls.length; i++) {
+      if (calls[i] !== last && this.kind.matches(calls[i].key, args)) {
+        this.last = calls[i]
+        return calls[i]
+      }
+    }
     return undefined
   }
 
@@ -84,6 +96,7 @@ export class EagerCallCache<A, K, P, I> {
     if (this.calls.length < this.kept) this.calls.push(entry)
     else this.calls[this.next] = entry
     this.next = (this.next + 1) % this.kept
+    this.last = entry
     return entry
   }
 
@@ -91,6 +104,7 @@ export class EagerCallCache<A, K, P, I> {
   clear(): void {
     this.calls.length = 0
     this.next = 0
+    this.last = undefined
   }
 
   get size(): number {
