@@ -14,10 +14,13 @@ import {
 } from '../../src/backends/cuda/abi.js'
 import {
   accumulationBuild,
+  allReduceTargetBytesPerBlock,
+  type BlockTargets,
   channelCapacityBytes,
   deviceBufferLayout,
   KERNEL_VARIANTS,
   type KernelBuildOptions,
+  type KernelProtocol,
   kernelBuildDefines,
   kernelSources,
   kernelsDirectory,
@@ -27,6 +30,7 @@ import {
   parseTargetScale,
   pieceElems,
   selectKernel,
+  TARGET_BYTES_PER_BLOCK,
   TOOL_KERNELS,
 } from '../../src/backends/cuda/kernel-table.js'
 
@@ -275,4 +279,36 @@ test('LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE: unset or empty is 1, a positive numbe
       (e: unknown) => (e as { code?: string }).code === 'INVALID_ARGUMENT',
       bad,
     )
+})
+
+test('block targets: oneshot-sentinel shrinks as 2 / ranks, the others are flat; a frozen table reproduces the old shapes', () => {
+  const v = (algorithm: Parameters<typeof selectKernel>[0]) => selectKernel(algorithm, 'bf16', 'sum')
+  const sentinel = v('oneshot-sentinel')
+  assert.deepEqual(
+    [2, 4, 8, 16].map((n) => allReduceTargetBytesPerBlock(sentinel, n)),
+    [2048, 1024, 512, 256].map((b) => (b * TARGET_BYTES_PER_BLOCK.sentinel) / 2048),
+  )
+  for (const [alg, protocol] of [
+    ['twoshot-sentinel', 'sentinel'],
+    ['oneshot-barrier', 'barrier'],
+    ['oneshot-ll', 'll8'],
+  ] as const satisfies readonly (readonly [Parameters<typeof selectKernel>[0], KernelProtocol])[]) {
+    const k = v(alg)
+    assert.equal(k.protocol, protocol)
+    const want =
+      alg === 'twoshot-sentinel' ? TARGET_BYTES_PER_BLOCK['twoshot-sentinel'] : TARGET_BYTES_PER_BLOCK[protocol]
+    for (const n of [2, 8, 64]) assert.equal(allReduceTargetBytesPerBlock(k, n), want, `${alg} at ${n} ranks`)
+  }
+  // 8 ranks, 8 KB of bf16: 16 blocks at 512 bytes a block (capped at 128 / 8); 4 with a flat 2048
+  assert.equal(launchShape(sentinel, 8, 4096).blocksPerRank, 16)
+  const flat: BlockTargets = { bytesPerBlock: TARGET_BYTES_PER_BLOCK, oneshotSentinelRanks: undefined }
+  assert.equal(launchShape(sentinel, 8, 4096, undefined, {}, flat).blocksPerRank, 4)
+  // 16 ranks, 64 KB: twoshot-sentinel 4096 bytes a block = 16 -> the cap of 8; 16384 -> 4
+  const twoshot = v('twoshot-sentinel')
+  assert.equal(launchShape(twoshot, 16, 32768).blocksPerRank, 8)
+  const old: BlockTargets = {
+    bytesPerBlock: { ...TARGET_BYTES_PER_BLOCK, 'twoshot-sentinel': 16384 },
+    oneshotSentinelRanks: undefined,
+  }
+  assert.equal(launchShape(twoshot, 16, 32768, undefined, {}, old).blocksPerRank, 4)
 })

@@ -45,6 +45,7 @@
 import type { Dtype } from 'llcomm/internal'
 import {
   accumulationBuild,
+  type BlockTargets,
   DTYPE_BYTES,
   type KernelProtocol,
   LLCOMM_LINE_DATA_WORDS,
@@ -52,6 +53,7 @@ import {
   launchShape,
   pieceElems,
   selectKernel,
+  TARGET_BYTES_PER_BLOCK,
 } from 'llcomm/internal'
 
 /** The kernel family whose structure an algorithm follows (data/latency/algorithms.json `kernel`). */
@@ -73,6 +75,18 @@ export const FITTED_KERNEL_BUILD = accumulationBuild('dtype')
  * default comes first).
  */
 export const MODEL_BUFFER_BYTES = 1 << 20
+
+/**
+ * The block targets (launchShape's bytes per block) the model's launches are counted with: those every committed fit
+ * and every bench file up to the 2026-12-02 block-scale sweep ran with (twoshot-sentinel and barrier 16384 bytes a
+ * block, the one-shot sentinel 2048 at every rank count). The library's own are BLOCK_TARGETS since that sweep
+ * (kernel-table.ts); for the same reason as MODEL_BUFFER_BYTES they are not followed here until a refit on bench files
+ * measured with them.
+ */
+export const MODEL_BLOCK_TARGETS: BlockTargets = {
+  bytesPerBlock: { ...TARGET_BYTES_PER_BLOCK, 'twoshot-sentinel': 16384, barrier: 16384, sentinel: 2048 },
+  oneshotSentinelRanks: undefined,
+}
 
 /** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
 export const RECV_BATCH = 8
@@ -259,7 +273,7 @@ function structureCounts(
   bufferBytes: number,
 ): StructureCounts {
   const eb = DTYPE_BYTES[variant.dtype]
-  const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD)
+  const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD, MODEL_BLOCK_TARGETS)
   const threads = ls.threadsPerBlock
   const pieceBytes = pieceElems(count, ls.blocksPerRank, 16 / eb) * eb
   const payload = SLOT_PAYLOAD_BYTES[variant.protocol]
@@ -478,7 +492,7 @@ export function kernelLaunches(
   // the name comes from the model's table; selectKernel rejects one without a kernel
   const variant = selectKernel(algorithm as Parameters<typeof selectKernel>[0], dtype, 'sum')
   const count = Math.max(1, Math.ceil(bytes / DTYPE_BYTES[dtype]))
-  const maxCount = launchShape(variant, ranks, 1, bufferBytes, FITTED_KERNEL_BUILD).maxCountPerCall
+  const maxCount = launchShape(variant, ranks, 1, bufferBytes, FITTED_KERNEL_BUILD, MODEL_BLOCK_TARGETS).maxCountPerCall
   const full = Math.floor(count / maxCount)
   const rest = count - full * maxCount
   const groups: LaunchGroup[] = []

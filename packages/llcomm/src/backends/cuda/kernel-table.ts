@@ -263,17 +263,60 @@ export function deviceBufferLayout(nranks: number, bufferBytes: number = DEFAULT
  * flight at once; fewer keep the per-block fixed cost down. The one-shot entries were lowered fourfold (4096 -> 1024,
  * 8192 -> 2048) after a run with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=0.25 on an H200, 8 virtual ranks, bf16
  * (bench/results/cuda-h200-bench-v8-scale025-2026-11-29b.json against cuda-h200-bench-v8-2026-11-29b.json):
- * oneshot-ll 8 KB 6.75 -> 4.04 us, 64 KB 7.81 -> 7.41; oneshot-sentinel 8 KB 6.13 -> 4.46, 64 KB 6.80 -> 6.19. The
- * two-shot and barrier entries got no faster in that run (twoshot-sentinel 8 KB 8.97 -> 9.41), so they stay.
+ * oneshot-ll 8 KB 6.75 -> 4.04 us, 64 KB 7.81 -> 7.41; oneshot-sentinel 8 KB 6.13 -> 4.46, 64 KB 6.80 -> 6.19.
+ * twoshot-sentinel and barrier went from 16384 to 4096 and 2048 after a sweep of the scale at 2-64 virtual ranks on
+ * the kernels since fd9724f (bench/results/cuda-h200-block-scale-sweep-2026-12-02.txt, bf16, 3 interleaved rounds;
+ * µs at the old entry -> the new): twoshot-sentinel 2 ranks 64 KB 4.79 -> 4.33, 8 ranks 64 KB 6.57 -> 5.48, 16 ranks
+ * 8 KB 5.83 -> 5.50, 16 ranks 64 KB 6.82 -> 6.26, 32 ranks 8 KB 6.49 -> 5.96; oneshot-barrier 2 ranks 64 KB 5.18 ->
+ * 4.40, 8 ranks 64 KB 6.35 -> 5.32, 16 ranks 8 KB 5.98 -> 5.43, 16 ranks 64 KB 8.15 -> 6.97, 32 ranks 8 KB 7.81 ->
+ * 7.09; 256 KB and 1 MB unchanged (already at the block cap or bandwidth-bound). The one-shot sentinel entry is the
+ * one at 2 ranks; it shrinks with the ranks (ONESHOT_SENTINEL_TARGET_RANKS). The LL entries stay: at 8 ranks 8 KB
+ * oneshot-ll took 3.13 us at 1024 and 3.99 at 512.
  */
 export const TARGET_BYTES_PER_BLOCK: Readonly<Record<KernelProtocol | 'twoshot-sentinel', number>> = {
   ll8: 1024,
   ll16: 1024,
   sentinel: 2048,
-  'twoshot-sentinel': 16384,
+  'twoshot-sentinel': 4096,
   ll128: 16384,
-  barrier: 16384,
+  barrier: 2048,
   flags: 32768,
+}
+
+/**
+ * oneshot-sentinel's target is TARGET_BYTES_PER_BLOCK.sentinel times min(1, ONESHOT_SENTINEL_TARGET_RANKS / nranks):
+ * each of its blocks reduces its piece from every rank, so a block's work per byte grows with the ranks. Measured
+ * (the sweep above): 8 ranks 8 KB 4.38 us at 2048 (4 blocks), 3.46 at 512 (16); 16 ranks 8 KB 5.16 at 2048 (4
+ * blocks), 4.27 at 1024 and below (8, the cap); 2 ranks 8 KB 2.72 at 2048, 2.79 at 512. The fused kernels' planners
+ * (fused-launcher.ts) read the sentinel entry itself.
+ */
+export const ONESHOT_SENTINEL_TARGET_RANKS = 2
+
+/** How launchShape sizes a message's blocks: bytes per block, and where oneshot-sentinel's target starts to shrink. */
+export interface BlockTargets {
+  bytesPerBlock: Readonly<Record<KernelProtocol | 'twoshot-sentinel', number>>
+  /** oneshot-sentinel's target times min(1, this / nranks); undefined: the sentinel entry at every rank count. */
+  oneshotSentinelRanks: number | undefined
+}
+
+/** The library's block targets. */
+export const BLOCK_TARGETS: BlockTargets = {
+  bytesPerBlock: TARGET_BYTES_PER_BLOCK,
+  oneshotSentinelRanks: ONESHOT_SENTINEL_TARGET_RANKS,
+}
+
+/** The bytes a block of `v` takes at `nranks` ranks before launchShape adds another (before the scale below). */
+export function allReduceTargetBytesPerBlock(
+  v: KernelVariant,
+  nranks: number,
+  targets: BlockTargets = BLOCK_TARGETS,
+): number {
+  if (v.algorithm === 'twoshot-sentinel') return targets.bytesPerBlock['twoshot-sentinel']
+  const target = targets.bytesPerBlock[v.protocol]
+  const shrinkFrom = targets.oneshotSentinelRanks
+  return v.algorithm === 'oneshot-sentinel' && shrinkFrom !== undefined
+    ? target * Math.min(1, shrinkFrom / nranks)
+    : target
 }
 
 /**
@@ -405,6 +448,7 @@ export function launchShape(
   count: number,
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
   kernelOptions: KernelBuildOptions = {},
+  targets: BlockTargets = BLOCK_TARGETS,
 ): LaunchShape {
   checkRanks(nranks)
   if (!Number.isInteger(count) || count < 1)
@@ -426,11 +470,7 @@ export function launchShape(
   const maxBlocks = maxBlocksPerRank(nranks)
   const maxCountPerCall = maxBlocks * capElems
   const n = Math.min(count, maxCountPerCall)
-  const target = Math.max(
-    16,
-    TARGET_BYTES_PER_BLOCK[v.algorithm === 'twoshot-sentinel' ? 'twoshot-sentinel' : v.protocol] *
-      TARGET_BYTES_PER_BLOCK_SCALE,
-  )
+  const target = Math.max(16, allReduceTargetBytesPerBlock(v, nranks, targets) * TARGET_BYTES_PER_BLOCK_SCALE)
   let blocks = Math.max(Math.ceil((n * eb) / target), Math.ceil(n / capElems))
   blocks = Math.min(maxBlocks, Math.max(1, blocks))
   // Every channel's piece must fit its lanes (the kernels do not check; this is the guarantee).
