@@ -46,6 +46,9 @@ const EMU_SPREAD_MIN_RANKS = 2 // -DLLCOMM_SPREAD_MIN_RANKS below (the GPU build
 // ignore it.
 const EMU_TWOSHOT_PULL_MIN_SLOTS = 1024
 const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emulator build keeps it)
+// LLCOMM_EMU_DEFINES: extra -D flags for the emulator build of before() (e.g. "-DLLCOMM_SIG_DEFERRED": every test
+// below then runs the kernels of that A/B build).
+const EMU_BUILD_DEFINES = (process.env.LLCOMM_EMU_DEFINES ?? '').split(/\s+/).filter((d) => d !== '')
 
 interface EmuResult {
   ok: boolean
@@ -92,7 +95,7 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
   exe = join(work, 'emulator')
-  buildEmulator(cxx, exe, [])
+  buildEmulator(cxx, exe, EMU_BUILD_DEFINES)
 })
 
 /** Builds the emulator into `out` with extra -D flags. */

@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {
       const unsigned long long per = ((count + blocks - 1) / blocks + (16 / eb) - 1) / (16 / eb) * (16 / eb);
-      if (per * ch < count) expectedEpoch[ch] = expectedEpoch[ch] == 0xFFFFFFFFu ? 2u : expectedEpoch[ch] + 1u;
+      if (per * ch < count) expectedEpoch[ch] = LlcChannel::nextEpoch(expectedEpoch[ch]); // the kernels' own rule
     }
     for (unsigned long long i = 0; i < count; ++i) {
       double ref = 0;
@@ -303,6 +303,17 @@ int main(int argc, char** argv) {
         std::printf("%08x", w);
       }
       std::printf("\"");
+    }
+    // Every rank's channel epoch words (the host's check of each channel's last launch reads them with the packets).
+    std::printf("],\"epochWords\":[");
+    for (unsigned r = 0; r < n; ++r) {
+      std::printf("%s[", r == 0 ? "" : ",");
+      for (unsigned ch = 0; ch < LLCOMM_MAX_CHANNELS; ++ch) {
+        llc_u32 e;
+        std::memcpy(&e, scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * ch, 4);
+        std::printf("%s%u", ch == 0 ? "" : ",", e);
+      }
+      std::printf("]");
     }
     std::printf("],");
   } else {

@@ -10,10 +10,11 @@
  * TIMEOUT. The decision is a pure function of the words read (classifyTimeoutSignatures); the reading is a callback.
  *
  * What is read. Sender q stores its packet for this rank into THIS rank's scratch, at LLCOMM_SCRATCH_SIGNATURE_OFFSET
- * + ((channel * 2 + half) * LLCOMM_MAX_RANKS + q) * 16, and each kernel also stores its own packet into its own slot
+ * + ((channel * LLCOMM_SIG_SLOTS + half) * LLCOMM_MAX_RANKS + q) * 16 (half = the epoch's parity: the default
+ * kernels use 2 of the 4 slots), and each kernel also stores its own packet into its own slot
  * (q = this rank; signature.cuh, llcBlockPublishSignature; oneshot-barrier excepted). A packet is two little-endian
  * u64 {word0 | epoch << 32, word1 | epoch << 32}: as u32s [word0, epoch, word1, epoch]. So the whole evidence is this
- * rank's own 32 KB signature region (no peer memory is read), copied with a synchronous cuMemcpyDtoH.
+ * rank's own 64 KB signature region (no peer memory is read), copied with a synchronous cuMemcpyDtoH.
  *
  * Ordering (why the words read mean what they say):
  *  1. This rank's own packets were stored by this rank's kernels, which have all finished: the caller reads the
@@ -50,7 +51,7 @@
  */
 import { LlcommError, mismatchError } from '../../errors.js'
 import { decodeSignature, describeSignature } from '../../protocol/call-signature.js'
-import { LLCOMM_MAX_CHANNELS, LLCOMM_MAX_RANKS, LLCOMM_SCRATCH_SIGNATURE_BYTES } from './abi.js'
+import { LLCOMM_MAX_CHANNELS, LLCOMM_MAX_RANKS, LLCOMM_SCRATCH_SIGNATURE_BYTES, LLCOMM_SIG_SLOTS } from './abi.js'
 
 /** u32 words of one rank's signature region (LLCOMM_SCRATCH_SIGNATURE_BYTES). */
 export const SIGNATURE_REGION_WORDS = LLCOMM_SCRATCH_SIGNATURE_BYTES / 4
@@ -67,7 +68,7 @@ export interface SignaturePacket {
 
 /** Index of the first u32 of sender `sender`'s packet for (channel, half) in a signature region (wait.cuh). */
 export function signaturePacketWordIndex(channel: number, half: number, sender: number): number {
-  return ((channel * 2 + half) * LLCOMM_MAX_RANKS + sender) * 4
+  return ((channel * LLCOMM_SIG_SLOTS + half) * LLCOMM_MAX_RANKS + sender) * 4
 }
 
 export function readSignaturePacket(
