@@ -126,6 +126,7 @@ export function classifyTimeoutSignatures(
   nranks: number,
   first: Uint32Array,
   second: Uint32Array,
+  slotMask = 1,
 ): TimeoutClassification {
   const me = timeout.rank >>> 0
   const e = timeout.epoch >>> 0
@@ -143,7 +144,7 @@ export function classifyTimeoutSignatures(
     const b = readSignaturePacket(second, channel, half, sender)
     return a.word0 === b.word0 && a.epoch0 === b.epoch0 && a.word1 === b.word1 && a.epoch1 === b.epoch1 ? a : undefined
   }
-  const h0 = e & 1
+  const h0 = e & slotMask // the epoch's slot: its parity (default kernels), epoch & 3 (LLCOMM_SIG_DEFERRED)
   const own = stable(c0, h0, me)
   if (!own) return { kind: 'unsettled', reason: `this rank's own packet on channel ${c0} changed between reads` }
   if (!carries(own, e)) {
@@ -177,7 +178,7 @@ export function classifyTimeoutSignatures(
   }
   // The failed launch's other channels (and later launches with its words): own packet with the anchor's words.
   for (let channel = 0; channel < LLCOMM_MAX_CHANNELS; channel++) {
-    for (let half = 0; half < 2; half++) {
+    for (let half = 0; half <= slotMask; half++) {
       if (channel === c0 && half === h0) continue
       const o = stable(channel, half, me)
       if (!o) return { kind: 'unsettled', reason: `this rank's own packet on channel ${channel} changed between reads` }
@@ -218,6 +219,8 @@ export interface SignatureRegionReader {
   readRegion: () => Uint32Array
   /** At most this many reads (default DEFAULT_SIGNATURE_READS, at least 2). */
   maxReads?: number
+  /** Slot of an epoch: epoch & slotMask (1: the default kernels; 3: LLCOMM_SIG_DEFERRED). */
+  slotMask?: number
 }
 
 /** Reads until no packet that matters changes between two consecutive reads (bounded), then decides. */
@@ -229,7 +232,7 @@ export function settleTimeoutSignatures(
   let last = 'no read'
   for (let i = 1; i < reads; i++) {
     const next = r.readRegion()
-    const c = classifyTimeoutSignatures(r.timeout, r.nranks, previous, next)
+    const c = classifyTimeoutSignatures(r.timeout, r.nranks, previous, next, r.slotMask ?? 1)
     if (c.kind !== 'unsettled') return c
     last = c.reason
     previous = next
