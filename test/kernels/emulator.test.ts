@@ -27,6 +27,7 @@ import {
   type KernelVariant,
   kernelBuildDefines,
   kernelsDirectory,
+  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
   LlcommError,
   latestMismatchError,
   launchShape,
@@ -36,7 +37,6 @@ import {
   SIGNATURE_ROW_WORDS,
   settleLatestSignatures,
   signatureRowScratchOffset,
-  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
 } from 'llcomm/internal'
 import { SKIP_NVCC } from './toolchain.js'
 

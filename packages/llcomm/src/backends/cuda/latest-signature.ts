@@ -33,8 +33,15 @@
  * After a match the caller marks (channel, E) checked, so the next checkDeviceError reads only channels that moved.
  */
 import { LlcommError, mismatchError } from '../../errors.js'
+import type { DevicePtr } from '../../ffi/index.js'
 import { decodeSignature, describeSignature } from '../../protocol/call-signature.js'
-import { LLCOMM_MAX_CHANNELS, LLCOMM_MAX_RANKS, LLCOMM_SCRATCH_SIGNATURE_OFFSET, LLCOMM_SIG_SLOTS } from './abi.js'
+import {
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_MAX_RANKS,
+  LLCOMM_SCRATCH_EPOCHS_OFFSET,
+  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
+  LLCOMM_SIG_SLOTS,
+} from './abi.js'
 
 /** Slot of epoch e in the deferred build (abi.cuh LLCOMM_SIG_EPOCH_MASK with LLCOMM_SIG_DEFERRED). */
 export const DEFERRED_SIGNATURE_SLOT_MASK = 3
@@ -203,4 +210,40 @@ export function channelsToCheck(epochs: Uint32Array, checked: Uint32Array): { ch
     if (e !== 0 && e !== checked[c] >>> 0) out.push({ channel: c, epoch: e })
   }
   return out
+}
+
+/** What the check needs of the driver: a synchronous device-to-host copy (CudaDriver.copyDtoH). */
+export interface DeviceReader {
+  copyDtoH(dst: ArrayBufferView, src: DevicePtr, bytes?: number): void
+}
+
+/**
+ * The check of one rank (the caller has made its context current and knows its stream finished): copies its 16
+ * channel epoch words, then the rows of the channels not checked yet (`checked`, this rank's epoch last checked per
+ * channel, updated here after a match), and returns the MISMATCH to throw, or undefined.
+ */
+export function checkLatestSignaturesOfRank(
+  driver: DeviceReader,
+  scratch: DevicePtr,
+  rank: number,
+  nranks: number,
+  checked: Uint32Array,
+): LlcommError | undefined {
+  const epochs = new Uint32Array(LLCOMM_MAX_CHANNELS)
+  driver.copyDtoH(epochs, (scratch + LLCOMM_SCRATCH_EPOCHS_OFFSET) as DevicePtr)
+  const channels = channelsToCheck(epochs, checked)
+  if (channels.length === 0) return undefined
+  const c = settleLatestSignatures({
+    rank,
+    nranks,
+    channels,
+    readRow: (channel, slot) => {
+      const row = new Uint32Array(nranks * 4)
+      driver.copyDtoH(row, (scratch + signatureRowScratchOffset(channel, slot)) as DevicePtr)
+      return row
+    },
+  })
+  if (c.kind === 'mismatch') return latestMismatchError(rank, c)
+  for (const { channel, epoch } of channels) checked[channel] = epoch
+  return undefined
 }
