@@ -17,6 +17,7 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
   accumulationBuild,
+  channelsToCheck,
   DTYPE_BYTES,
   type Dtype,
   deviceBufferLayout,
@@ -26,11 +27,16 @@ import {
   type KernelVariant,
   kernelBuildDefines,
   kernelsDirectory,
+  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
   LlcommError,
+  latestMismatchError,
   launchShape,
   mismatchFromWord,
   pieceElems,
   reclassifyTimeout,
+  SIGNATURE_ROW_WORDS,
+  settleLatestSignatures,
+  signatureRowScratchOffset,
 } from 'llcomm/internal'
 import { SKIP_NVCC } from './toolchain.js'
 
@@ -46,6 +52,9 @@ const EMU_SPREAD_MIN_RANKS = 2 // -DLLCOMM_SPREAD_MIN_RANKS below (the GPU build
 // ignore it.
 const EMU_TWOSHOT_PULL_MIN_SLOTS = 1024
 const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emulator build keeps it)
+// LLCOMM_EMU_DEFINES: extra -D flags for the emulator build of before() (e.g. "-DLLCOMM_SIG_DEFERRED": every test
+// below then runs the kernels of that A/B build).
+const EMU_BUILD_DEFINES = (process.env.LLCOMM_EMU_DEFINES ?? '').split(/\s+/).filter((d) => d !== '')
 
 interface EmuResult {
   ok: boolean
@@ -63,6 +72,8 @@ interface EmuResult {
   seconds: number
   /** Every rank's signature region after the run, hex u32s (LLCOMM_EMU_DUMP_SIGNATURES). */
   signatureRegions?: string[]
+  /** Every rank's channel epoch words after the run (LLCOMM_EMU_DUMP_SIGNATURES). */
+  epochWords?: number[][]
 }
 
 /** The error word as the harness prints it: the device struct's fields (abi.ts) and its reserved word. */
@@ -92,7 +103,7 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
   exe = join(work, 'emulator')
-  buildEmulator(cxx, exe, [])
+  buildEmulator(cxx, exe, EMU_BUILD_DEFINES)
 })
 
 /** Builds the emulator into `out` with extra -D flags. */
@@ -151,6 +162,8 @@ interface Case {
   dumpSignatures?: boolean
   /** The odd rank gets an error word of its own (LLCOMM_EMU_SPLIT_ERROR): two processes, one word each. */
   splitError?: boolean
+  /** The calls after the odd one run too (LLCOMM_EMU_ODD_CONTINUE; their results are not checked). */
+  oddContinue?: boolean
   /** The f32-accumulation inputs (LLCOMM_EMU_VALUES=accumulation). */
   accumulation?: boolean
   /** Run this emulator build (default: the one of before()), and size the calls for its kernel switches. */
@@ -192,6 +205,7 @@ function runCase(c: Case): Promise<EmuResult> {
       env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}:${c.odd.call ?? 0}`
       if (c.odd.delayMs) env.LLCOMM_EMU_ODD_DELAY_MS = String(c.odd.delayMs)
       if (c.splitError) env.LLCOMM_EMU_SPLIT_ERROR = '1'
+      if (c.oddContinue) env.LLCOMM_EMU_ODD_CONTINUE = '1'
     }
     if (c.dumpSignatures) env.LLCOMM_EMU_DUMP_SIGNATURES = '1'
     execFile(c.exe ?? exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 22, env }, (err, stdout, stderr) => {
@@ -877,4 +891,337 @@ test("accumulation: 'dtype' builds (16-bit ring partials, packed 16-bit atomic l
     else assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
   }
   assert.equal(results.filter(({ c }) => !c.accumulation).length, exact)
+})
+
+// ---- The deferred signature check (kernels built with LLCOMM_SIG_DEFERRED: kernel e checks epoch e - 1; the host
+// checks each channel's last launch: src/backends/cuda/latest-signature.ts) ----
+
+let exeDeferred = ''
+/** The emulator of the deferred build (built on first use, beside before()'s). */
+function deferredExe(): string {
+  if (!exeDeferred) {
+    const out = join(work, 'emulator-deferred')
+    buildEmulator(gxx, out, ['-DLLCOMM_SIG_DEFERRED', ...EMU_BUILD_DEFINES])
+    exeDeferred = out
+  }
+  return exeDeferred
+}
+
+/** Row (channel, slot) of rank `rank`'s dumped signature region (latest-signature.ts reads the same words). */
+function signatureRowOf(r: EmuResult, rank: number, channel: number, slot: number): Uint32Array {
+  const begin = (signatureRowScratchOffset(channel, slot) - LLCOMM_SCRATCH_SIGNATURE_OFFSET) / 4
+  return signatureRegionOf(r, rank).slice(begin, begin + SIGNATURE_ROW_WORDS)
+}
+
+/** The host's check of the last launch on every channel of `rank` (what checkDeviceError adds in the deferred build). */
+function latestCheckOf(r: EmuResult, rank: number, nranks: number) {
+  const epochs = r.epochWords?.[rank]
+  assert.ok(epochs, `no epoch words dumped for rank ${rank}`)
+  return settleLatestSignatures({
+    rank,
+    nranks,
+    channels: channelsToCheck(Uint32Array.from(epochs), new Uint32Array(16)),
+    readRow: (channel, slot) => signatureRowOf(r, rank, channel, slot),
+  })
+}
+
+/**
+ * What a communicator of the deferred build reports for one side of a run (error word `word`, its ranks `ranks`):
+ * the device's MISMATCH; a TIMEOUT read against the packets of slot epoch & 3 (timeout-signature.ts); else the
+ * host's check of each rank's last launches (latest-signature.ts). undefined: nothing to report.
+ */
+function deferredHostError(
+  r: EmuResult,
+  word: ErrorWordJson,
+  ranks: number[],
+  nranks: number,
+): LlcommError | undefined {
+  const words = Uint32Array.of(
+    word.code,
+    word.rank,
+    word.peer,
+    word.epoch,
+    word.what,
+    word.slot,
+    word.channel,
+    word.reserved,
+  )
+  if (word.code === 2) return mismatchFromWord(words)
+  if (word.code === 1) {
+    const region = signatureRegionOf(r, word.rank)
+    return reclassifyTimeout(LlcommError.timeout({ rank: word.rank, peer: word.peer, epoch: word.epoch }), {
+      timeout: word,
+      nranks,
+      readRegion: () => region.slice(),
+      slotMask: 3,
+    })
+  }
+  for (const rank of ranks) {
+    const c = latestCheckOf(r, rank, nranks)
+    if (c.kind === 'mismatch') return latestMismatchError(rank, c)
+  }
+  return undefined
+}
+
+const kernelNamed = (name: string): KernelVariant => {
+  const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
+  assert.ok(v, name)
+  return v
+}
+
+test('deferred build: the deferred kernels exact across sequences, algorithms interleaved, the u32 wrap; the host check of the last launches finds nothing', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const x = deferredExe()
+  // Interleaved: kernel e's check compares epoch e - 1's packets of another algorithm, dtype-equal count or not
+  // (oneshot-barrier stores no own packet: the next kernel has nothing to compare, the barrier checked itself).
+  const mixes: { main: string; nranks: number; calls: string[]; storedEpoch?: number }[] = [
+    {
+      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+      nranks: 3,
+      calls: [
+        '100',
+        '5000:copy:llcomm_twoshot_sentinel_sentinel_bf16_sum',
+        '64:inplace:llcomm_oneshot_barrier_barrier_bf16_sum',
+        '300:copy:llcomm_oneshot_sentinel_sentinel_bf16_sum',
+        'max',
+        '7:inplace',
+        '2000:copy:llcomm_ring_flags_bf16_sum',
+        '33',
+      ],
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      nranks: 8,
+      calls: [
+        '8',
+        '1000:inplace:llcomm_oneshot_ll_ll8_f32_sum',
+        '120:copy:llcomm_twoshot_sentinel_sentinel_f32_sum',
+        '4',
+        'max',
+      ],
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_f16_sum',
+      nranks: 8,
+      calls: ['512', '40:inplace', '2000', '8:copy:llcomm_twoshot_atomic_ll128_f16_sum', '120'],
+    },
+    // Across the wrap (0xFFFFFFFF -> 4 in this build: slot epoch & 3 continues).
+    {
+      main: 'llcomm_oneshot_ll_ll8_f16_sum',
+      nranks: 2,
+      calls: ['10', '20', '30', '40', '50', '60'],
+      storedEpoch: 0xfffffffd,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      nranks: 4,
+      calls: ['240', '240', '3000', '16', '240'],
+      storedEpoch: 0xfffffffc,
+    },
+  ]
+  const cases: Case[] = mixes.map((m) => ({
+    v: kernelNamed(m.main),
+    nranks: m.nranks,
+    bufferBytes: 65536,
+    calls: m.calls,
+    storedEpoch: m.storedEpoch,
+    dumpSignatures: true,
+    exe: x,
+  }))
+  for (const { c, r } of await runAll(cases)) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.ok(r.ok, label(c))
+    for (let rank = 0; rank < c.nranks; rank++) {
+      const v = latestCheckOf(r, rank, c.nranks)
+      assert.equal(v.kind, 'match', `${label(c)}: rank ${rank}: ${JSON.stringify(v)}`)
+      if (v.kind !== 'match') continue
+      assert.deepEqual(v.unpublished, [], `${label(c)}: rank ${rank}`)
+      // Every peer of every channel the last calls left behind was compared (none after oneshot-barrier).
+      assert.ok(v.compared >= c.nranks - 1, `${label(c)}: rank ${rank} compared ${v.compared} packets`)
+    }
+  }
+})
+
+/** The pairs of the mismatch matrix above (shared error word), plus one whose bytes and lanes are equal. */
+// `call`: the odd call's index (the calls before it match), so that the failed epochs 1, 2 and 3 all occur (slot
+// epoch & 3 differs from the parity's at 2 and 3).
+const DEFERRED_PAIRS: { main: string; count: number; odd: string; oddCount: number; nranks: number; call: number }[] = [
+  {
+    main: 'llcomm_oneshot_ll_ll8_f32_sum',
+    count: 1000,
+    odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+    oddCount: 1001,
+    nranks: 3,
+    call: 0,
+  },
+  {
+    main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+    count: 1000,
+    odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+    oddCount: 2000,
+    nranks: 4,
+    call: 1,
+  },
+  {
+    main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+    count: 600,
+    odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    oddCount: 600,
+    nranks: 3,
+    call: 2,
+  },
+  {
+    main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+    count: 300,
+    odd: 'llcomm_ring_flags_bf16_sum',
+    oddCount: 300,
+    nranks: 2,
+    call: 1,
+  },
+  {
+    main: 'llcomm_oneshot_barrier_barrier_f32_sum',
+    count: 64,
+    odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
+    oddCount: 64,
+    nranks: 3,
+    call: 0,
+  },
+  {
+    main: 'llcomm_oneshot_ll_ll16_f32_sum',
+    count: 8,
+    odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+    oddCount: 8,
+    nranks: 8,
+    call: 2,
+  },
+  {
+    main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+    count: 600,
+    odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    oddCount: 300,
+    nranks: 3,
+    call: 1,
+  },
+  // Equal bytes and lanes (f32 x 8 against bf16 x 16): every data wait is satisfied, only a signature check sees it.
+  {
+    main: 'llcomm_oneshot_ll_ll8_f32_sum',
+    count: 8,
+    odd: 'llcomm_oneshot_ll_ll8_bf16_sum',
+    oddCount: 16,
+    nranks: 3,
+    call: 0,
+  },
+  {
+    main: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    count: 64,
+    odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+    oddCount: 128,
+    nranks: 4,
+    call: 2,
+  },
+  {
+    main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+    count: 256,
+    odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+    oddCount: 512,
+    nranks: 8,
+    call: 0,
+  },
+]
+const EQUAL_BYTES = (q: (typeof DEFERRED_PAIRS)[number]) => q.count * 2 === q.oddCount && q.main.endsWith('_f32_sum')
+
+function assertNamesPair(e: LlcommError | undefined, c: Case, what: string): void {
+  assert.ok(e, `${what}: nothing reported`)
+  assert.equal(e.code, 'MISMATCH', `${what}: ${e.message} (${String(e.details.signatureCheck ?? '')})`)
+  const odd = c.odd?.rank ?? -1
+  const rank = e.details.rank as number
+  const peer = e.details.peer as number
+  assert.ok(rank === odd || peer === odd, `${what}: the pair names the odd rank (${e.message})`)
+  assert.notEqual(rank, peer)
+  assert.equal(e.details.epoch, (c.odd?.call ?? 0) + 1, `${what}: the odd call's epoch`)
+  const oddSide = rank === odd ? String(e.details.mine) : String(e.details.theirs)
+  const mainSide = rank === odd ? String(e.details.theirs) : String(e.details.mine)
+  assert.ok(mainSide.startsWith(c.v.algorithm), `${what}: ${mainSide} is ${c.v.algorithm}`)
+  assert.ok(oddSide.startsWith(c.odd?.v.algorithm ?? '?'), `${what}: ${oddSide} is ${c.odd?.v.algorithm}`)
+  assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${what}: ${mainSide}: count ${c.calls[0]}`)
+  assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${what}: ${oddSide}: count ${c.odd?.count}`)
+}
+
+test('deferred build, one error word: a mismatched last call is reported (the device, or the host check of the last launch); one followed by a call, by the next kernel on the device', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const x = deferredExe()
+  const cases: Case[] = []
+  for (const q of DEFERRED_PAIRS) {
+    const base: Case = {
+      v: kernelNamed(q.main),
+      nranks: q.nranks,
+      bufferBytes: 65536,
+      calls: new Array(q.call + 1).fill(String(q.count)),
+      timeoutMs: 3000,
+      odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount, call: q.call },
+      dumpSignatures: true,
+      exe: x,
+    }
+    cases.push(base)
+    // The same call followed by a matching one: where the odd call ends without an error, the next kernel's check
+    // of the odd call's epoch records it on the device.
+    if (EQUAL_BYTES(q)) cases.push({ ...base, calls: [...base.calls, String(q.count)], oddContinue: true })
+  }
+  for (const { c, r } of await runAll(cases)) {
+    const everyRank = Array.from({ length: c.nranks }, (_, i) => i)
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
+    const q = DEFERRED_PAIRS.find((p) => p.main === c.v.kernelName && p.oddCount === c.odd?.count)
+    assert.ok(q)
+    if (EQUAL_BYTES(q)) {
+      if (c.oddContinue) {
+        // Recorded on the device by the next call's kernel: the error word's epoch is the odd call's (prev).
+        assert.equal(r.error.code, 2, `${what}: the next kernel did not record it: ${JSON.stringify(r.error)}`)
+      } else {
+        // Nobody on the device checks the last launch: the error word is clear, the host finds it.
+        assert.equal(r.error.code, 0, `${what}: the device recorded ${JSON.stringify(r.error)} (no check expected)`)
+        assert.equal(latestCheckOf(r, 0, c.nranks).kind, 'mismatch', `${what}: the host check of rank 0`)
+      }
+    }
+    assertNamesPair(deferredHostError(r, r.error, everyRank, c.nranks), c, what)
+  }
+})
+
+test('deferred build, an error word per side (per-process): each side reports the mismatch; the last call through the host check, one followed by a call through the next kernel', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const x = deferredExe()
+  const cases: Case[] = []
+  for (const q of DEFERRED_PAIRS) {
+    const base: Case = {
+      v: kernelNamed(q.main),
+      nranks: q.nranks,
+      bufferBytes: 65536,
+      calls: new Array(q.call + 1).fill(String(q.count)),
+      timeoutMs: 3000,
+      odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount, call: q.call },
+      splitError: true,
+      dumpSignatures: true,
+      exe: x,
+    }
+    cases.push(base)
+    if (EQUAL_BYTES(q)) cases.push({ ...base, calls: [...base.calls, String(q.count)], oddContinue: true })
+  }
+  for (const { c, r } of await runAll(cases)) {
+    const odd = c.odd?.rank ?? -1
+    const others = Array.from({ length: c.nranks }, (_, i) => i).filter((i) => i !== odd)
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
+    const q = DEFERRED_PAIRS.find((p) => p.main === c.v.kernelName && p.oddCount === c.odd?.count)
+    assert.ok(q)
+    if (EQUAL_BYTES(q)) {
+      const code = c.oddContinue ? 2 : 0
+      assert.equal(r.error.code, code, `${what}: the others' word ${JSON.stringify(r.error)}`)
+      assert.equal(r.oddError.code, code, `${what}: the odd rank's word ${JSON.stringify(r.oddError)}`)
+      if (!c.oddContinue) {
+        assert.equal(latestCheckOf(r, odd, c.nranks).kind, 'mismatch', `${what}: the odd rank's host check`)
+        assert.equal(latestCheckOf(r, others[0], c.nranks).kind, 'mismatch', `${what}: rank ${others[0]}'s host check`)
+      }
+    }
+    assertNamesPair(deferredHostError(r, r.error, others, c.nranks), c, `${what}, the others`)
+    assertNamesPair(deferredHostError(r, r.oddError, [odd], c.nranks), c, `${what}, the odd rank`)
+  }
 })

@@ -14,6 +14,9 @@
 #   ab/r2       LLCOMM_SIG_R2: round 2's placement of the serial paths' check (now the default: the same as
 #               packages/llcomm/kernels, a second control).
 #   ab/tail     LLCOMM_SIG_TAIL: round 3's tail check (measured slower; research/notes/signature-cost.md).
+#   ab/defer    LLCOMM_SIG_DEFERRED: kernel e checks epoch e - 1's packets (loaded at its start, compared after its
+#               sends; no wait on the critical path), 4 signature slots by epoch mod 4 (the region has room for 4 in
+#               every build: abi.cuh, abi.ts), the last launch of each channel left to the host (round 4).
 # Research notes: research/notes/signature-cost.md (round 2).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -39,6 +42,9 @@ grep -q 'defined(LLCOMM_SIG_PUBLISH_LOW)' packages/llcomm/kernels/llcomm/signatu
 grep -q 'defined(LLCOMM_SIG_ARM_PLAIN)' packages/llcomm/kernels/llcomm/wait.cuh
 grep -q 'defined(LLCOMM_SIG_R2)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_TAIL)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/abi.cuh
+grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cuh
 make_tree nosig LLCOMM_NO_SIGNATURE
 rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
 make_tree r1 LLCOMM_SIG_ARM_PLAIN
@@ -47,5 +53,6 @@ make_tree pubonly LLCOMM_SIG_PUBLISH_ONLY
 make_tree publow LLCOMM_SIG_PUBLISH_LOW
 make_tree r2 LLCOMM_SIG_R2
 make_tree tail LLCOMM_SIG_TAIL
+make_tree defer LLCOMM_SIG_DEFERRED
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer} ready ($(find ab/nosig -type f | wc -l) files each)"

@@ -11,13 +11,14 @@
 #   publow   ab/publow  the packets stored by threads 0..nranks-1 (round 0's publishers), the checkers unchanged
 #   r2       ab/r2      round 2's placement of the serial paths' check (the product default since 2026-12-01 d)
 #   tail     ab/tail    round 3's tail check (every wait armed; measured slower)
+#   defer    ab/defer   round 4: kernel e checks epoch e - 1 (LLCOMM_SIG_DEFERRED; the host checks the last launch)
 # The same host code for all; interleaved rounds (ab-kernels.sh, one round a call, the variant order rotated each
 # round so no variant always runs first), 2 and 8 virtual ranks of GPU 0. Prints the median over rounds per variant
 # and the ratio variant / nosig per case, then each variant's median and max ratio (research/notes/
 # signature-cost.md quotes these).
 #   bash research/scripts/probe/make-signature-trees.sh      # here, before the device call
 #   bash research/scripts/probe/signature-ab.sh              # on the GPU machine
-# Settings: AB_ROUNDS (3), AB_ITERS (1000), AB_VARIANTS ("nosig ctrl sig tail pubonly"; r1 noarm publow r2 on request),
+# Settings: AB_ROUNDS (3), AB_ITERS (1000), AB_VARIANTS ("nosig ctrl sig tail pubonly"; r1 noarm publow r2 defer on request),
 # AB_ALGORITHMS (oneshot-ll,twoshot-sentinel,oneshot-sentinel), AB_SIZES (8,64K), AB_DTYPES (bf16,f32),
 # AB_RANKS ("2 8"),
 # AB_BUDGET_S (45, under the 50 s of GPU time the A/B may take: no round is started that the last round's duration

@@ -14,6 +14,10 @@
 // before it run on every rank) launches that rank alone with its own kernel and count, concurrently with the launch
 // of the other ranks (a mismatched call: the run then ends after that call, and the error word must say MISMATCH).
 // LLCOMM_EMU_ODD_DELAY_MS: the odd rank's launch starts that much later (a peer process that launches late).
+// LLCOMM_EMU_ODD_CONTINUE=1: the run goes on after the odd call with the calls after it, on every rank (their
+// results are not checked: after a mismatch they are unspecified), so that a later kernel on the channel can find
+// the odd call's mismatch (the deferred signature check, LLCOMM_SIG_DEFERRED); with LLCOMM_EMU_SPLIT_ERROR the odd
+// rank keeps its own launch and error word for them too.
 // LLCOMM_EMU_DUMP_SIGNATURES=1: the JSON also holds every rank's signature region after the run (hex u32s), for the
 // host's reading of a TIMEOUT (src/backends/cuda/timeout-signature.ts).
 // With LLCOMM_EMU_VALUES=accumulation the inputs are the f32-accumulation case (rank 0 holds +-256, the others
@@ -138,6 +142,8 @@ int main(int argc, char** argv) {
   const bool splitError = std::getenv("LLCOMM_EMU_SPLIT_ERROR") != nullptr;
   Buffer oddErrorWord(sizeof(LlcommErrorWord), 0);
 
+  const bool oddContinue = std::getenv("LLCOMM_EMU_ODD_CONTINUE") != nullptr;
+  bool afterOdd = false; // a call after the odd one (LLCOMM_EMU_ODD_CONTINUE)
   const char* delayEnv = std::getenv("LLCOMM_EMU_ODD_DELAY_MS");
   const int oddDelayMs = delayEnv ? std::atoi(delayEnv) : 0;
   // Every present rank (the calls before the odd one), and the others of the odd call.
@@ -180,7 +186,9 @@ int main(int argc, char** argv) {
       }
     }
     const bool oddNow = oddRank >= 0 && c - 15 == oddCall;
-    const std::vector<unsigned>& launchRanks = oddNow ? othersOfOdd : everyRank;
+    // The odd rank in a launch of its own: the odd call, and the calls after it when it has its own error word.
+    const bool twoGroups = oddNow || (afterOdd && splitError);
+    const std::vector<unsigned>& launchRanks = twoGroups ? othersOfOdd : everyRank;
     std::vector<std::unique_ptr<Buffer>> in, out;
     std::vector<std::vector<llc_u32>> inBits(n, std::vector<llc_u32>(count));
     const unsigned long long room = std::max(count, oddCount) * 4; // the odd rank may run another count and dtype
@@ -218,26 +226,33 @@ int main(int argc, char** argv) {
     p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
     p.blocksPerRank = blocks;
     for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
-    if (oddNow) {
+    if (twoGroups) {
       LlcommAllReduceParams q = p;
-      q.count = oddCount;
-      q.blocksPerRank = oddBlocks;
+      if (oddNow) {
+        q.count = oddCount;
+        q.blocksPerRank = oddBlocks;
+      }
+      const unsigned qBlocks = q.blocksPerRank;
+      const KernelFn qFn = oddNow ? oddFn : callFn;
       q.ranksInLaunch = 1;
       q.launchRanks[0] = static_cast<llc_u8>(oddRank);
       if (splitError) q.errorWord = reinterpret_cast<llc_u64>(oddErrorWord.data());
       blockDim.x = threads;
-      gridDim.x = std::max(p.ranksInLaunch * blocks, oddBlocks);
+      gridDim.x = std::max(p.ranksInLaunch * blocks, qBlocks);
       std::thread others([&] { emuLaunch(callFn, p, p.ranksInLaunch * blocks, threads, false); });
-      if (oddDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(oddDelayMs));
-      emuLaunch(oddFn, q, oddBlocks, threads, false);
+      if (oddNow && oddDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(oddDelayMs));
+      emuLaunch(qFn, q, qBlocks, threads, false);
       others.join();
-      break; // a mismatch run: one call, checked by the error word
+      if (!oddContinue) break; // a mismatch run: one call, checked by the error word
+      afterOdd = true;
+      continue; // the results of the odd call and after it are not checked
     }
     emuLaunch(callFn, p, p.ranksInLaunch * blocks, threads);
+    if (afterOdd) continue; // after the odd call: not checked (unspecified after a mismatch)
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {
       const unsigned long long per = ((count + blocks - 1) / blocks + (16 / eb) - 1) / (16 / eb) * (16 / eb);
-      if (per * ch < count) expectedEpoch[ch] = expectedEpoch[ch] == 0xFFFFFFFFu ? 2u : expectedEpoch[ch] + 1u;
+      if (per * ch < count) expectedEpoch[ch] = LlcChannel::nextEpoch(expectedEpoch[ch]); // the kernels' own rule
     }
     for (unsigned long long i = 0; i < count; ++i) {
       double ref = 0;
@@ -303,6 +318,17 @@ int main(int argc, char** argv) {
         std::printf("%08x", w);
       }
       std::printf("\"");
+    }
+    // Every rank's channel epoch words (the host's check of each channel's last launch reads them with the packets).
+    std::printf("],\"epochWords\":[");
+    for (unsigned r = 0; r < n; ++r) {
+      std::printf("%s[", r == 0 ? "" : ",");
+      for (unsigned ch = 0; ch < LLCOMM_MAX_CHANNELS; ++ch) {
+        llc_u32 e;
+        std::memcpy(&e, scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * ch, 4);
+        std::printf("%s%u", ch == 0 ? "" : ",", e);
+      }
+      std::printf("]");
     }
     std::printf("],");
   } else {

@@ -25,6 +25,9 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
   // messages); the data waits look at their peer's signature in their slow path.
   constexpr llc_u32 kSigProtocol = Fmt::kSlotBytes == 16 ? LLCOMM_SIG_PROTOCOL_LL16 : LLCOMM_SIG_PROTOCOL_LL8;
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_ONESHOT_LL, kSigProtocol, DT>;
+  // LLCOMM_SIG_DEFERRED: the checkers' loads of the previous epoch's packets, compared after the sends (deferCheck).
+  LlcSigPrev sigPrev;
+  Sig::deferLoad(p, call.role.rank, ch, sigPrev);
   Sig::blockPublish(p, call.role.rank, ch);
   const llc_u64 laneBytes = llcDivCount(p.ll.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
@@ -40,6 +43,7 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
       else
         llcLoadPayload<DT, W>(call.input, 4ull * W * s, call.bytes, x.w);
     });
+    Sig::deferCheck(p, call.role.rank, ch, sigPrev);
     const llc_u32 s = threadIdx.x;
     if (s < slots) v = next; // own contribution, loaded before the epoch
     // The signature: a checker thread that polls nothing looks for its peer's packet beside the polls (a bounded
@@ -50,7 +54,8 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
         slots, groups, v, stage,
         [&] { sigChecked = Sig::template tryCheck<LLCOMM_SIG_TRY_LOOKS>(p, call.role.rank, ch); },
         [&] {
-          if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
+          if constexpr (!Sig::kDeferred)
+            if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
         });
     if (s < slots) llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
     ch.blockAdvanceEpoch();
@@ -64,6 +69,7 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
     if (s + blockDim.x < slots) llcLoadPayload<DT, W>(call.input, 4ull * W * (s + blockDim.x), call.bytes, next.w);
     buf.bcast(s, v);
   }
+  Sig::deferCheck(p, call.role.rank, ch, sigPrev);
   LlcSigPacket sig;
   if constexpr (!Sig::kTail) Sig::prefetch(p, call.role.rank, ch, sig); // LLCOMM_SIG_R2: overlaps the receives
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {

@@ -24,6 +24,9 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   // dependent round trips, meant to outlast a small message's data waits: not measured) for the 16-bit kernels, whose peer-parallel path is
   // at the 128-register cap (any loop there spilled).
   constexpr llc_u32 kSigLooks = LlcDtype<DT>::kElemBytes == 4 ? LLCOMM_SIG_TRY_LOOKS : 32u;
+  // LLCOMM_SIG_DEFERRED: the checkers' loads of the previous epoch's packets, compared after the sends (deferCheck).
+  LlcSigPrev sigPrev;
+  Sig::deferLoad(p, call.role.rank, ch, sigPrev);
   Sig::blockPublish(p, call.role.rank, ch);
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf =
@@ -47,6 +50,7 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     // 3.66 at 16, 5.40 -> 4.11 at 32, 7.05 -> 4.49 at 64 (one thread summed every rank before); 32 ranks 8 KB
     // 9.93 -> 8.96; 8 ranks 8 KB 4.26 -> 4.36 (the one loss). Its own word is loaded here, after the epoch (the
     // slot-sized `next` above still feeds this thread's first send).
+    Sig::deferCheck(p, call.role.rank, ch, sigPrev);
     const llc_u32 t = threadIdx.x;
     const bool hasWord = t < 4u * slots && 4ull * t < call.bytes; // words past the message: never stored
     llc_u32 ownWord = 0;
@@ -58,7 +62,8 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     // Peers polled together: the default 8, but 4 for f32 (that kernel spilled 8 bytes with 8; ptxas, sm_90).
     const llc_u32 sum = buf.template blockRecvReduceSpreadWords<DT, (LlcDtype<DT>::kElemBytes == 4 ? 4 : LLCOMM_RECV_BATCH)>(
         slots, groups, ownWord, stage, [&] { sigChecked = Sig::template tryCheck<kSigLooks>(p, call.role.rank, ch); });
-    if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
+    if constexpr (!Sig::kDeferred)
+      if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
     if (hasWord) llcStorePayload<DT, 1>(call.output, 4ull * t, call.bytes, &sum);
     ch.blockAdvanceEpoch();
     return;
@@ -70,7 +75,10 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
   }
   // The checker threads' bounded check before their receives (the serial path's data waits are not armed: arming
   // them spilled the 16-bit kernels). Measured: no cost at 64 KB (research/notes/signature-cost.md).
-  Sig::blockCheck(p, call.role.rank, ch); // every peer makes this call, else MISMATCH
+  if constexpr (Sig::kDeferred)
+    Sig::deferCheck(p, call.role.rank, ch, sigPrev);
+  else
+    Sig::blockCheck(p, call.role.rank, ch); // every peer makes this call, else MISMATCH
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input, 16ull * s, call.bytes, v.w); // own contribution (same thread as above)
     const typename LlBuffer<Fmt>::Value sum = buf.template recvReduce<DT>(s, v); // re-arms every slot it read

@@ -79,6 +79,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
   // messages); where and how it is checked differs by path (below).
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
+  // LLCOMM_SIG_DEFERRED: the checkers' loads of the previous epoch's packets, compared after the sends (deferCheck).
+  LlcSigPrev sigPrev;
+  Sig::deferLoad(p, me, ch, sigPrev);
   Sig::blockPublish(p, me, ch);
   // The channel-half of the sentinel region holds 2 * nranks lanes: RS lanes first, then AG lanes.
   const llc_u64 laneBytes = llcDivCount(p.sentinel.channelHalfBytes, 2u * n) / 16u * 16u;
@@ -120,7 +123,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     // exchange instead of standing between the sums and the broadcast; an owner without data (the last parts of a
     // short channel) checks here all the same. A MISMATCH it records ends the armed all-gather waits at their next
     // look at the error word; the block's last __syncthreads (blockAdvanceEpoch) waits for it.
-    Sig::blockCheck(p, me, ch);
+    if constexpr (!Sig::kDeferred) Sig::blockCheck(p, me, ch); else Sig::deferCheck(p, me, ch, sigPrev);
     // All-gather, receive side: kTwoshotSpreadBatch owners of this thread polled together (every load before any
     // inspection: LlBuffer::pollBatch). The threads that reduced nothing start these polls right after the owner's
     // last __syncthreads.
@@ -170,7 +173,8 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // data wait is armed. The default, LLCOMM_SIG_R2 (round 2's placement):
   LlcSigPacket sig;
   const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytes;
-  if constexpr (!Sig::kTail) {
+  if constexpr (Sig::kDeferred) if (sigNow) Sig::deferCheck(p, me, ch, sigPrev);
+  if constexpr (!Sig::kTail && !Sig::kDeferred) {
     if (sigNow)
       Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
     else
@@ -203,8 +207,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // Every peer makes this call, else MISMATCH (tail check: signature.cuh).
   if constexpr (Sig::kTail)
     Sig::tail(p, me, ch);
-  else if (!sigNow)
+  else if (!sigNow) {
     Sig::finish(p, me, ch, sig);
+    Sig::deferCheck(p, me, ch, sigPrev);
+  }
   ch.blockAdvanceEpoch();
 }
 

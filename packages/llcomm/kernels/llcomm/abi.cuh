@@ -28,8 +28,18 @@
 #define LLCOMM_SCRATCH_RING_OFFSET (LLCOMM_SCRATCH_BARRIER_OFFSET + LLCOMM_SCRATCH_BARRIER_BYTES)
 #define LLCOMM_SCRATCH_RING_STRIDE 128 /* u32 flags per channel (>= LLCOMM_MAX_RING_STEPS) */
 #define LLCOMM_SCRATCH_SIGNATURE_OFFSET (LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4)
-// Call signatures (kernels/llcomm/signature.cuh): per channel, per half, per sender one 16-byte LL16-style packet.
-#define LLCOMM_SCRATCH_SIGNATURE_BYTES (LLCOMM_MAX_CHANNELS * 2 * LLCOMM_MAX_RANKS * 16)
+// Call signatures (kernels/llcomm/signature.cuh): per channel, per slot, per sender one 16-byte LL16-style packet.
+// LLCOMM_SIG_SLOTS slots per channel; a call of epoch e uses slot e & LLCOMM_SIG_EPOCH_MASK: 2 of them (epoch parity)
+// in the default build, all 4 with LLCOMM_SIG_DEFERRED (the epoch e - 1 check in kernel e: its packets must survive
+// while a peer stores e + 1 and e + 2; the bound is argued in signature.cuh). The region has room for 4 in every build
+// so that the host (abi.ts) allocates the same scratch whichever kernel tree it loads.
+#define LLCOMM_SIG_SLOTS 4
+#if defined(LLCOMM_SIG_DEFERRED)
+#define LLCOMM_SIG_EPOCH_MASK 3u
+#else
+#define LLCOMM_SIG_EPOCH_MASK 1u
+#endif
+#define LLCOMM_SCRATCH_SIGNATURE_BYTES (LLCOMM_MAX_CHANNELS * LLCOMM_SIG_SLOTS * LLCOMM_MAX_RANKS * 16)
 #define LLCOMM_SCRATCH_BYTES (LLCOMM_SCRATCH_SIGNATURE_OFFSET + LLCOMM_SCRATCH_SIGNATURE_BYTES)
 // The sentinel bit pattern of an empty sentinel slot, per 32-bit word (f32: one NaN; f16/bf16: two 0xFFFF NaNs).
 #define LLCOMM_SENTINEL_WORD 0xFFFFFFFFu

@@ -60,18 +60,35 @@ LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u3
 // that store before that load, so relaxed accesses suffice. Epoch 0 is the zero fill: calls use 1, 2, 3, ...
 // and never 0 again: after 0xFFFFFFFF comes 2 (nextEpoch), so a never-written LL slot or scratch flag (zero) is never
 // taken for the current epoch, and parity keeps alternating across the u32 wrap (0xFFFFFFFF odd, 2 even).
+//
+// LLCOMM_SIG_DEFERRED (signature.cuh: kernel e checks epoch e - 1's signatures): the wrap goes to 4 instead, so that
+// epoch mod 4 (the signature slot) also continues across it (0xFFFFFFFF is slot 3, 4 slot 0), and the channel keeps
+// the stored word: the previous epoch of this channel (`prev`, 0 for the first call), which e - 1 is not across the
+// wrap.
 struct LlcChannel {
   llc_u32* epochWord;
   llc_u32 epoch; // this call's epoch; its parity selects the buffer half
   llc_u32 index;
+#if defined(LLCOMM_SIG_DEFERRED)
+  llc_u32 prev; // the stored word: the channel's previous epoch (0: none since creation or recover())
+  static LLC_DEVICE llc_u32 nextEpoch(llc_u32 stored) { return stored == 0xFFFFFFFFu ? 4u : stored + 1u; }
 
+  LLC_DEVICE LlcChannel(llc_u64 scratchOfRank, llc_u32 channel)
+      : epochWord(reinterpret_cast<llc_u32*>(scratchOfRank + LLCOMM_SCRATCH_EPOCHS_OFFSET) + channel),
+        epoch(0), index(channel), prev(llcLoadRelaxedSys(epochWord)) {
+    epoch = nextEpoch(prev);
+  }
+#else
   static LLC_DEVICE llc_u32 nextEpoch(llc_u32 stored) { return stored == 0xFFFFFFFFu ? 2u : stored + 1u; }
 
   LLC_DEVICE LlcChannel(llc_u64 scratchOfRank, llc_u32 channel)
       : epochWord(reinterpret_cast<llc_u32*>(scratchOfRank + LLCOMM_SCRATCH_EPOCHS_OFFSET) + channel),
         epoch(nextEpoch(llcLoadRelaxedSys(epochWord))), index(channel) {}
+#endif
 
   LLC_DEVICE llc_u32 half() const { return epoch & 1u; }
+  // This call's call-signature slot (abi.cuh, LLCOMM_SIG_EPOCH_MASK): the parity, or epoch mod 4 when deferred.
+  LLC_DEVICE llc_u32 sigSlot() const { return epoch & LLCOMM_SIG_EPOCH_MASK; }
 
   // Byte offset of this channel's current half of `region` inside any rank's receive buffer.
   LLC_DEVICE llc_u64 regionOffset(const LlcommRegion& region) const {

@@ -149,7 +149,7 @@ LLC_DEVICE void llcBlockPublishSignature(const LlcommAllReduceParams& p, llc_u32
 #else
   for (llc_u32 k = blockDim.x - 1 - threadIdx.x; k < n; k += blockDim.x)
 #endif
-    llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[llcSignaturePeer(me, n, k)], ch.index, ch.half(), me),
+    llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[llcSignaturePeer(me, n, k)], ch.index, ch.sigSlot(), me),
                             flag | static_cast<llc_u32>(p.count), flag | llcSignatureWord1<kAlg, kProtocol, DT>(p));
 }
 
@@ -162,7 +162,7 @@ LLC_DEVICE void llcBlockCheckSignature(const LlcommAllReduceParams& p, llc_u32 m
 #pragma unroll 1
   for (llc_u32 k = blockDim.x - 1 - threadIdx.x; k + 1 < n; k += blockDim.x) {
     const llc_u32 peer = llcSignaturePeer(me, n, k);
-    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
+    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.sigSlot(), peer);
     LlcSigPacket x;
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
     llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
@@ -184,7 +184,7 @@ template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcTailCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
   const llc_u32 n = p.nranks;
   if (threadIdx.x + 1 >= n) return;
-  llc_u32 mine = me, index = ch.index, half = ch.half();
+  llc_u32 mine = me, index = ch.index, half = ch.sigSlot();
 #if !defined(LLCOMM_HOST_EMULATION)
   // As the armed look (wait.cuh): the inputs pass an empty volatile asm here, so the slot arithmetic (loop-invariant
   // for the kernel's loops above) is not hoisted before them, where it held registers across the data path.
@@ -211,7 +211,7 @@ LLC_DEVICE void llcPrefetchSignature(const LlcommAllReduceParams& p, llc_u32 me,
   const llc_u32 k = blockDim.x - 1 - threadIdx.x;
   x.a = x.b = 0; // the zero fill: never this epoch (epochs start at 1)
   if (k + 1 < p.nranks)
-    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, ch.half(), llcSignaturePeer(me, p.nranks, k)),
+    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, ch.sigSlot(), llcSignaturePeer(me, p.nranks, k)),
                            x.a, x.b);
 }
 
@@ -226,7 +226,7 @@ LLC_DEVICE void llcFinishSignature(const LlcommAllReduceParams& p, llc_u32 me, c
 #pragma unroll 1
   for (; k + 1 < n; k += blockDim.x) {
     const llc_u32 peer = llcSignaturePeer(me, n, k);
-    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
+    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.sigSlot(), peer);
     if (k >= blockDim.x) llcLoadRelaxedSysV2u64(slot, x.a, x.b); // rounds past the first: not prefetched
     llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, x);
   }
@@ -248,7 +248,7 @@ LLC_DEVICE bool llcTryCheckSignature(const LlcommAllReduceParams& p, llc_u32 me,
   if (k + 1 >= n) return true;
   if (k + blockDim.x + 1 < n) return false; // a second peer-round: left to the full check
   const llc_u32 peer = llcSignaturePeer(me, n, k);
-  const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), peer);
+  const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.sigSlot(), peer);
   // One look: true when the packet carries this epoch (compared, MISMATCH recorded when it differs).
   auto look = [&]() -> bool {
     LlcSigPacket x;
@@ -274,6 +274,96 @@ LLC_DEVICE bool llcTryCheckSignature(const LlcommAllReduceParams& p, llc_u32 me,
   return false;
 }
 
+// The deferred check (LLCOMM_SIG_DEFERRED; the A/B tree ab/defer): kernel e on a channel checks the signatures of
+// the channel's previous epoch (ch.prev, the stored epoch word; 0 = none) instead of its own. The checker thread
+// of the k-th peer loads, at the kernel's start (deferLoad: no wait), that peer's packet of epoch prev from this
+// rank's scratch and this rank's own packet of epoch prev (its own slot, stored by this rank's kernel prev, which
+// has completed: kernel order), and compares them after its sends (deferCheck): by then both loads are back, and
+// the peer's packet was stored at the start of the peer's kernel prev, whose data this rank's kernel prev received
+// before it ended. The packet is normally there; the bounded poll (deferCheck's slow path) runs only when it is
+// not: the packet store and the data stores of the peer's kernel prev are unordered (relaxed, other threads), so
+// this rank may have received that data and ended kernel prev, and started this one, before the packet store
+// became visible here (a reordering in the fabric that lasts a kernel launch: not seen), or the peer ran another
+// kernel at epoch prev that publishes nothing (the fused kernels): a bounded poll, then TIMEOUT naming the
+// signature wait, as the current-epoch check gives for a peer that never publishes. No own packet of epoch prev
+// (the first call after creation or recover(), or kernel prev was one that does not store its own packet:
+// oneshot-barrier, which checked itself exactly in its barrier, and the fused kernels, which publish nothing):
+// nothing to compare with, nothing checked. Epoch prev may have been another algorithm, dtype or count: the two
+// packets are compared word for word, each the signature of epoch prev (a signature never depends on the kernel
+// that reads it). The last launch on each channel is checked by the host (checkDeviceError).
+// Slots: epoch & 3 (abi.cuh LLCOMM_SIG_EPOCH_MASK; prev = e - 1 but across the wrap, which goes to 4 in this build
+// so that epoch mod 4 continues: channel.cuh). Overwrite safety: while this rank runs kernel e, a peer has stored
+// packets of at most epoch e + 2, and slot (e + 2) & 3 != (e - 1) & 3. From the exchange alone: a peer's kernel at epoch e + 3 (the first that would
+// store into slot (e - 1) & 3) starts after its kernel e + 2 completed (kernel order: the packet is stored after
+// llcBeginCall's wait for the prior grid), which in this build waits for this rank's packet of epoch e + 1 whenever
+// the peer's own packet of e + 1 exists, and this rank stores that in its kernel e + 1, after this one; where the
+// peer's own packet of e + 1 does not exist, its kernel e + 1 was oneshot-barrier (which waited for this rank's
+// packet of e + 1 itself) or a kernel that publishes nothing (the fused kernels: then the data bound below). The
+// data bound, for every algorithm in a matched call: a peer's kernel of epoch e + 1 does not complete before it
+// received this rank's data of epoch e + 1 (an all-reduce's output needs every rank's input: one-shot lanes,
+// two-shot owners' all-gathers that need this rank's reduce-scatter, the ring), sent in this rank's kernel e + 1,
+// so while this rank runs kernel e a peer stores at most epoch e + 1's packets. The same arguments bound the
+// current epoch's slot e & 3 (the armed looks read it): a peer stores into it again at e + 4.
+struct LlcSigPrev {
+  LlcSigPacket peer, own;
+};
+#if defined(LLCOMM_SIG_DEFERRED)
+
+// Every thread calls it (no wait): the checker thread of the k-th peer (first peer-round: k < blockDim.x) issues the
+// loads of the peer's packet and its own of epoch ch.prev. Relaxed: each 8-byte element carries the epoch (the
+// packet's argument above).
+LLC_DEVICE void llcDeferLoadSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch,
+                                      LlcSigPrev& x) {
+  const llc_u32 k = blockDim.x - 1 - threadIdx.x;
+  x.peer.a = x.peer.b = x.own.a = x.own.b = 0; // the zero fill: never a call's epoch
+  if (k + 1 < p.nranks && ch.prev != 0) {
+    const llc_u32 slot = ch.prev & LLCOMM_SIG_EPOCH_MASK;
+    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, slot, llcSignaturePeer(me, p.nranks, k)),
+                           x.peer.a, x.peer.b);
+    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, slot, me), x.own.a, x.own.b);
+  }
+}
+
+// The slow path of the deferred check: the first round's peer packet not there yet, or differing, or peer-rounds
+// past the first (more than blockDim.x + 1 ranks: the emulator's 32-thread blocks; never on the GPU, where
+// blockDim.x = 512 >= LLCOMM_MAX_RANKS). Bounded polls, then the comparison.
+LLC_DEVICE void llcDeferCheckSlow(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
+  // As the armed look (wait.cuh): the inputs pass an empty volatile asm, so this path's arithmetic is not hoisted
+  // before the kernel's data path.
+  llc_u32 mine = me, index = ch.index, prev = ch.prev, k = blockDim.x - 1 - threadIdx.x;
+#if !defined(LLCOMM_HOST_EMULATION)
+  asm volatile("" : "+r"(mine), "+r"(index), "+r"(prev), "+r"(k));
+#endif
+  const llc_u32 n = p.nranks;
+  LlcWaiter waiter(p.errorWord, p.timeoutNs, mine, prev, index); // the error word names epoch prev's call
+#pragma unroll 1
+  for (llc_u32 kk = k; kk + 1 < n && !waiter.aborted; kk += blockDim.x) {
+    const llc_u32 peer = llcSignaturePeer(mine, n, kk);
+    const void* slot = llcSignatureSlot(p.scratch[mine], index, prev & LLCOMM_SIG_EPOCH_MASK, peer);
+    if (kk != k) llcLoadRelaxedSysV2u64(slot, x.peer.a, x.peer.b); // rounds past the first: not loaded yet
+    LlcSpin spin;
+    while (!llcSignatureArrived(x.peer, prev) && waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0))
+      llcLoadRelaxedSysV2u64(slot, x.peer.a, x.peer.b);
+    if (!waiter.aborted && (x.peer.a != x.own.a || x.peer.b != x.own.b))
+      waiter.recordMismatch(peer, static_cast<llc_u32>(x.own.a), static_cast<llc_u32>(x.own.b),
+                            static_cast<llc_u32>(x.peer.a), static_cast<llc_u32>(x.peer.b));
+  }
+}
+
+// Every thread calls it: the checker threads compare the loaded packets (equal: done, the common case, no wait:
+// both loads were issued at the kernel's start); a peer's packet not there yet is polled (bounded); a differing
+// one records MISMATCH of epoch prev (this rank's and the peer's signatures of that call; error word epoch = prev).
+LLC_DEVICE void llcDeferCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch,
+                                       LlcSigPrev& x) {
+  const llc_u32 k = blockDim.x - 1 - threadIdx.x;
+  // No own packet of epoch prev (none, or kernel prev stored none): nothing to compare with, for any peer-round.
+  if (k + 1 >= p.nranks || ch.prev == 0 || !llcSignatureArrived(x.own, ch.prev)) return;
+  // The same epoch and words, and no second peer-round: checked.
+  if (x.peer.a == x.own.a && x.peer.b == x.own.b && k + blockDim.x + 1 >= p.nranks) return;
+  llcDeferCheckSlow(p, me, ch, x);
+}
+#endif // LLCOMM_SIG_DEFERRED
+
 // oneshot-barrier's first barrier, with the signature packet as its arrival flag (block-wide; replaces
 // llcBlockGlobalBarrier(..., which = 0, ...)). Thread t < nranks, t != me, serves peer t.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
@@ -287,12 +377,12 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
   if (t < n && t != me) {
     const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
     const llc_u32 w0 = static_cast<llc_u32>(p.count), w1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
-    llcStoreReleaseSysV2u64(llcSignatureSlot(p.scratch[t], ch.index, ch.half(), me), flag | w0, flag | w1);
+    llcStoreReleaseSysV2u64(llcSignatureSlot(p.scratch[t], ch.index, ch.sigSlot(), me), flag | w0, flag | w1);
     // The wait: the data waiter's bounded poll (deadline, error word), comparing once the packet is there.
     // Equality is exact and the packet is not overwritten before this read: peer t stores its next packet into this
     // half at epoch + 2, in a kernel after its epoch + 1 one, which ends only after it saw this rank's epoch + 1
     // packet, stored after this kernel (the overwrite argument above).
-    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.half(), t);
+    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.sigSlot(), t);
     LlcSigPacket x;
     LlcSpin spin;
     do {
@@ -331,10 +421,47 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 #if !defined(LLCOMM_SIG_TAIL) && !defined(LLCOMM_SIG_R2)
 #define LLCOMM_SIG_R2 1
 #endif
-#if !defined(LLCOMM_NO_SIGNATURE)
-// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
+// The steps of the deferred check where the build has none (every build but LLCOMM_SIG_DEFERRED): empty.
+struct LlcSigNoDefer {
+  static constexpr bool kDeferred = false;
+  LLC_DEVICE static void deferLoad(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
+  LLC_DEVICE static void deferCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
+};
+#if defined(LLCOMM_SIG_DEFERRED) && !defined(LLCOMM_NO_SIGNATURE) && !defined(LLCOMM_SIG_PUBLISH_ONLY)
+// The deferred check (llcDeferCheckSignature): oneshot-ll, oneshot-sentinel and twoshot-sentinel call deferLoad at
+// their start and deferCheck after their sends, and none of their current-epoch checks (kDeferred: tryCheck true,
+// prefetch / finish / tail empty, their blockCheck calls skipped); ring and twoshot-atomic keep their blockCheck of
+// the current epoch (slot epoch & 3), oneshot-barrier its barrier; the data waits stay armed.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature {
+  static constexpr bool kDeferred = true;
+  static constexpr bool kTail = false;
+  LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
+  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+  template <llc_u32 kLooks>
+  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
+  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
+    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
+  }
+  LLC_DEVICE static void deferLoad(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
+    llcDeferLoadSignature(p, me, ch, x);
+  }
+  LLC_DEVICE static void deferCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
+    llcDeferCheckSignature(p, me, ch, x);
+  }
+};
+#elif !defined(LLCOMM_NO_SIGNATURE)
+// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+struct LlcCallSignature : LlcSigNoDefer {
 #if defined(LLCOMM_SIG_NO_ARM) || defined(LLCOMM_SIG_PUBLISH_ONLY)
   LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
 #else
@@ -390,7 +517,7 @@ struct LlcCallSignature {
 #else
 // The A/B build without the signature: the same calls, empty; the barrier is the plain epoch-flag barrier.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-struct LlcCallSignature {
+struct LlcCallSignature : LlcSigNoDefer {
   static constexpr bool kTail = false;
   LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
   LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}

@@ -20,10 +20,10 @@ struct LlcSpin {
 };
 
 // Slot of sender `sender`'s call-signature packet in the scratch of a rank (signature.cuh), for channel `channel`
-// and buffer half `half`.
-LLC_DEVICE void* llcSignatureSlot(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 half, llc_u32 sender) {
+// and signature slot `slot` (epoch & LLCOMM_SIG_EPOCH_MASK: LlcChannel::sigSlot()).
+LLC_DEVICE void* llcSignatureSlot(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 slot, llc_u32 sender) {
   return reinterpret_cast<char*>(scratchOfRank + LLCOMM_SCRATCH_SIGNATURE_OFFSET) +
-         (static_cast<llc_u64>(channel * 2u + half) * LLCOMM_MAX_RANKS + sender) * 16u;
+         (static_cast<llc_u64>(channel * LLCOMM_SIG_SLOTS + slot) * LLCOMM_MAX_RANKS + sender) * 16u;
 }
 
 struct LlcWaiter {
@@ -75,8 +75,8 @@ struct LlcWaiter {
 #endif
       const llc_u64 scratch = reinterpret_cast<llc_u64>(word - ch) - LLCOMM_SCRATCH_EPOCHS_OFFSET;
       llc_u64 a, b, ma, mb;
-      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, ch, ep & 1u, peer), a, b);
-      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, ch, ep & 1u, me), ma, mb);
+      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, ch, ep & LLCOMM_SIG_EPOCH_MASK, peer), a, b);
+      llcLoadRelaxedSysV2u64(llcSignatureSlot(scratch, ch, ep & LLCOMM_SIG_EPOCH_MASK, me), ma, mb);
       // This epoch in all four elements: both packets are this call's (the own one is a relaxed store by another
       // thread of this block; until it is seen, this look decides nothing and the wait goes on).
       if (static_cast<llc_u32>(a >> 32) == ep && static_cast<llc_u32>(b >> 32) == ep &&

@@ -23,8 +23,13 @@ export const LLCOMM_SCRATCH_RING_OFFSET = LLCOMM_SCRATCH_BARRIER_OFFSET + LLCOMM
 export const LLCOMM_SCRATCH_RING_STRIDE = 128
 export const LLCOMM_SCRATCH_SIGNATURE_OFFSET =
   LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4
-/** Call signatures (kernels/llcomm/signature.cuh): per channel, per half, per sender one 16-byte packet. */
-export const LLCOMM_SCRATCH_SIGNATURE_BYTES = LLCOMM_MAX_CHANNELS * 2 * LLCOMM_MAX_RANKS * 16
+/**
+ * Call signatures (kernels/llcomm/signature.cuh): per channel, per slot, per sender one 16-byte packet. A call of
+ * epoch e uses slot e & 1 (the default kernels) or e & 3 (kernels built with LLCOMM_SIG_DEFERRED, whose kernel e
+ * checks epoch e - 1); the region has the 4 slots in every build, so the host allocates one size for any tree.
+ */
+export const LLCOMM_SIG_SLOTS = 4
+export const LLCOMM_SCRATCH_SIGNATURE_BYTES = LLCOMM_MAX_CHANNELS * LLCOMM_SIG_SLOTS * LLCOMM_MAX_RANKS * 16
 export const LLCOMM_SCRATCH_BYTES = LLCOMM_SCRATCH_SIGNATURE_OFFSET + LLCOMM_SCRATCH_SIGNATURE_BYTES
 /** Fill word of an empty sentinel slot (f32: one NaN; f16/bf16: two 0xFFFF NaNs). */
 export const LLCOMM_SENTINEL_WORD = 0xffffffff
@@ -192,6 +197,7 @@ export const ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_ERR_TIMEOUT,
   LLCOMM_SCRATCH_SIGNATURE_OFFSET,
   LLCOMM_SCRATCH_SIGNATURE_BYTES,
+  LLCOMM_SIG_SLOTS,
   LLCOMM_ERR_MISMATCH,
   LLCOMM_WAIT_SIGNATURE,
   LLCOMM_SIG_ALG_ONESHOT_LL,

@@ -61,8 +61,10 @@ import {
 } from '../../ffi/index.js'
 import {
   LLCOMM_ERROR_WORD_BYTES as ERROR_WORD_BYTES,
+  LLCOMM_ERR_TIMEOUT,
   LLCOMM_MAX_CHANNELS,
   LLCOMM_SCRATCH_EPOCHS_OFFSET,
+  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
 } from './abi.js'
 import { AllReduceLauncher, type PreparedChunk } from './allreduce-launcher.js'
 import { runCudaBenchmark } from './benchmark.js'
@@ -83,7 +85,7 @@ import type {
 } from './device-call.js'
 import { DeviceSet, validateDeviceList } from './devices.js'
 import { allReduceManyCalls, deviceAllReduceCalls, type EagerCallCache, fusedNormCalls } from './eager-calls.js'
-import { readErrorWord } from './error-word.js'
+import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
 import { FusedLauncher } from './fused-launcher.js'
 import { CapturedGraph } from './graph.js'
 import {
@@ -92,10 +94,13 @@ import {
   KERNEL_VARIANTS,
   kernelBuildDefines,
   kernelSources,
+  SIGNATURE_DEFERRED,
 } from './kernel-table.js'
+import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
 import { NcclBaseline, ncclUnavailableReason } from './nccl-baseline.js'
+import { reclassifyTimeout, SIGNATURE_REGION_WORDS } from './timeout-signature.js'
 import { UserDeviceResources } from './user-resources.js'
 
 export const DEFAULT_TIMEOUT_MS = COMMON_DEFAULT_TIMEOUT_MS
@@ -252,6 +257,13 @@ export class CudaCommunicator extends CommunicatorBase {
   readonly accumulation: Accumulation
   /** Every rank's buffers at their initial contents (creation and recover()). */
   private readonly layout: ReturnType<typeof deviceBufferLayout>
+  /**
+   * The kernels check call signatures one launch late (LLCOMM_SIG_DEFERRED; kernel-table.ts SIGNATURE_DEFERRED):
+   * checkDeviceError then checks each channel's last launch itself (latest-signature.ts).
+   */
+  private readonly signatureDeferred = SIGNATURE_DEFERRED
+  /** Per rank, the epoch last checked on each channel by the host (latest-signature.ts); reset with the epochs. */
+  private latestChecked: Uint32Array[] = []
 
   /** Hooks for tests and the long-run script (not public API). */
   readonly testHooks = {
@@ -271,6 +283,7 @@ export class CudaCommunicator extends CommunicatorBase {
           LLCOMM_MAX_CHANNELS,
         )
       }
+      this.latestChecked = []
       this.synchronizeContexts()
     },
   }
@@ -311,7 +324,7 @@ export class CudaCommunicator extends CommunicatorBase {
     const nv = loadNvrtc()
     // f16/bf16 accumulation (option `accumulation`): compiled into the kernels (abi.cuh switches as NVRTC -D
     // options, part of the cubin cache key) and into the capacity rule of every launch (launchShape()).
-    const kernelBuild = accumulationBuild(this.accumulation)
+    const kernelBuild = { ...accumulationBuild(this.accumulation), signatureDeferred: this.signatureDeferred }
     this.modules = new KernelModules(this.driver, nv, {
       headers: kernelSources(),
       cacheDir: options.cacheDir,
@@ -425,6 +438,7 @@ export class CudaCommunicator extends CommunicatorBase {
    */
   private writeInitialContents(): void {
     const layout = this.layout
+    this.latestChecked = [] // every epoch word back to 0: nothing checked by the host yet
     for (let r = 0; r < this.size; r++) {
       this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
       this.driver.memsetD32(this.rankRecvBuf[r], 0, Math.ceil(layout.recvBufBytes / 4))
@@ -676,11 +690,48 @@ export class CudaCommunicator extends CommunicatorBase {
   checkDeviceError(): void {
     if (this.closed) return
     this.deviceSet.use(this.deviceSet.groups[0])
-    const e = readErrorWord(this.driver, this.errorWord)
+    const words = copyErrorWord(this.driver, this.errorWord)
+    let e = errorFromWord(words)
+    if (e && this.signatureDeferred) {
+      // The deferred build has no check of a launch's own epoch on the device, so a mismatched call whose waits
+      // never end records TIMEOUT: read against the packets of the waiting rank (timeout-signature.ts), as the
+      // per-process communicator does.
+      const w = decodeErrorWord(words)
+      if (w.code === LLCOMM_ERR_TIMEOUT && w.rank < this.size) {
+        this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[w.rank]])
+        const region = (this.rankScratch[w.rank] + LLCOMM_SCRATCH_SIGNATURE_OFFSET) as DevicePtr
+        e = reclassifyTimeout(e, {
+          timeout: w,
+          nranks: this.size,
+          slotMask: DEFERRED_SIGNATURE_SLOT_MASK,
+          readRegion: () => {
+            const copy = new Uint32Array(SIGNATURE_REGION_WORDS)
+            this.driver.copyDtoH(copy, region)
+            return copy
+          },
+        })
+      }
+    }
+    if (!e && this.signatureDeferred) e = this.checkLatestSignatures()
     if (e) {
       this.broken = e
       throw e
     }
+  }
+
+  /**
+   * The deferred build: each channel's last launch is checked by no kernel, so compare its packets here, on every
+   * rank (latest-signature.ts; only the channels whose epoch moved since the last check are read). After the
+   * stream finished (checkDeviceError's contract).
+   */
+  private checkLatestSignatures(): LlcommError | undefined {
+    for (let r = 0; r < this.size; r++) {
+      this.latestChecked[r] ??= new Uint32Array(LLCOMM_MAX_CHANNELS)
+      this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[r]])
+      const e = checkLatestSignaturesOfRank(this.driver, this.rankScratch[r], r, this.size, this.latestChecked[r])
+      if (e) return e
+    }
+    return undefined
   }
 
   /** The NCCL clique, created on first use. */

@@ -58,7 +58,12 @@ import {
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
-import { LLCOMM_ERR_TIMEOUT, LLCOMM_ERROR_WORD_BYTES, LLCOMM_SCRATCH_SIGNATURE_OFFSET } from './abi.js'
+import {
+  LLCOMM_ERR_TIMEOUT,
+  LLCOMM_ERROR_WORD_BYTES,
+  LLCOMM_MAX_CHANNELS,
+  LLCOMM_SCRATCH_SIGNATURE_OFFSET,
+} from './abi.js'
 import { AllReduceLauncher } from './allreduce-launcher.js'
 import { DeviceSet } from './devices.js'
 import { type ProcessPreparedCall, processDeviceAllReduceCalls } from './eager-calls.js'
@@ -67,8 +72,11 @@ import {
   DEFAULT_BUFFER_BYTES as CUDA_DEFAULT_BUFFER_BYTES,
   deviceBufferLayout,
   KERNEL_VARIANTS,
+  kernelBuildDefines,
   kernelSources,
+  SIGNATURE_DEFERRED,
 } from './kernel-table.js'
+import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
 import { reclassifyTimeout, SIGNATURE_REGION_WORDS } from './timeout-signature.js'
@@ -187,6 +195,13 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private broken: LlcommError | undefined
   /** The error the device error word gave (checkDeviceError), kept: the communicator does not recover. */
   private deviceFailure: LlcommError | undefined
+  /**
+   * The kernels check call signatures one launch late (LLCOMM_SIG_DEFERRED; kernel-table.ts SIGNATURE_DEFERRED):
+   * checkDeviceError then checks each channel's last launch itself (latest-signature.ts), in this rank's scratch.
+   */
+  private readonly signatureDeferred = SIGNATURE_DEFERRED
+  /** The epoch last checked by the host on each channel of this rank (latest-signature.ts). */
+  private readonly latestChecked = new Uint32Array(LLCOMM_MAX_CHANNELS)
   private queue: Promise<unknown> = Promise.resolve()
   private closing: Promise<void> | undefined
 
@@ -269,7 +284,11 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.deviceSet = deviceSet
     const group = deviceSet.groups[0]
     this.allocs = new DeviceAllocations(driver)
-    this.modules = new KernelModules(driver, loadNvrtc(), { headers: kernelSources(), cacheDir: this.cacheDir })
+    this.modules = new KernelModules(driver, loadNvrtc(), {
+      headers: kernelSources(),
+      cacheDir: this.cacheDir,
+      extraOptions: kernelBuildDefines({ signatureDeferred: this.signatureDeferred }),
+    })
     const layout = deviceBufferLayout(this.size, this.bufferBytes)
     const recv = this.allocs.alloc(group.context, layout.recvBufBytes, 'recvBuf')
     const scratch = this.allocs.alloc(group.context, layout.scratchBytes, 'scratch')
@@ -554,6 +573,21 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     const driver = this.driver as CudaDriver
     const words = copyErrorWord(driver, this.errorWord as DevicePtr)
     let e = errorFromWord(words)
+    if (!e && this.signatureDeferred) {
+      // The deferred build: this rank's last launch on each channel is checked by no kernel (latest-signature.ts).
+      const m = checkLatestSignaturesOfRank(
+        driver,
+        this.scratch[this.rank] as DevicePtr,
+        this.rank,
+        this.size,
+        this.latestChecked,
+      )
+      if (m) {
+        this.broken = m
+        this.deviceFailure = m
+        throw m
+      }
+    }
     if (!e) return
     const w = decodeErrorWord(words)
     // Only this rank's blocks record into this word (one launch group of one rank): w.rank is this rank.
@@ -562,6 +596,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       e = reclassifyTimeout(e, {
         timeout: w,
         nranks: this.size,
+        slotMask: this.signatureDeferred ? DEFERRED_SIGNATURE_SLOT_MASK : 1,
         readRegion: () => {
           const copy = new Uint32Array(SIGNATURE_REGION_WORDS)
           driver.copyDtoH(copy, region)

@@ -10,10 +10,11 @@
  * TIMEOUT. The decision is a pure function of the words read (classifyTimeoutSignatures); the reading is a callback.
  *
  * What is read. Sender q stores its packet for this rank into THIS rank's scratch, at LLCOMM_SCRATCH_SIGNATURE_OFFSET
- * + ((channel * 2 + half) * LLCOMM_MAX_RANKS + q) * 16, and each kernel also stores its own packet into its own slot
+ * + ((channel * LLCOMM_SIG_SLOTS + half) * LLCOMM_MAX_RANKS + q) * 16 (half = the epoch's parity: the default
+ * kernels use 2 of the 4 slots), and each kernel also stores its own packet into its own slot
  * (q = this rank; signature.cuh, llcBlockPublishSignature; oneshot-barrier excepted). A packet is two little-endian
  * u64 {word0 | epoch << 32, word1 | epoch << 32}: as u32s [word0, epoch, word1, epoch]. So the whole evidence is this
- * rank's own 32 KB signature region (no peer memory is read), copied with a synchronous cuMemcpyDtoH.
+ * rank's own 64 KB signature region (no peer memory is read), copied with a synchronous cuMemcpyDtoH.
  *
  * Ordering (why the words read mean what they say):
  *  1. This rank's own packets were stored by this rank's kernels, which have all finished: the caller reads the
@@ -50,7 +51,7 @@
  */
 import { LlcommError, mismatchError } from '../../errors.js'
 import { decodeSignature, describeSignature } from '../../protocol/call-signature.js'
-import { LLCOMM_MAX_CHANNELS, LLCOMM_MAX_RANKS, LLCOMM_SCRATCH_SIGNATURE_BYTES } from './abi.js'
+import { LLCOMM_MAX_CHANNELS, LLCOMM_MAX_RANKS, LLCOMM_SCRATCH_SIGNATURE_BYTES, LLCOMM_SIG_SLOTS } from './abi.js'
 
 /** u32 words of one rank's signature region (LLCOMM_SCRATCH_SIGNATURE_BYTES). */
 export const SIGNATURE_REGION_WORDS = LLCOMM_SCRATCH_SIGNATURE_BYTES / 4
@@ -67,7 +68,7 @@ export interface SignaturePacket {
 
 /** Index of the first u32 of sender `sender`'s packet for (channel, half) in a signature region (wait.cuh). */
 export function signaturePacketWordIndex(channel: number, half: number, sender: number): number {
-  return ((channel * 2 + half) * LLCOMM_MAX_RANKS + sender) * 4
+  return ((channel * LLCOMM_SIG_SLOTS + half) * LLCOMM_MAX_RANKS + sender) * 4
 }
 
 export function readSignaturePacket(
@@ -125,6 +126,7 @@ export function classifyTimeoutSignatures(
   nranks: number,
   first: Uint32Array,
   second: Uint32Array,
+  slotMask = 1,
 ): TimeoutClassification {
   const me = timeout.rank >>> 0
   const e = timeout.epoch >>> 0
@@ -142,7 +144,7 @@ export function classifyTimeoutSignatures(
     const b = readSignaturePacket(second, channel, half, sender)
     return a.word0 === b.word0 && a.epoch0 === b.epoch0 && a.word1 === b.word1 && a.epoch1 === b.epoch1 ? a : undefined
   }
-  const h0 = e & 1
+  const h0 = e & slotMask // the epoch's slot: its parity (default kernels), epoch & 3 (LLCOMM_SIG_DEFERRED)
   const own = stable(c0, h0, me)
   if (!own) return { kind: 'unsettled', reason: `this rank's own packet on channel ${c0} changed between reads` }
   if (!carries(own, e)) {
@@ -176,7 +178,7 @@ export function classifyTimeoutSignatures(
   }
   // The failed launch's other channels (and later launches with its words): own packet with the anchor's words.
   for (let channel = 0; channel < LLCOMM_MAX_CHANNELS; channel++) {
-    for (let half = 0; half < 2; half++) {
+    for (let half = 0; half <= slotMask; half++) {
       if (channel === c0 && half === h0) continue
       const o = stable(channel, half, me)
       if (!o) return { kind: 'unsettled', reason: `this rank's own packet on channel ${channel} changed between reads` }
@@ -217,6 +219,8 @@ export interface SignatureRegionReader {
   readRegion: () => Uint32Array
   /** At most this many reads (default DEFAULT_SIGNATURE_READS, at least 2). */
   maxReads?: number
+  /** Slot of an epoch: epoch & slotMask (1: the default kernels; 3: LLCOMM_SIG_DEFERRED). */
+  slotMask?: number
 }
 
 /** Reads until no packet that matters changes between two consecutive reads (bounded), then decides. */
@@ -228,7 +232,7 @@ export function settleTimeoutSignatures(
   let last = 'no read'
   for (let i = 1; i < reads; i++) {
     const next = r.readRegion()
-    const c = classifyTimeoutSignatures(r.timeout, r.nranks, previous, next)
+    const c = classifyTimeoutSignatures(r.timeout, r.nranks, previous, next, r.slotMask ?? 1)
     if (c.kind !== 'unsettled') return c
     last = c.reason
     previous = next
