@@ -92,6 +92,7 @@ import {
   KERNEL_VARIANTS,
   kernelBuildDefines,
   kernelSources,
+  parseTwoshotAllGather,
 } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
@@ -304,6 +305,8 @@ export class CudaCommunicator extends CommunicatorBase {
     this.tuning = loadTuningTable(options.tuningTable)
     this.deterministic = validateDeterministic(options.deterministic)
     this.accumulation = validateAccumulation(options.accumulation)
+    // twoshot-sentinel's all-gather kernel (LLCOMM_TWOSHOT_ALLGATHER: auto, push or pull), read once, here.
+    const twoshotAllGather = parseTwoshotAllGather(process.env.LLCOMM_TWOSHOT_ALLGATHER)
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
@@ -351,6 +354,7 @@ export class CudaCommunicator extends CommunicatorBase {
         bufferBytes,
         layout,
         kernelBuild,
+        twoshotAllGather,
       })
     } catch (e) {
       this.releaseAll()
