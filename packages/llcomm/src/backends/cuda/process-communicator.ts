@@ -69,7 +69,6 @@ import {
   KERNEL_VARIANTS,
   kernelSources,
   parseTwoshotAllGather,
-  type TwoshotAllGatherMode,
 } from './kernel-table.js'
 import { DeviceAllocations } from './memory.js'
 import { KernelModules } from './modules.js'
@@ -171,7 +170,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   /** The communicator's `deterministic` default (CommunicatorOptionsBase; each call may override it). */
   readonly deterministic: boolean
   /** twoshot-sentinel's all-gather kernel choice ($LLCOMM_TWOSHOT_ALLGATHER at creation). */
-  private readonly twoshotAllGather: TwoshotAllGatherMode
+  private readonly twoshotAllGather: 'auto' | 'push' | 'pull'
   private driver: CudaDriver | undefined
   private ipc: CudaIpc | undefined
   private deviceSet: DeviceSet | undefined
@@ -208,7 +207,11 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       table: TuningTable
       cacheDir?: string
       deterministic?: boolean
-      twoshotAllGather?: TwoshotAllGatherMode
+      /**
+       * kernel-table.ts TwoshotAllGatherMode, spelled out: this class's declaration is public, and importing the type
+       * would pull kernel-table's declarations (and their node types) into a strict consumer's type check.
+       */
+      twoshotAllGather?: 'auto' | 'push' | 'pull'
     },
   ) {
     this.rv = rv
