@@ -45,12 +45,6 @@ const WAIT_TIMEOUT_MS = 60_000 // generous: 2 cores serve every emulated thread;
 const CONCURRENCY = 2
 const EMU_PEER_STAGE_WORDS = 256
 const EMU_SPREAD_MIN_RANKS = 2 // -DLLCOMM_SPREAD_MIN_RANKS below (the GPU build: 8)
-// -DLLCOMM_TWOSHOT_PULL_MIN_SLOTS below: the threshold of twoshot-sentinel's pulled all-gather in the pullgate
-// candidate (research/scripts/probe/scale-patches/pullgate-twoshot-sentinel.patch; the GPU build: 3072, reached in
-// the emulator only at 8 ranks and large counts). 1024 here: 8 ranks' 128-slot parts pull (13 * 128 >= 1024), 3
-// ranks' 160-slot and 8 ranks' 16-slot parts push, so the runs below take both branches. Kernels without the gate
-// ignore it.
-const EMU_TWOSHOT_PULL_MIN_SLOTS = 1024
 const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emulator build keeps it)
 // LLCOMM_EMU_DEFINES: extra -D flags for the emulator build of before() (e.g. "-DLLCOMM_SIG_DEFERRED": every test
 // below then runs the kernels of that A/B build).
@@ -123,7 +117,6 @@ function buildEmulator(cxx: string, out: string, defines: string[]): void {
       // The GPU build takes the peer-parallel path from 8 ranks up; the emulator takes it from 2, so that the
       // 2- and 3-rank runs cover it too (the 8- and 64-rank runs cover the GPU's choice).
       `-DLLCOMM_SPREAD_MIN_RANKS=${EMU_SPREAD_MIN_RANKS}`,
-      `-DLLCOMM_TWOSHOT_PULL_MIN_SLOTS=${EMU_TWOSHOT_PULL_MIN_SLOTS}`,
       '-I',
       kernelsDirectory(),
       '-I',
@@ -286,7 +279,9 @@ test('every kernel: exact, identical on all ranks, invariants kept across a sequ
 test('algorithms interleaved on one communicator: the regions each leaves behind do not disturb the others', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   // twoshot-sentinel (spread and serial paths) between oneshot-sentinel (the sentinel region in another lane
-  // layout), oneshot-barrier (its own plain region) and ring (the next rank's plain region), both epoch parities.
+  // layout), oneshot-barrier (its own plain region) and ring (the next rank's plain region), both epoch parities;
+  // and its pull kernel (the host's choice per launch: kernel-table.ts launchVariant; named here), which publishes in
+  // its own plain region and leaves the all-gather lanes to the push kernel's calls around it.
   const cases: Case[] = []
   for (const [dtype, nranks, bufferBytes, big] of [
     ['bf16', 8, 1 << 20, 8192],
@@ -297,6 +292,7 @@ test('algorithms interleaved on one communicator: the regions each leaves behind
     const v = KERNEL_VARIANTS.find((x) => x.kernelName === of('twoshot_sentinel_sentinel'))
     assert.ok(v, dtype)
     const [ring, ob, os] = [of('ring_flags'), of('oneshot_barrier_barrier'), of('oneshot_sentinel_sentinel')]
+    const pull = of('twoshot_sentinel_pull_sentinel')
     cases.push({
       v,
       nranks,
@@ -315,6 +311,19 @@ test('algorithms interleaved on one communicator: the regions each leaves behind
         `${big}:inplace:${ring}`,
         `${big}:copy:${os}`,
         `${big}:inplace`,
+        // The pull kernel among them: after a push call and before one (both parities), after ring and
+        // oneshot-barrier wrote the plain region and before they write it again, in place and not.
+        `${big}:copy:${pull}`,
+        `${big}:inplace`,
+        `${big}:inplace:${pull}`,
+        `${big}:copy:${ob}`,
+        `${big}:copy:${pull}`,
+        `${big}:copy:${ring}`,
+        `${big}:copy:${pull}`,
+        `${big}:copy:${pull}`,
+        `1000:copy:${os}`,
+        `${big}:inplace:${pull}`,
+        `${big}`,
       ],
     })
   }
@@ -683,6 +692,200 @@ test('twoshot-sentinel, spread and serial paths: exact, identical, re-armed; an 
       assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
       assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
       assert.ok(r.ok, label(c))
+    }
+  }
+})
+
+/** twoshot-sentinel's push or pull kernel of a dtype (KernelVariant.allGather). */
+function twoshotKernel(dtype: Dtype, allGather: 'push' | 'pull'): KernelVariant {
+  const v = KERNEL_VARIANTS.find(
+    (x) => x.algorithm === 'twoshot-sentinel' && x.dtype === dtype && x.allGather === allGather,
+  )
+  assert.ok(v, `${allGather} ${dtype}`)
+  return v
+}
+
+test("twoshot-sentinel's pull kernel: exact on its serial path, alone and after push calls, across the epoch wrap; an absent rank ends in TIMEOUT; push against pull ends in MISMATCH (another count) or TIMEOUT (the same call), never a hang", async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // The host picks the pull kernel per launch (kernel-table.ts twoshotAllGather: at 512 threads, 8 ranks from
+  // 237-slot parts); the emulator runs 32-thread blocks, where parts of more than 8 slots take the serial path, so the
+  // cases name the pull kernel directly. 2 and 3 ranks: the serial path at every count; 8 ranks, 64 KB buffer: 16 to
+  // 128-slot parts, 1 to 8 channels (owners without data at '8' and '40': the last parts of a short channel); 8 ranks
+  // at '8' and 5 ranks at '2': 1-slot parts, the spread path at 8 ranks (the pull kernel's spread path is the push
+  // kernel's code).
+  const seq: Record<Dtype, Record<number, string[]>> = {
+    bf16: {
+      2: ['max', '3', 'max:inplace', '1000'],
+      3: ['max', '37:inplace', '200', 'max:inplace'],
+      8: ['1000', '8', '8192:inplace', '4098', '40', 'max', '3002:inplace'],
+    },
+    f16: { 3: ['100:inplace', 'max', '1'], 5: ['4099', '2', '777:inplace'], 8: ['2000:inplace', '8192'] },
+    f32: { 2: ['max:inplace', '5'], 3: ['max', '5:inplace'], 8: ['1000', '4096:inplace', '300', 'max'] },
+  }
+  const bufferOf = (nranks: number) => (nranks >= 8 ? 65536 : 16384)
+  const cases: Case[] = []
+  for (const [dtype, byRanks] of Object.entries(seq) as [Dtype, Record<number, string[]>][])
+    for (const [nranks, calls] of Object.entries(byRanks))
+      cases.push({
+        v: twoshotKernel(dtype, 'pull'),
+        nranks: Number(nranks),
+        bufferBytes: bufferOf(Number(nranks)),
+        calls,
+      })
+  // Push and pull calls alternating on one communicator (the choice flips with the count from launch to launch), both
+  // parities, in place and not; a push call after pull calls finds its all-gather lanes armed.
+  for (const dtype of ['bf16', 'f32'] as const) {
+    const pull = twoshotKernel(dtype, 'pull').kernelName
+    cases.push({
+      v: twoshotKernel(dtype, 'push'),
+      nranks: 8,
+      bufferBytes: 65536,
+      calls: [
+        '4096',
+        `4096:copy:${pull}`,
+        '4096:inplace',
+        `4096:inplace:${pull}`,
+        `1000:copy:${pull}`,
+        '1000',
+        `max:copy:${pull}`,
+        `max:copy:${pull}`,
+        'max',
+        '8',
+        `8:inplace:${pull}`,
+        '4096',
+      ],
+    })
+  }
+  // Across the u32 epoch wrap: the flags' zero fill (half 0 of a fresh channel) never matches, epoch 0 never used.
+  for (const dtype of ['bf16', 'f32'] as const)
+    cases.push({
+      v: twoshotKernel(dtype, 'pull'),
+      nranks: 3,
+      bufferBytes: 16384,
+      calls: ['7', 'max', '33', 'max', '1', 'max'],
+      storedEpoch: 0xfffffffe,
+    })
+  const exact = cases.length
+  // A rank that never arrives: TIMEOUT on a rank waiting for it (the reduce-scatter's slots or its publish flag).
+  for (const [dtype, nranks, calls] of [
+    ['bf16', 3, ['max']],
+    ['f32', 8, ['4096']],
+    ['f16', 2, ['max']],
+  ] as const)
+    cases.push({
+      v: twoshotKernel(dtype, 'pull'),
+      nranks,
+      bufferBytes: bufferOf(nranks),
+      calls: [...calls],
+      absentRank: 1,
+      timeoutMs: 300,
+    })
+  const absent = cases.length
+  // Push against pull (rank 7 runs the other kernel): another count at one rank, which at the GPU's gate can put the
+  // two kernels on the two sides of a call (e.g. 8 ranks 1 MB pulls, a 384 KB call pushes): MISMATCH, found by the
+  // signature check (shared word: names the odd rank and both signatures). The same call with the other kernel at
+  // one rank (an LLCOMM_TWOSHOT_ALLGATHER that differs between ranks; per-process mode refuses that at the
+  // rendezvous): the signatures agree, so nothing sees a mismatch, and the all-gathers wait for what the other kernel
+  // never sends: TIMEOUT at the deadline, not a hang.
+  const pairs: { dtype: Dtype; main: 'push' | 'pull'; count: number; oddCount: number; code: number }[] = [
+    { dtype: 'bf16', main: 'push', count: 8192, oddCount: 4096, code: 2 },
+    { dtype: 'bf16', main: 'pull', count: 8192, oddCount: 4096, code: 2 },
+    { dtype: 'f32', main: 'push', count: 2048, oddCount: 4096, code: 2 },
+    { dtype: 'f32', main: 'pull', count: 2048, oddCount: 4096, code: 2 },
+    { dtype: 'bf16', main: 'push', count: 8192, oddCount: 8192, code: 1 },
+    { dtype: 'f32', main: 'pull', count: 4096, oddCount: 4096, code: 1 },
+  ]
+  for (const q of pairs)
+    cases.push({
+      v: twoshotKernel(q.dtype, q.main),
+      nranks: 8,
+      bufferBytes: 65536,
+      calls: [String(q.count)],
+      timeoutMs: q.code === 1 ? 1000 : 20_000,
+      odd: { rank: 7, v: twoshotKernel(q.dtype, q.main === 'push' ? 'pull' : 'push'), count: q.oddCount },
+    })
+  const shared = cases.length
+  // The same count mismatches with an error word per side (per-process mode: each side must end by itself). f32:
+  // every wait armed, MISMATCH in both words. bf16: the side with the larger parts waits in its reduce-scatter for
+  // slots the odd rank never sends, a wait the 16-bit kernels do not arm (signature.cuh's gap): a word may say
+  // TIMEOUT, and the host's reading of the packets reports MISMATCH (hostErrorOf).
+  for (const q of [
+    { dtype: 'f32', main: 'push', count: 2048, oddCount: 4096 },
+    { dtype: 'f32', main: 'pull', count: 4096, oddCount: 2048 },
+    { dtype: 'bf16', main: 'push', count: 8192, oddCount: 4096 },
+    { dtype: 'bf16', main: 'pull', count: 4096, oddCount: 8192 },
+  ] as const)
+    cases.push({
+      v: twoshotKernel(q.dtype, q.main),
+      nranks: 8,
+      bufferBytes: 65536,
+      calls: [String(q.count)],
+      // f32: MISMATCH expected, so a deadline far beyond it (as the per-process test above); 16-bit: the gap's
+      // TIMEOUT is one of the outcomes, so a short one
+      timeoutMs: q.dtype === 'f32' ? 20_000 : 2500,
+      odd: { rank: 7, v: twoshotKernel(q.dtype, q.main === 'push' ? 'pull' : 'push'), count: q.oddCount },
+      splitError: true,
+      dumpSignatures: true,
+    })
+  const started = Date.now()
+  const results = await runAll(cases)
+  t.diagnostic(`${results.length} emulated runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    const i = cases.indexOf(c)
+    const what = `${label(c)}${c.odd ? ` against ${c.odd.v.kernelName} ${c.odd.count}` : ''}`
+    if (i < exact) {
+      assert.equal(r.error.code, 0, `${what}: a wait timed out: ${JSON.stringify(r.error)}`)
+      assert.equal(r.mismatches, 0, `${what}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+      assert.equal(r.crossRankDiffs, 0, `${what}: ranks disagree bitwise`)
+      assert.ok(r.nanChecked > 0, `${what}: the sentinel-as-data probe did not run`)
+      assert.equal(r.sentinelBytesNotArmed, 0, `${what}: sentinel slots left unarmed after the calls`)
+      assert.equal(r.badEpochs, 0, `${what}: channel epochs do not count the calls`)
+      assert.equal(r.guardsBroken, 0, `${what}: a kernel wrote past a buffer`)
+      assert.ok(r.ok, what)
+    } else if (i < absent) {
+      assert.equal(r.error.code, 1, `${what}: no TIMEOUT recorded: ${JSON.stringify(r.error)}`)
+      assert.notEqual(r.error.rank, 1, `${what}: the absent rank cannot be the waiter`)
+      assert.equal(r.error.peer, 1, `${what}: the peer waited for`)
+      assert.equal(r.error.epoch, 1, `${what}: epoch of the first call`)
+    } else if (i < shared) {
+      const want = c.calls[0] === String(c.odd?.count) ? 1 : 2
+      assert.equal(r.error.code, want, `${what}: ${JSON.stringify(r.error)}`)
+      assert.equal(r.error.epoch, 1, what)
+      if (want === 2) {
+        const odd = c.odd?.rank ?? -1
+        assert.ok(r.error.rank === odd || r.error.peer === odd, `${what}: the pair names the odd rank`)
+        const e = mismatchFromWord(
+          Uint32Array.of(
+            2,
+            r.error.rank,
+            r.error.peer,
+            r.error.epoch,
+            r.error.what,
+            r.error.slot,
+            r.error.channel,
+            r.error.reserved,
+          ),
+        )
+        const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
+        const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
+        assert.ok(mainSide.startsWith(`twoshot-sentinel ${c.v.dtype} sum × ${c.calls[0]} `), mainSide)
+        assert.ok(oddSide.startsWith(`twoshot-sentinel ${c.v.dtype} sum × ${c.odd?.count} `), oddSide)
+        assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
+      }
+    } else {
+      // f32: MISMATCH in both words. 16-bit: a side stuck in its unarmed reduce-scatter wait records TIMEOUT, one
+      // that reached an armed wait or its check first MISMATCH (a race between the armed look and the other wait's
+      // deadline, which the emulator's scheduling decides either way); the host's reading gives MISMATCH for both.
+      const codes = c.v.dtype === 'f32' ? [2] : [1, 2]
+      assert.ok(codes.includes(r.error.code), `${what}, the others' word: ${JSON.stringify(r.error)}`)
+      assert.ok(codes.includes(r.oddError.code), `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+      assert.ok(r.seconds < 15, `${what}: ended in ${r.seconds} s`)
+      assert.equal(r.oddError.rank, c.odd?.rank, `${what}: the odd rank's word is recorded by the odd rank`)
+      assert.notEqual(r.error.rank, c.odd?.rank, `${what}: the others' word is recorded by one of them`)
+      for (const word of [r.error, r.oddError]) {
+        const e = hostErrorOf(r, word, c.nranks)
+        assert.equal(e.code, 'MISMATCH', `${what}: the host reports ${e.code}: ${e.message}`)
+      }
     }
   }
 })

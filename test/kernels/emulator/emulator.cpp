@@ -67,6 +67,7 @@ struct KernelEntry {
 #define LLCOMM_VARIANT_oneshot_ll(p, d, o) LLCOMM_REGISTER(oneshot_ll, p, d, o)
 #define LLCOMM_VARIANT_oneshot_sentinel(p, d, o) LLCOMM_REGISTER(oneshot_sentinel, p, d, o)
 #define LLCOMM_VARIANT_twoshot_sentinel(p, d, o) LLCOMM_REGISTER(twoshot_sentinel, p, d, o)
+#define LLCOMM_VARIANT_twoshot_sentinel_pull(p, d, o) LLCOMM_REGISTER(twoshot_sentinel_pull, p, d, o)
 #define LLCOMM_VARIANT_twoshot_atomic(p, d, o) LLCOMM_REGISTER(twoshot_atomic, p, d, o)
 #define LLCOMM_VARIANT_oneshot_barrier(p, d, o) LLCOMM_REGISTER(oneshot_barrier, p, d, o)
 #define LLCOMM_VARIANT_ring(p, d, o) LLCOMM_REGISTER(ring, p, d, o)

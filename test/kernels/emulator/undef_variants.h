@@ -5,6 +5,7 @@
 #undef LLCOMM_VARIANT_oneshot_ll
 #undef LLCOMM_VARIANT_oneshot_sentinel
 #undef LLCOMM_VARIANT_twoshot_sentinel
+#undef LLCOMM_VARIANT_twoshot_sentinel_pull
 #undef LLCOMM_VARIANT_twoshot_atomic
 #undef LLCOMM_VARIANT_oneshot_barrier
 #undef LLCOMM_VARIANT_ring

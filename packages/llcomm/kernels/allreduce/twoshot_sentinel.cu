@@ -1,7 +1,11 @@
 // twoshot-sentinel: reduce-scatter then all-gather over sentinel slots. The channel's elements are split in nranks
 // parts; part o is owned by rank o. Every rank sends part o of its input to owner o (RS lanes); the owner reduces
-// all lanes in rank order once, writes its output and broadcasts the result (AG lanes); every rank writes the
-// owners' results. Reduce once at the owner, so all ranks hold the same bits. Double buffered by epoch parity.
+// all lanes in rank order once, writes its output and shares the result; every rank writes the owners' results.
+// Reduce once at the owner, so all ranks hold the same bits. Double buffered by epoch parity.
+// Two kernels per dtype (kPull below; the host picks one per launch: kernel-table.ts twoshotAllGather): the push
+// kernel (llcomm_twoshot_sentinel_*), where the owner broadcasts its result into every peer's AG lane, and the pull
+// kernel (llcomm_twoshot_sentinel_pull_*), whose serial path publishes it once in the owner's own plain region for
+// every peer to pull after the owner's publish flag. The spread path is the same code in both.
 // Two paths, chosen uniformly per block: the spread path where the owner's reduce can be spread as the one-shots'
 // (LlBuffer::spreadGroups of a part's slots > 1: from LLCOMM_SPREAD_MIN_RANKS ranks, at most blockDim.x /
 // LLCOMM_SPREAD_MIN_GROUPS slots a part; small messages at many ranks), where every phase's (slot, peer) pairs are
@@ -16,8 +20,31 @@
 // ranks, so its polls lose nothing. The serial path keeps 8. A constant of this kernel, not a macro: the emulator
 // compiles every kernel in one translation unit.
 constexpr int kTwoshotSpreadBatch = 4;
+// The pull kernel's all-gather: owners whose published slots one thread loads back to back before storing them (as
+// LLCOMM_RECV_BATCH: 8 ranks in one batch).
+constexpr int kTwoshotPullBatch = 8;
 
-template <int DT>
+// The pull kernel's publish flag of one rank: channel `channel`, buffer half `half`, in that rank's scratch, written by
+// that rank's block of the channel only (release, value = the channel's epoch), read by every peer's block of the
+// channel (acquire). Where: the ring's flag row of the channel (LLCOMM_SCRATCH_RING_STRIDE = 128 u32 flags a channel)
+// has two words past the ring's steps (ring.cu signals steps 0 .. 2 (n - 1) - 1 <= LLCOMM_MAX_RING_STEPS - 1 = 125),
+// which no other kernel writes: llcRingFlag's only other user is ring.cu (flags.cuh llcBlockRingSignal / Wait), so
+// words 126 and 127 hold only what the pull kernel stored there. Scratch, not the receive buffer, so no algorithm's
+// user data can land on the flag (a data word equal to a later epoch would publish nothing as something). Zero-filled
+// at creation (and by recover()) and epochs are never 0 (channel.cuh), so a never-written flag matches no call. No
+// re-arm: the value is the epoch, and the half's flag is written only at the epochs of the pull kernel's calls of this
+// channel and half (the push kernel and every other algorithm leave it alone): e, then e + 2 or later (same parity,
+// growing), so the wait's equality test sees this call's store or an older one, never a later one before it has read
+// this one (overwrite argument at the wait). Not an ABI change: the scratch size and its offsets stay abi.cuh's /
+// abi.ts's.
+static_assert(LLCOMM_MAX_RING_STEPS + 2 <= LLCOMM_SCRATCH_RING_STRIDE, "the pull kernel's flags need two free ring words");
+LLC_DEVICE llc_u32* llcPullagFlag(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 half) {
+  return llcRingFlag(scratchOfRank, channel, LLCOMM_MAX_RING_STEPS + half);
+}
+
+// kPull = false: the push kernel (the product's code; its PTX has no trace of the pull). kPull = true: the pull
+// kernel; it differs only in the serial path's owner store and all-gather (if constexpr below).
+template <int DT, bool kPull>
 __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReduceParams& p) {
   using Fmt = LlcSentinel<DT>;
   using Value = typename LlBuffer<Fmt>::Value;
@@ -184,24 +211,117 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // dtype; the reduce-scatter's in every dtype with the tail check (nothing else ends them when a peer never sends),
   // in f32 only with LLCOMM_SIG_R2 (armed there with the prefetched packet live, the 16-bit kernels spilled).
   if constexpr (eb == 4 || Sig::kTail) Sig::arm(waiter, ch);
-  // Owner: reduce my part, write it, broadcast it.
+  // Owner: reduce my part, write it, and broadcast it (push kernel) or publish it (pull kernel). The pull kernel's
+  // publish area is this rank's own plain region, channel half of this epoch (ch.regionOffset(p.plain)), slot s at
+  // 16 s: the reduced part once, for every peer to pull. Fits: a part is at most the sentinel lane (capacity rule:
+  // chanBytes <= n * laneBytes, laneBytes a multiple of 16, so 16 * slotsPerPart <= laneBytes =
+  // sentinel.channelHalfBytes / (2n)), and deviceBufferLayout gives the plain region the sentinel region's channel
+  // half (both P, kernel-table.ts). The plain region needs no fill and no algorithm reads there what it did not write
+  // in the same call (ring.cu: a step's slot after its flag; oneshot_barrier.cu: the copies after the barrier), so
+  // data left there is harmless; the sentinel region stays all-sentinel (the pull kernel's serial path writes no
+  // all-gather lane, so a later push call finds every lane armed: the push kernel re-arms each lane it reads; the
+  // reduce-scatter lanes are re-armed as before, in both kernels).
+  [[maybe_unused]] llc_u64 publishOffset = 0;
+  if constexpr (kPull) publishOffset = ch.regionOffset(p.plain);
   for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
     llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytes, v.w);
     Value sum = rs.template recvReduce<DT>(s, v); // rank order 0..n-1; re-arms the RS slots it read
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum.w[i] = Fmt::canonicalize(sum.w[i]); // my output = the bits peers receive
     llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * s, mineBytes, sum.w);
-    ag.bcast(s, sum);
+    if constexpr (!kPull) {
+      ag.bcast(s, sum);
+    } else {
+      // Weak store, published by the flag's release below (bar.sync, then the release: cumulative), as
+      // oneshot-barrier's copy. Words past the end of the part are the zero tail llcLoadPayload gave the sum: peers
+      // store only the part's bytes (llcStorePayload).
+      LlcWords4 c;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c.w[i] = sum.w[i];
+      llcStoreWeakV4(reinterpret_cast<char*>(p.recvBuf[me]) + publishOffset + 16ull * s, c);
+    }
   }
-  // All-gather, receive side.
+  if constexpr (kPull) {
+    // The publish flag (llcPullagFlag): bar.sync, so every thread's publish stores are ordered before thread 0's
+    // release store (the release is cumulative over what bar.sync made visible to thread 0: llcBlockRingSignal's
+    // argument). Every owner stores it, with an empty part too (the last parts of a short channel): every peer waits
+    // for every owner's flag (below), which the overwrite arguments need. Uniform: the whole launch runs this kernel,
+    // so every thread of the block reaches this bar.sync.
+    __syncthreads();
+    if (threadIdx.x == 0) llcStoreReleaseSys(llcPullagFlag(p.scratch[me], ch.index, ch.half()), ch.epoch);
+  }
+  // All-gather, receive side (armed in both kernels).
   Sig::arm(waiter, ch);
-  for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
-    for (llc_u32 k = 1; k < n; ++k) {
+  if constexpr (!kPull) {
+    for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
+      for (llc_u32 k = 1; k < n; ++k) {
+        const llc_u32 o = me + k < n ? me + k : me + k - n;
+        const LlcRange part = llcPieceAt(chanElems, partElems, o);
+        if (16ull * s >= part.size() * eb) continue;
+        const Value r = ag.recv(o, s); // re-arms the AG slot
+        llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
+      }
+    }
+  } else {
+    // Pull: wait for every owner's flag, then pull the owners' parts.
+    // Thread t < n - 1 (t += blockDim.x) waits for the (1 + t)-th owner after me, all owners at once (their acquire
+    // loads in flight together, one thread each); then bar.sync. Acquire: everything owner o stored before its
+    // release (its publish area) is visible to the waiting thread, and through the bar.sync below to every thread of
+    // the block (llcBlockRingWait's argument). The wait is the data waiter's (deadline, error word, and armed: its
+    // slow path looks at owner o's signature, so an owner that runs another call ends it with MISMATCH, not
+    // TIMEOUT; a thread that gave up stops waiting and still reaches the bar.sync; what it then pulls is garbage, as
+    // after any TIMEOUT, and the host reports the error, never the output). Reported as LLCOMM_WAIT_BARRIER (the
+    // flag is a one-sided barrier; a kernel-only change adds no wait kind), slot = the flag's ring-row index.
+    // Who publishes: every rank of a matched call runs this kernel for this launch (the host's choice is a function of
+    // the call's count, nranks, bufferBytes and dtype, and of LLCOMM_TWOSHOT_ALLGATHER, which must be the same at
+    // every rank). A rank running the push kernel against this one means another call (count or dtype: MISMATCH,
+    // through the armed look here and Sig::arm on its side) or a different LLCOMM_TWOSHOT_ALLGATHER (the same
+    // signature: both sides' waits end at their deadline, TIMEOUT); either way bounded, never a hang.
+    // Equality is exact, and owner o's flag of this half is not overwritten before this read: o stores it next at
+    // epoch + 2 or later (its next pull-kernel call of this channel and half; push-kernel calls and other algorithms
+    // leave it alone), in a kernel after its epoch + 1 one, which ends only after it received this rank's epoch + 1
+    // contribution (a pull-kernel call: this rank's epoch + 1 flag, as every peer waits for every owner; a push-kernel
+    // call or another algorithm: an all-reduce's result at o needs every rank's input), sent after this kernel ended.
+    // A stale flag (an older pull-kernel call's epoch) never equals this epoch: epochs of a channel only grow until
+    // the u32 wrap, 2^32 - 2 calls of the channel away (channel.cuh), as for ring's flags.
+    for (llc_u32 k = 1 + threadIdx.x; k < n; k += blockDim.x) {
       const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPieceAt(chanElems, partElems, o);
-      if (16ull * s >= part.size() * eb) continue;
-      const Value r = ag.recv(o, s); // re-arms the AG slot
-      llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, r.w);
+      const llc_u32* flag = llcPullagFlag(p.scratch[o], ch.index, ch.half());
+      LlcSpin spin;
+      while (llcLoadAcquireSys(flag) != ch.epoch)
+        if (!waiter.keepWaiting(spin, o, LLCOMM_WAIT_BARRIER, LLCOMM_MAX_RING_STEPS + ch.half())) break;
+    }
+    __syncthreads();
+    // The pull: slot s of every owner's part by thread s (s += blockDim.x), kTwoshotPullBatch owners' loads in flight
+    // before their stores. Strong loads (relaxed.sys, as oneshot-barrier's): ordered after the flag's acquire (thread
+    // t + bar.sync), never served from a stale L1 line. Overwrite safety of owner o's publish area (half h, written at
+    // epoch e; any algorithm that writes o's plain half h next does it at epoch e + 2 or later, from rank o itself or,
+    // for ring, from o's predecessor j): j's epoch e + 2 kernel runs after its epoch e + 1 kernel ended, which needed
+    // every rank's epoch e + 1 contribution (every algorithm and either twoshot kernel: an all-reduce's result at a
+    // rank needs every rank's input; a pull-kernel call: the epoch e + 1 flag of every owner), and this rank
+    // contributes to epoch e + 1 only in a later kernel than this one, after these loads have returned (kernel
+    // boundaries order a rank's kernels; PDL: llcBeginCall's griddepcontrol.wait waits for the prior grid's completion
+    // and memory flush, and no kernel triggers its dependents early; a graph replays the same kernels in the same
+    // order, each reading its epoch anew). In place: part o's output bytes are written after owner o's flag, which o
+    // released after receiving this rank's reduce-scatter value for them, loaded from the input before it was sent
+    // (causally after the read).
+    for (llc_u32 s = threadIdx.x; s < slotsPerPart; s += blockDim.x) {
+      for (llc_u32 k0 = 1; k0 < n; k0 += kTwoshotPullBatch) {
+        LlcWords4 got[kTwoshotPullBatch];
+#pragma unroll
+        for (int j = 0; j < kTwoshotPullBatch; ++j) {
+          const llc_u32 k = k0 + j, o = me + k < n ? me + k : me + k - n;
+          if (k < n && 16ull * s < llcPieceAt(chanElems, partElems, o).size() * eb)
+            got[j] = llcLoadRelaxedSysV4(reinterpret_cast<const char*>(p.recvBuf[o] + publishOffset) + 16ull * s);
+        }
+#pragma unroll
+        for (int j = 0; j < kTwoshotPullBatch; ++j) {
+          const llc_u32 k = k0 + j, o = me + k < n ? me + k : me + k - n;
+          const LlcRange part = llcPieceAt(chanElems, partElems, o);
+          if (k < n && 16ull * s < part.size() * eb)
+            llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, got[j].w);
+        }
+      }
     }
   }
   // Every peer makes this call, else MISMATCH (tail check: signature.cuh).
@@ -217,6 +337,14 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \
   extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
       LLCOMM_KERNEL_NAME(twoshot_sentinel, protocol, dtype, op)(const __grid_constant__ LlcommAllReduceParams p) {  \
-    twoshotSentinelAllReduce<LLC_DT_##dtype>(p);                                                                    \
+    twoshotSentinelAllReduce<LLC_DT_##dtype, false>(p);                                                             \
+  }
+// The pull kernels: instantiations.def's LLCOMM_VARIANT(twoshot_sentinel_pull, ...) lines, the same algorithm
+// (signature LLCOMM_SIG_ALG_TWOSHOT_SENTINEL) and source; kernel-table.ts lists them as allGather 'pull'.
+#define LLCOMM_VARIANT_twoshot_sentinel_pull(protocol, dtype, op)                                                   \
+  extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
+      LLCOMM_KERNEL_NAME(twoshot_sentinel_pull, protocol, dtype, op)(                                               \
+          const __grid_constant__ LlcommAllReduceParams p) {                                                        \
+    twoshotSentinelAllReduce<LLC_DT_##dtype, true>(p);                                                              \
   }
 #include "instantiations.def"

@@ -25,13 +25,19 @@ import {
   kernelSources,
   kernelsDirectory,
   launchShape,
+  launchVariant,
   maxBlocksPerRank,
   parseInstantiations,
   parseTargetScale,
+  parseTwoshotAllGather,
   pieceElems,
   selectKernel,
   TARGET_BYTES_PER_BLOCK,
   TOOL_KERNELS,
+  TWOSHOT_PULL_MIN_SLOTS,
+  twoshotAllGather,
+  twoshotPartSlots,
+  twoshotSerialPath,
 } from '../../src/backends/cuda/kernel-table.js'
 
 const KERNEL_ALGORITHMS = [
@@ -58,14 +64,25 @@ test('every algorithm with kernels has a variant for every dtype and op sum; one
     assert.equal(selectKernel('oneshot-ll', d, 'sum', 'll8').protocol, 'll8')
     assert.equal(selectKernel('oneshot-ll', d, 'sum').protocol, 'll8', 'LL8 until the stress test clears LL16')
   }
-  assert.equal(KERNEL_VARIANTS.length, 21)
+  // 21 algorithm kernels and twoshot-sentinel's three pull kernels (allGather 'pull'), which selectKernel never
+  // returns: launchVariant() swaps them in per launch.
+  assert.equal(KERNEL_VARIANTS.length, 24)
+  for (const d of DTYPES) {
+    const two = KERNEL_VARIANTS.filter((v) => v.algorithm === 'twoshot-sentinel' && v.dtype === d)
+    assert.deepEqual(two.map((v) => v.allGather).sort(), ['pull', 'push'])
+    assert.equal(selectKernel('twoshot-sentinel', d, 'sum').allGather, 'push')
+    assert.equal(two.find((v) => v.allGather === 'pull')?.kernelName, `llcomm_twoshot_sentinel_pull_sentinel_${d}_sum`)
+  }
+  for (const v of KERNEL_VARIANTS) assert.equal(v.allGather !== undefined, v.algorithm === 'twoshot-sentinel')
 })
 
 test('kernel names are unique, follow llcomm_<algorithm>_<protocol>_<dtype>_<op>, and sources exist', () => {
   const names = [...KERNEL_VARIANTS.map((v) => v.kernelName), ...TOOL_KERNELS.map((k) => k.kernelName)]
   assert.equal(new Set(names).size, names.length)
   for (const v of KERNEL_VARIANTS) {
-    assert.equal(v.kernelName, `llcomm_${v.algorithm.replace(/-/g, '_')}_${v.protocol}_${v.dtype}_${v.op}`)
+    const pull = v.allGather === 'pull' ? '_pull' : ''
+    assert.equal(v.kernelName, `llcomm_${v.algorithm.replace(/-/g, '_')}${pull}_${v.protocol}_${v.dtype}_${v.op}`)
+    assert.equal(v.sourceFile, `allreduce/${v.algorithm.replace(/-/g, '_')}.cu`)
     assert.match(v.kernelName, /^[a-z0-9_]+$/)
   }
   const sources = new Set(kernelSources().map((s) => s.path))
@@ -266,6 +283,103 @@ test('the instantiation table is what the .cu files expand (one X-macro per algo
     assert.match(text, new RegExp(`#define LLCOMM_VARIANT_${a.replace(/-/g, '_')}\\(`), `${file} defines its X-macro`)
     assert.match(text, /#include "instantiations\.def"/, `${file} includes the table`)
   }
+  const twoshot = readFileSync(join(kernelsDirectory(), 'allreduce/twoshot_sentinel.cu'), 'utf8')
+  assert.match(
+    twoshot,
+    /#define LLCOMM_VARIANT_twoshot_sentinel_pull\(/,
+    'twoshot_sentinel.cu defines its pull X-macro',
+  )
+})
+
+test('twoshot-sentinel push or pull (twoshotAllGather): the pull from (2n - 3) * slotsPerPart >= 3072, serial path only', () => {
+  assert.equal(TWOSHOT_PULL_MIN_SLOTS, 3072)
+  // The launch shapes of the measured cases (bf16, default threads): parts of a launch's first channel.
+  const shape = (n: number, bytes: number, buffer: number) => {
+    const v = selectKernel('twoshot-sentinel', 'bf16', 'sum')
+    const s = launchShape(v, n, bytes / 2, buffer)
+    const count = Math.min(bytes / 2, s.maxCountPerCall)
+    return { count, blocks: s.blocksPerRank, slots: twoshotPartSlots('bf16', n, count, s.blocksPerRank) }
+  }
+  const MB = 1 << 20
+  const cases: [number, number, number, number, 'push' | 'pull'][] = [
+    // ranks, bytes, buffer, slots a part, kernel
+    [2, 8, MB, 1, 'push'],
+    [2, 8192, MB, 256, 'push'],
+    [2, 65536, MB, 512, 'push'],
+    [2, 262144, MB, 512, 'push'],
+    [2, MB, MB, 1024, 'push'], // two launches of 512 KB
+    [2, MB, 4 * MB, 2048, 'push'],
+    [4, MB, MB, 512, 'push'], // 5 * 512 = 2560
+    [4, MB, 4 * MB, 1024, 'pull'],
+    [8, 8192, MB, 64, 'push'], // spread path
+    [8, 262144, MB, 128, 'push'], // spread path (4 * 128 <= 512 threads)
+    [8, 393216, MB, 192, 'push'], // serial, 13 * 192 = 2496
+    [8, MB, MB, 256, 'pull'], // two launches of 512 KB, 13 * 256 = 3328
+    [8, MB, 4 * MB, 512, 'pull'], // one launch
+  ]
+  for (const [n, bytes, buffer, slots, want] of cases) {
+    const s = shape(n, bytes, buffer)
+    const where = `${n} ranks ${bytes} B buffer ${buffer}`
+    assert.equal(s.slots, slots, `${where}: slots`)
+    assert.equal(twoshotAllGather('bf16', n, s.count, s.blocks), want, where)
+    assert.equal(twoshotAllGather('bf16', n, s.count, s.blocks, 'push'), 'push', `${where}, push forced`)
+    assert.equal(
+      twoshotAllGather('bf16', n, s.count, s.blocks, 'pull'),
+      twoshotSerialPath(n, slots) ? 'pull' : 'push',
+      `${where}, pull forced`,
+    )
+  }
+  // The threshold exactly: 8 ranks 237-slot parts pull, 236 push; 4 ranks 615 / 614; 2 ranks 3072 / 3071 (one channel).
+  for (const [n, slots] of [
+    [8, 237],
+    [4, 615],
+    [2, 3072],
+  ]) {
+    for (const [s, want] of [
+      [slots, 'pull'],
+      [slots - 1, 'push'],
+    ] as const) {
+      const count = (s * 16 * n) / 2 // bf16, one channel
+      assert.equal(twoshotPartSlots('bf16', n, count, 1), s)
+      assert.equal(twoshotAllGather('bf16', n, count, 1), want, `${n} ranks ${s} slots`)
+    }
+  }
+  // f32 and f16 count their slots from their own element size; the serial path only; never at 1 rank.
+  assert.equal(twoshotPartSlots('f32', 8, 8 * 237 * 4, 1), 237)
+  assert.equal(twoshotAllGather('f32', 8, 8 * 237 * 4, 1), 'pull')
+  assert.equal(twoshotAllGather('f16', 8, 8 * 236 * 8, 1), 'push')
+  assert.equal(twoshotSerialPath(8, 128), false)
+  assert.equal(twoshotSerialPath(8, 129), true)
+  assert.equal(twoshotSerialPath(7, 4), true, 'fewer than LLCOMM_SPREAD_MIN_RANKS ranks')
+  assert.equal(twoshotSerialPath(64, 2), false)
+  assert.equal(twoshotAllGather('bf16', 1, 1 << 20, 16, 'pull'), 'push')
+  assert.equal(twoshotAllGather('bf16', 16, 16 * 128 * 8, 1), 'push', '29 * 128 >= 3072, but the spread path')
+  // launchVariant: the pull sibling of the same dtype, or the variant itself; other algorithms untouched.
+  for (const d of DTYPES) {
+    const push = selectKernel('twoshot-sentinel', d, 'sum')
+    const count = (8 * 512 * 16) / DTYPE_BYTES[d]
+    const pull = launchVariant(push, 8, count, 1)
+    assert.equal(pull.kernelName, `llcomm_twoshot_sentinel_pull_sentinel_${d}_sum`)
+    assert.equal(pull.sourceFile, push.sourceFile)
+    assert.deepEqual(launchShape(pull, 8, count), launchShape(push, 8, count), 'the same capacity and shape rules')
+    assert.equal(launchVariant(push, 8, count, 1, 'push'), push)
+    assert.equal(launchVariant(pull, 8, 8, 1), push, 'a pull variant asked for a push launch gives the push kernel')
+    const ring = selectKernel('ring', d, 'sum')
+    assert.equal(launchVariant(ring, 8, count, 1, 'pull'), ring)
+  }
+})
+
+test('LLCOMM_TWOSHOT_ALLGATHER: unset or empty is auto; auto, push, pull are taken; anything else is refused', () => {
+  assert.equal(parseTwoshotAllGather(undefined), 'auto')
+  assert.equal(parseTwoshotAllGather(''), 'auto')
+  assert.equal(parseTwoshotAllGather(' pull '), 'pull')
+  for (const m of ['auto', 'push', 'pull'] as const) assert.equal(parseTwoshotAllGather(m), m)
+  for (const bad of ['PULL', 'pul', '1', 'true', 'push,pull'])
+    assert.throws(
+      () => parseTwoshotAllGather(bad),
+      (e: unknown) => (e as { code?: string }).code === 'INVALID_ARGUMENT',
+      bad,
+    )
 })
 
 test('LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE: unset or empty is 1, a positive number is taken, anything else is refused', () => {

@@ -33,6 +33,12 @@
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
  *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
  *                one line (a receiving warp's 32 words then come from two owner lines, broadcast by two warps)
+ *                twoshot-sentinel's pull kernel (kernel-table.ts twoshotAllGather picks it per launch; counted only
+ *                when asked: allGather 'auto' or 'pull', the fits measured the push kernel, FITTED_TWOSHOT_ALLGATHER):
+ *                the serial path with the broadcast replaced by one publish store (storeRounds r·K' + r), the
+ *                all-gather's serial receives by loads issued 8 owners at a time after the owners' flags
+ *                (pollRounds + r·ceil(K'/8), peerLoads + r·K', serialRecvs 0), no all-gather re-arms (rearms r·(N−1)),
+ *                publishFlags 1 (the flag release and waits and two bar.syncs: not priced yet)
  *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
  *   storeLaneRounds = storeRounds in the other kernels (left at one thread's count)
@@ -54,6 +60,8 @@ import {
   pieceElems,
   selectKernel,
   TARGET_BYTES_PER_BLOCK,
+  type TwoshotAllGatherMode,
+  twoshotAllGather,
 } from 'llcomm/internal'
 
 /** The kernel family whose structure an algorithm follows (data/latency/algorithms.json `kernel`). */
@@ -87,6 +95,15 @@ export const MODEL_BLOCK_TARGETS: BlockTargets = {
   bytesPerBlock: { ...TARGET_BYTES_PER_BLOCK, 'twoshot-sentinel': 16384, barrier: 16384, sentinel: 2048 },
   oneshotSentinelRanks: undefined,
 }
+
+/**
+ * twoshot-sentinel's all-gather kernel the counts follow by default: the push kernel, the only one in the product
+ * when every committed bench file and fit was measured (the pull kernel, llcomm_twoshot_sentinel_pull_*, came with
+ * pullsplit, 2026-12-02; the host picks it per launch: kernel-table.ts twoshotAllGather). Pass 'auto' to count what
+ * the host launches now (7-8 ranks at large launches pull); its publishFlags count has no fitted price yet, so
+ * predictions with 'auto' want a refit on bench files measured with the pull kernel (bench: LLCOMM_TWOSHOT_ALLGATHER).
+ */
+export const FITTED_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'push'
 
 /** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
 export const RECV_BATCH = 8
@@ -154,6 +171,12 @@ export interface KernelCounts {
   messageBytes: number
   ringSteps: number
   barriers: number
+  /**
+   * twoshot-sentinel's pull kernel: publish-flag hand-offs per launch (each owner's release after a bar.sync, every
+   * peer's acquire waits for all owners' flags, one bar.sync), 1 per launch that pulls. Not a latency-model feature
+   * yet (no bench file in the fits measured the pull kernel).
+   */
+  publishFlags: number
 }
 
 const ZERO: KernelCounts = {
@@ -175,6 +198,7 @@ const ZERO: KernelCounts = {
   messageBytes: 0,
   ringSteps: 0,
   barriers: 0,
+  publishFlags: 0,
 }
 
 const COUNT_KEYS = Object.keys(ZERO) as (keyof KernelCounts)[]
@@ -247,12 +271,13 @@ function launchCounts(
   ranks: number,
   count: number,
   bufferBytes: number,
+  allGather: TwoshotAllGatherMode,
 ): KernelCounts {
   const {
     sentinelSlotsChecked,
     wordAccessBytes = 0,
     ...counted
-  } = structureCounts(shape, variant, ranks, count, bufferBytes)
+  } = structureCounts(shape, variant, ranks, count, bufferBytes, allGather)
   // the kernels other than the one-shot leave storeLaneRounds at storeRounds
   const k = { ...counted, storeLaneRounds: counted.storeLaneRounds ?? counted.storeRounds }
   // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
@@ -271,6 +296,7 @@ function structureCounts(
   ranks: number,
   count: number,
   bufferBytes: number,
+  allGather: TwoshotAllGatherMode,
 ): StructureCounts {
   const eb = DTYPE_BYTES[variant.dtype]
   const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD, MODEL_BLOCK_TARGETS)
@@ -362,6 +388,27 @@ function structureCounts(
           elementsPerWord: 4 / eb,
         })
       const r = rounds(partSlots)
+      if (
+        variant.algorithm === 'twoshot-sentinel' &&
+        twoshotAllGather(variant.dtype, ranks, count, ls.blocksPerRank, allGather) === 'pull'
+      )
+        return {
+          ...none,
+          // the pull kernel: reduce-scatter and owner reduce as below; the owner publishes its reduced part once
+          // (plain stores), releases its flag; every peer waits for every owner's flag, then loads the owners' parts
+          // 8 at a time (kTwoshotPullBatch, the loads of a batch in flight together) and stores them
+          pollRounds: r * batches + r * Math.ceil(otherOwners / RECV_BATCH),
+          storeRounds: r * otherOwners + r,
+          serialRecvs: 0,
+          peerLoads: r * peers + r * otherOwners,
+          // reduce-scatter stores, loads and re-arms, the publish store, the all-gather loads
+          blockBytes: partBytes * (peers * 4 + 1) + 3 * pieceBytes,
+          rearms: r * peers,
+          rearmBytes: (peers * rankBytes) / ranks,
+          // 16-bit words checked: the reduce-scatter's sentinel sends and polls (the pull moves plain slots)
+          sentinelSlotsChecked: r * otherOwners + r * peers,
+          publishFlags: 1,
+        }
       return {
         ...none,
         // reduce-scatter: send my slots of every other owner's part; the owner polls its part like a one-shot
@@ -486,6 +533,7 @@ export function kernelLaunches(
   bytes: number,
   dtype: Dtype = 'bf16',
   bufferBytes: number = MODEL_BUFFER_BYTES,
+  allGather: TwoshotAllGatherMode = FITTED_TWOSHOT_ALLGATHER,
 ): LaunchGroup[] {
   if (!Number.isInteger(ranks) || ranks < 2)
     throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
@@ -496,8 +544,9 @@ export function kernelLaunches(
   const full = Math.floor(count / maxCount)
   const rest = count - full * maxCount
   const groups: LaunchGroup[] = []
-  if (full > 0) groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, bufferBytes) })
-  if (rest > 0) groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, bufferBytes) })
+  if (full > 0)
+    groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, bufferBytes, allGather) })
+  if (rest > 0) groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, bufferBytes, allGather) })
   return groups
 }
 
@@ -509,8 +558,9 @@ export function kernelCounts(
   bytes: number,
   dtype: Dtype = 'bf16',
   bufferBytes: number = MODEL_BUFFER_BYTES,
+  allGather: TwoshotAllGatherMode = FITTED_TWOSHOT_ALLGATHER,
 ): KernelCounts {
-  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes).reduce(
+  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes, allGather).reduce(
     (total, g) => add(total, g.counts, g.times),
     ZERO,
   )

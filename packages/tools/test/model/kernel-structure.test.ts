@@ -6,6 +6,7 @@ import { readBenchFile } from '../../src/model/bench-results.js'
 import { type CalibrationRow, calibratePlatform, platformForCalibration } from '../../src/model/calibrate.js'
 import {
   ACCESS_BYTES,
+  FITTED_TWOSHOT_ALLGATHER,
   kernelCounts,
   kernelLaunches,
   PEER_STAGE_WORDS,
@@ -219,6 +220,49 @@ describe('kernel structure of the latency model', () => {
     assert.deepEqual([tiny.pollRounds, tiny.storeRounds, tiny.rearms, tiny.spreadWindows], [2, 1 + 15, 2, 1])
     // twoshot-atomic keeps its own structure (no spread path)
     assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 64, 65536).spreadWindows, 0)
+  })
+
+  it("counts twoshot-sentinel's pull kernel where the host picks it, when asked; the fitted default counts the push", () => {
+    assert.equal(FITTED_TWOSHOT_ALLGATHER, 'push')
+    // 8 ranks, 1 MB, the 1 MB buffer: two launches of 256-slot parts, 1 round of slots a thread (r = 1, K' = 7)
+    const push = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20)
+    assert.deepEqual(kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20, 'bf16', 1 << 20, 'push'), push)
+    const pull = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20, 'bf16', 1 << 20, 'auto')
+    assert.equal(pull.launches, 2)
+    assert.equal(pull.publishFlags, 2, 'one flag hand-off a launch')
+    assert.equal(push.publishFlags, 0)
+    assert.equal(pull.serialRecvs, 0, 'the all-gather loads 8 owners at a time after the flags')
+    assert.equal(push.serialRecvs, 2 * 7)
+    assert.equal(pull.storeRounds, 2 * (7 + 1), 'reduce-scatter sends and one publish store')
+    assert.equal(push.storeRounds, 2 * (7 + 7))
+    assert.equal(pull.rearms, 2 * 7, 'the reduce-scatter re-arms only')
+    assert.equal(push.rearms, 2 * (7 + 7))
+    assert.equal(pull.pollRounds, push.pollRounds + 2, "the owner's polls, and one batch of 7 owners' loads")
+    assert.equal(pull.peerLoads, push.peerLoads + 2 * 7)
+    assert.equal(pull.rearmBytes * 2, push.rearmBytes)
+    // part of 4 KB: 7 × 3 + 1 parts of reduce-scatter and publish, 7 of all-gather loads, instead of 7 × 6
+    assert.equal(push.blockBytes - pull.blockBytes, 2 * 4096 * (7 * 6 - (7 * 4 + 1)))
+    // Where the host keeps the push, 'auto' counts the same: 2 ranks (every size), 8 ranks 256 KB (the spread path)
+    for (const [ranks, bytes] of [
+      [2, 8],
+      [2, 65536],
+      [2, 1 << 20],
+      [8, 262144],
+      [4, 1 << 20],
+    ])
+      assert.deepEqual(
+        kernelCounts('twoshot-sentinel', 'twoshot', ranks, bytes, 'bf16', 1 << 20, 'auto'),
+        kernelCounts('twoshot-sentinel', 'twoshot', ranks, bytes),
+        `${ranks} ranks ${bytes} B`,
+      )
+    // 4 ranks 1 MB with a 4 MB buffer: one launch of 1024-slot parts, 5 × 1024 >= 3072: pull (2 rounds of slots)
+    const four = kernelCounts('twoshot-sentinel', 'twoshot', 4, 1 << 20, 'bf16', 4 << 20, 'auto')
+    assert.deepEqual([four.publishFlags, four.serialRecvs, four.storeRounds], [1, 0, 2 * 3 + 2])
+    // other algorithms ignore it
+    assert.deepEqual(
+      kernelCounts('oneshot-barrier', 'barrier', 8, 1 << 20, 'bf16', 1 << 20, 'pull'),
+      kernelCounts('oneshot-barrier', 'barrier', 8, 1 << 20),
+    )
   })
 
   it("counts twoshot-atomic's receives that wait for a second owner line (virtual only)", () => {

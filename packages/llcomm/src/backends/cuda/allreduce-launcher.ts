@@ -11,7 +11,14 @@ import { CU_FUNC_ATTRIBUTE, type CudaDriver, type CuStream, type DevicePtr, Prep
 import { signatureChunkBits } from '../../protocol/call-signature.js'
 import { type AllReduceParamsHost, packAllReduceParams } from './abi.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
-import { type KernelBuildOptions, type KernelVariant, launchShape, selectKernel } from './kernel-table.js'
+import {
+  type KernelBuildOptions,
+  type KernelVariant,
+  launchShape,
+  launchVariant,
+  selectKernel,
+  type TwoshotAllGatherMode,
+} from './kernel-table.js'
 import type { KernelModules } from './modules.js'
 
 /** The per-communicator device state every AllReduce launch points at. */
@@ -26,6 +33,11 @@ export interface CommunicatorDeviceState {
   layout: AllReduceLayoutFields
   /** The kernel switches the modules were compiled with (communicator option `accumulation`); default abi.cuh's. */
   kernelBuild?: KernelBuildOptions
+  /**
+   * twoshot-sentinel's all-gather kernel choice ($LLCOMM_TWOSHOT_ALLGATHER, read when the communicator was created:
+   * kernel-table.ts parseTwoshotAllGather); default 'auto'.
+   */
+  twoshotAllGather?: TwoshotAllGatherMode
 }
 
 /** The region fields of the params struct that come from deviceBufferLayout() (identical on every rank). */
@@ -167,7 +179,9 @@ export class AllReduceLauncher {
     const elemBytes = DTYPE_BYTES[dtype]
     // The chunking first: every launch's call signature carries its chunk index and the call's chunk count
     // (signature.ts), which every peer's kernel checks before it uses the launch's data.
-    const pieces: { n: number; shape: ReturnType<typeof launchShape> }[] = []
+    // Each launch's kernel: v, or for twoshot-sentinel its push or pull kernel (launchVariant: a function of the
+    // launch's count and shape, so the same at every rank of a matched call; both kernels have v's capacity rule).
+    const pieces: { n: number; shape: ReturnType<typeof launchShape>; kernel: KernelVariant }[] = []
     for (let done = 0; done < count; ) {
       const shape = launchShape(v, this.state.nranks, count - done, this.state.bufferBytes, this.state.kernelBuild)
       const n = Math.min(shape.maxCountPerCall, count - done)
@@ -176,12 +190,13 @@ export class AllReduceLauncher {
           'INVALID_ARGUMENT',
           `${v.kernelName}: launchShape gave maxCountPerCall ${shape.maxCountPerCall}`,
         )
-      pieces.push({ n, shape })
+      const kernel = launchVariant(v, this.state.nranks, n, shape.blocksPerRank, this.state.twoshotAllGather)
+      pieces.push({ n, shape, kernel })
       done += n
     }
     const chunks: PreparedChunk[] = []
     let done = 0
-    for (const [chunkIndex, { n, shape }] of pieces.entries()) {
+    for (const [chunkIndex, { n, shape, kernel }] of pieces.entries()) {
       const signatureChunk = signatureChunkBits(chunkIndex, pieces.length)
       const offset = done * elemBytes
       if (done > 0 && offset % 16 !== 0) {
@@ -199,7 +214,7 @@ export class AllReduceLauncher {
         : this.devices.groups
       const launches = groups.map((group) => {
         const launch = this.launchFor(
-          v,
+          kernel,
           group,
           shape.blocksPerRank,
           shape.threadsPerBlock,

@@ -94,6 +94,7 @@ import {
   KERNEL_VARIANTS,
   kernelBuildDefines,
   kernelSources,
+  parseTwoshotAllGather,
   SIGNATURE_DEFERRED,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
@@ -317,6 +318,8 @@ export class CudaCommunicator extends CommunicatorBase {
     this.tuning = loadTuningTable(options.tuningTable)
     this.deterministic = validateDeterministic(options.deterministic)
     this.accumulation = validateAccumulation(options.accumulation)
+    // twoshot-sentinel's all-gather kernel (LLCOMM_TWOSHOT_ALLGATHER: auto, push or pull), read once, here.
+    const twoshotAllGather = parseTwoshotAllGather(process.env.LLCOMM_TWOSHOT_ALLGATHER)
     this.driver = cudaDriver()
     this.deviceSet = new DeviceSet(this.driver, devices)
     this.allocs = new DeviceAllocations(this.driver)
@@ -364,6 +367,7 @@ export class CudaCommunicator extends CommunicatorBase {
         bufferBytes,
         layout,
         kernelBuild,
+        twoshotAllGather,
       })
     } catch (e) {
       this.releaseAll()

@@ -37,7 +37,16 @@ export interface KernelVariant {
   kernelName: string
   /** Path relative to kernels/. */
   sourceFile: string
+  /**
+   * twoshot-sentinel only: which of its two kernels (kernels/allreduce/twoshot_sentinel.cu kPull) this is: 'push'
+   * (llcomm_twoshot_sentinel_*, the owner broadcasts its reduced part) or 'pull' (llcomm_twoshot_sentinel_pull_*,
+   * the serial path's owner publishes it once and the peers pull it). The host picks one per launch: launchVariant().
+   */
+  allGather?: TwoshotKernel
 }
+
+/** twoshot-sentinel's two kernels (KernelVariant.allGather). */
+export type TwoshotKernel = 'push' | 'pull'
 
 /** The package's kernels/ folder (this file is dist/src/backends/cuda/kernel-table.js), or $LLCOMM_KERNELS_DIR. */
 export function kernelsDirectory(): string {
@@ -47,6 +56,13 @@ export function kernelsDirectory(): string {
 export const INSTANTIATIONS_FILE = 'instantiations.def'
 
 const VARIANT_LINE = /^LLCOMM_VARIANT\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s*$/
+/**
+ * Kernel names of instantiations.def that are a second kernel of an algorithm, in that algorithm's source file:
+ * twoshot_sentinel_pull is twoshot-sentinel's pull kernel (allreduce/twoshot_sentinel.cu).
+ */
+const SECOND_KERNELS: Readonly<Record<string, { alg: string; allGather: TwoshotKernel }>> = {
+  twoshot_sentinel_pull: { alg: 'twoshot_sentinel', allGather: 'pull' },
+}
 const ALGORITHMS_WITH_KERNELS = LLCOMM_ALGORITHMS
 const PROTOCOLS: readonly KernelProtocol[] = ['ll8', 'll16', 'sentinel', 'll128', 'flags', 'barrier']
 const DTYPE_NAMES: readonly Dtype[] = ['f32', 'f16', 'bf16']
@@ -60,7 +76,9 @@ export function parseInstantiations(text: string): KernelVariant[] {
     if (!line.startsWith('LLCOMM_VARIANT(')) continue
     const m = VARIANT_LINE.exec(line)
     if (!m) throw new LlcommError('INVALID_ARGUMENT', `cannot parse instantiation line: ${line}`)
-    const [, alg, protocol, dtype, op] = m
+    const [, name, protocol, dtype, op] = m
+    const second = SECOND_KERNELS[name]
+    const alg = second?.alg ?? name
     const algorithm = alg.replace(/_/g, '-') as AlgorithmName
     if (!ALGORITHMS_WITH_KERNELS.includes(algorithm))
       throw new LlcommError('INVALID_ARGUMENT', `unknown algorithm in ${line}`)
@@ -73,14 +91,15 @@ export function parseInstantiations(text: string): KernelVariant[] {
       protocol: protocol as KernelProtocol,
       dtype: dtype as Dtype,
       op: op as ReduceOp,
-      kernelName: `llcomm_${alg}_${protocol}_${dtype}_${op}`,
+      kernelName: `llcomm_${name}_${protocol}_${dtype}_${op}`,
       sourceFile: `allreduce/${alg}.cu`,
+      ...(algorithm === 'twoshot-sentinel' ? { allGather: second?.allGather ?? 'push' } : {}),
     })
   }
   return out
 }
 
-/** Every all-reduce instantiation. */
+/** Every all-reduce instantiation (twoshot-sentinel's pull kernels included: allGather 'pull'). */
 export const KERNEL_VARIANTS: readonly KernelVariant[] = Object.freeze(
   parseInstantiations(readFileSync(join(kernelsDirectory(), INSTANTIATIONS_FILE), 'utf8')).map((v) => Object.freeze(v)),
 )
@@ -125,14 +144,19 @@ export function kernelSources(): { name: string; path: string }[] {
   })
 }
 
-/** The variant for an algorithm, dtype and op; `protocol` picks LL16 or LL8 for oneshot-ll (default LL8). */
+/**
+ * The variant for an algorithm, dtype and op; `protocol` picks LL16 or LL8 for oneshot-ll (default LL8). For
+ * twoshot-sentinel the push kernel: launchVariant() swaps in the pull kernel per launch.
+ */
 export function selectKernel(
   algorithm: AlgorithmName,
   dtype: Dtype,
   op: ReduceOp,
   protocol?: LlProtocol,
 ): KernelVariant {
-  const candidates = KERNEL_VARIANTS.filter((v) => v.algorithm === algorithm && v.dtype === dtype && v.op === op)
+  const candidates = KERNEL_VARIANTS.filter(
+    (v) => v.algorithm === algorithm && v.dtype === dtype && v.op === op && v.allGather !== 'pull',
+  )
   if (candidates.length === 0) {
     if (!ALGORITHMS_WITH_KERNELS.includes(algorithm)) {
       throw new LlcommError('UNSUPPORTED_ALGORITHM', `algorithm ${algorithm} has no llcomm kernel`, { algorithm })
@@ -490,6 +514,123 @@ export function launchShape(
   // Every channel's piece must fit its lanes (the kernels do not check; this is the guarantee).
   while (pieceElems(n, blocks, alignElems) > capElems && blocks < maxBlocks) blocks++
   return { blocksPerRank: blocks, threadsPerBlock: LLCOMM_THREADS, sharedBytes: 0, maxCountPerCall }
+}
+
+// ---- twoshot-sentinel: push or pull all-gather, per launch ----
+/**
+ * $LLCOMM_TWOSHOT_ALLGATHER: which twoshot-sentinel kernel a launch takes. 'auto' (default): twoshotAllGather();
+ * 'push': always the push kernel (the product's all-gather; for A/B runs against 'auto'); 'pull': the pull kernel
+ * for every launch that takes the serial path (twoshotSerialPath; the spread path has no pull). Read once, when a
+ * communicator is created (parseTwoshotAllGather). Every rank must see the same value: with another value at one
+ * rank the same call can run the push kernel there and the pull kernel elsewhere, which share the call signature,
+ * so their all-gathers wait for what the other never sends and end in TIMEOUT (bounded, never a hang).
+ */
+export type TwoshotAllGatherMode = 'auto' | 'push' | 'pull'
+
+/** LLCOMM_TWOSHOT_ALLGATHER's value: unset or empty is 'auto'; anything but auto, push, pull is INVALID_ARGUMENT. */
+export function parseTwoshotAllGather(text: string | undefined): TwoshotAllGatherMode {
+  const t = text?.trim() ?? ''
+  if (t === '') return 'auto'
+  if (t === 'auto' || t === 'push' || t === 'pull') return t
+  throw new LlcommError('INVALID_ARGUMENT', `LLCOMM_TWOSHOT_ALLGATHER=${text} must be auto, push or pull`, {
+    value: text,
+  })
+}
+
+/** ll_buffer.cuh's spread-path constants (the GPU build's; the emulator builds other values, test/kernels). */
+export const LLCOMM_SPREAD_MIN_RANKS = 8
+export const LLCOMM_SPREAD_MIN_GROUPS = 4
+export const LLCOMM_PEER_STAGE_WORDS = 8192
+
+/**
+ * The 16-byte slots of one part of a launch's first (largest) channel, as twoshot_sentinel.cu computes slotsPerPart:
+ * chanElems = the channel's piece of count (llcPiece), partElems = llcPieceElems(chanElems, nranks, 16 / eb).
+ */
+export function twoshotPartSlots(dtype: Dtype, nranks: number, count: number, blocksPerRank: number): number {
+  const eb = DTYPE_BYTES[dtype]
+  const chanElems = Math.min(count, pieceElems(count, blocksPerRank, 16 / eb))
+  return Math.ceil((pieceElems(chanElems, nranks, 16 / eb) * eb) / 16)
+}
+
+/**
+ * Whether twoshot_sentinel.cu takes its serial path for parts of `slots` slots (not the spread path:
+ * llcSpreadGroups(n, slots, 4) > 1 && 4 * slots <= blockDim.x, at LLCOMM_THREADS threads).
+ */
+export function twoshotSerialPath(nranks: number, slots: number, threads: number = LLCOMM_THREADS): boolean {
+  const spreadable =
+    nranks >= LLCOMM_SPREAD_MIN_RANKS && slots > 0 && slots < threads && slots * 4 <= LLCOMM_PEER_STAGE_WORDS
+  const groups = spreadable ? Math.min(Math.floor(threads / slots), nranks) : 1
+  return !(groups >= LLCOMM_SPREAD_MIN_GROUPS && 4 * slots <= threads)
+}
+
+/**
+ * Stores the pull must remove per channel and rank, in 16-byte slots, before it pays: (2n - 3) * slotsPerPart >=
+ * TWOSHOT_PULL_MIN_SLOTS (48 KB). Per channel and rank the push costs the owner n - 1 broadcast copies of its part and
+ * the receivers n - 1 re-arms of their AG slots (plus the polls that miss); the pull costs one publish copy, so it
+ * removes (2n - 3) * slotsPerPart stores, for a fixed cost per launch and block (bar.sync, a release at system scope,
+ * a dependent acquire round trip, a second bar.sync). Measured on one H200, virtual ranks, bf16: at 2 ranks that
+ * cost was +1.3-1.4 us with nothing visible saved (8 B / 8 KB / 64 KB: 3.62 / 3.97 / 4.72 -> 4.99 / 5.38 / 6.04 us,
+ * bench/results/cuda-h200-bench-scale-v2-2026-12-02.json); at 8 ranks, 1 MB, 256-slot parts (3328 slots removed, two
+ * launches, 1 MB buffer) +0.7 us a launch, 512-slot parts (6656, one launch, 4 MB buffer) 20.06 -> 16.22 us
+ * (bench/results/cuda-h200-scale-ab-pullag-2026-12-02.txt). A line through the gains per launch crosses zero at
+ * 2300-2600 slots; 3072 keeps both 8-rank wins and leaves the cases near the break-even on the push (pullgate:
+ * research/notes/scale-2026-12-02-pullag.md). The gate moved from the kernel (pullgate: per channel, inside one
+ * kernel) to the host because the pull branch's mere presence cost the push +0.05-0.25 us at 2 ranks (8 B 3.80 ->
+ * 4.05, 256 KB 5.02 -> 5.27, the same run's A/B): the push kernel is now the product's code, unchanged.
+ * Measured on virtual ranks, where the saved stores are L2 traffic; across NVLink re-measure before trusting it.
+ */
+export const TWOSHOT_PULL_MIN_SLOTS = 3072
+
+/**
+ * The twoshot-sentinel kernel of one launch of `count` elements in `blocksPerRank` channels: 'pull' when the launch
+ * takes the serial path (twoshotSerialPath of its first channel's parts) and, in mode 'auto', the pull removes at
+ * least TWOSHOT_PULL_MIN_SLOTS stores a channel (its comment: the measurements). What it picks at 512 threads: 2 ranks
+ * push up to 3072-slot (48 KB) parts, beyond any launch of the 1 MB and 4 MB buffers; 4 ranks pull from 615-slot
+ * parts (1 MB with a 4 MB buffer); 8 ranks pull from 237-slot parts (the serial path starts above 128 slots: 1 MB
+ * calls, both with the 1 MB buffer's two 512 KB launches and the 4 MB buffer's one). A function of (dtype, nranks,
+ * count, blocksPerRank, mode) only: the same at every rank of a matched call (launchShape is). A mismatched call (another count or
+ * dtype at one rank) may pick the other kernel there: its signature (twoshot-sentinel either way) still differs, and
+ * both kernels' all-gather waits are armed, so it ends in MISMATCH (or TIMEOUT), never a hang (the emulator test runs
+ * such pairs). The other channels of the launch run the same kernel; a short last channel whose parts take the spread
+ * path runs the pull kernel's spread path, the push kernel's code.
+ */
+export function twoshotAllGather(
+  dtype: Dtype,
+  nranks: number,
+  count: number,
+  blocksPerRank: number,
+  mode: TwoshotAllGatherMode = 'auto',
+): TwoshotKernel {
+  if (mode === 'push' || nranks < 2) return 'push'
+  const slots = twoshotPartSlots(dtype, nranks, count, blocksPerRank)
+  if (!twoshotSerialPath(nranks, slots)) return 'push'
+  return mode === 'pull' || (2 * nranks - 3) * slots >= TWOSHOT_PULL_MIN_SLOTS ? 'pull' : 'push'
+}
+
+/**
+ * The kernel one launch runs: `v` itself, or for twoshot-sentinel the kernel twoshotAllGather picks (its pull
+ * sibling: the same algorithm, protocol, dtype and op, allGather 'pull').
+ */
+export function launchVariant(
+  v: KernelVariant,
+  nranks: number,
+  count: number,
+  blocksPerRank: number,
+  mode: TwoshotAllGatherMode = 'auto',
+): KernelVariant {
+  if (v.algorithm !== 'twoshot-sentinel') return v
+  const want = twoshotAllGather(v.dtype, nranks, count, blocksPerRank, mode)
+  if (v.allGather === want) return v
+  const sibling = KERNEL_VARIANTS.find(
+    (x) =>
+      x.algorithm === v.algorithm &&
+      x.protocol === v.protocol &&
+      x.dtype === v.dtype &&
+      x.op === v.op &&
+      x.allGather === want,
+  )
+  if (!sibling) throw new LlcommError('UNSUPPORTED_DTYPE', `no twoshot-sentinel ${want} kernel for dtype ${v.dtype}`)
+  return sibling
 }
 
 // ---- fused kernels (issue 21) ----

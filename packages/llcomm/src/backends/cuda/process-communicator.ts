@@ -74,6 +74,7 @@ import {
   KERNEL_VARIANTS,
   kernelBuildDefines,
   kernelSources,
+  parseTwoshotAllGather,
   SIGNATURE_DEFERRED,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
@@ -131,12 +132,16 @@ export async function createCudaProcessCommunicator(
   }
   const table = loadTuningTable(options.tuningTable)
   const digest = createHash('sha256').update(JSON.stringify(table)).digest('hex').slice(0, 16)
+  // twoshot-sentinel's all-gather kernel (LLCOMM_TWOSHOT_ALLGATHER), read once, here; part of the rendezvous config,
+  // so a rank whose environment says otherwise than rank 0's is refused at creation (with another value the same call
+  // could run the push kernel at one rank and the pull kernel at another: kernel-table.ts TwoshotAllGatherMode).
+  const twoshotAllGather = parseTwoshotAllGather(process.env.LLCOMM_TWOSHOT_ALLGATHER)
   const rv = await joinRendezvous({
     address,
     rank,
     worldSize,
     timeoutMs: rendezvousTimeoutMs,
-    config: { backend: 'cuda', worldSize, bufferBytes, tuningTable: digest },
+    config: { backend: 'cuda', worldSize, bufferBytes, tuningTable: digest, twoshotAllGather },
   })
   const deterministic = validateDeterministic(options.deterministic)
   const comm = new CudaProcessCommunicator(rv, {
@@ -146,6 +151,7 @@ export async function createCudaProcessCommunicator(
     table,
     cacheDir: options.cacheDir,
     deterministic,
+    twoshotAllGather,
   })
   try {
     await comm.connect(rendezvousTimeoutMs)
@@ -171,6 +177,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private readonly cacheDir: string | undefined
   /** The communicator's `deterministic` default (CommunicatorOptionsBase; each call may override it). */
   readonly deterministic: boolean
+  /** twoshot-sentinel's all-gather kernel choice ($LLCOMM_TWOSHOT_ALLGATHER at creation). */
+  private readonly twoshotAllGather: 'auto' | 'push' | 'pull'
   private driver: CudaDriver | undefined
   private ipc: CudaIpc | undefined
   private deviceSet: DeviceSet | undefined
@@ -214,6 +222,11 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       table: TuningTable
       cacheDir?: string
       deterministic?: boolean
+      /**
+       * kernel-table.ts TwoshotAllGatherMode, spelled out: this class's declaration is public, and importing the type
+       * would pull kernel-table's declarations (and their node types) into a strict consumer's type check.
+       */
+      twoshotAllGather?: 'auto' | 'push' | 'pull'
     },
   ) {
     this.rv = rv
@@ -225,6 +238,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.table = o.table
     this.cacheDir = o.cacheDir
     this.deterministic = o.deterministic ?? false
+    this.twoshotAllGather = o.twoshotAllGather ?? 'auto'
   }
 
   /** Steps 1-4 of the header. Every rank takes part in every gather, reporting its own failure there. */
@@ -355,6 +369,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         timeoutNs: this.timeoutMs * 1e6,
         bufferBytes: this.bufferBytes,
         layout,
+        twoshotAllGather: this.twoshotAllGather,
       },
     )
   }
