@@ -304,14 +304,14 @@ test('twoshot-sentinel push or pull (twoshotAllGather): the pull from (2n - 3) *
   const cases: [number, number, number, number, 'push' | 'pull'][] = [
     // ranks, bytes, buffer, slots a part, kernel
     [2, 8, MB, 1, 'push'],
-    [2, 8192, MB, 256, 'push'],
-    [2, 65536, MB, 512, 'push'],
+    [2, 8192, MB, 128, 'push'], // 2 blocks (4096 bytes a block: TARGET_BYTES_PER_BLOCK)
+    [2, 65536, MB, 128, 'push'], // 16 blocks
     [2, 262144, MB, 512, 'push'],
     [2, MB, MB, 1024, 'push'], // two launches of 512 KB
     [2, MB, 4 * MB, 2048, 'push'],
     [4, MB, MB, 512, 'push'], // 5 * 512 = 2560
     [4, MB, 4 * MB, 1024, 'pull'],
-    [8, 8192, MB, 64, 'push'], // spread path
+    [8, 8192, MB, 32, 'push'], // spread path, 2 blocks
     [8, 262144, MB, 128, 'push'], // spread path (4 * 128 <= 512 threads)
     [8, 393216, MB, 192, 'push'], // serial, 13 * 192 = 2496
     [8, MB, MB, 256, 'pull'], // two launches of 512 KB, 13 * 256 = 3328
