@@ -1376,6 +1376,7 @@ test('deferred build, one error word: a mismatched last call is reported (the de
     const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
     const q = DEFERRED_PAIRS.find((p) => p.main === c.v.kernelName && p.oddCount === c.odd?.count)
     assert.ok(q)
+    t.diagnostic(`${what}: device words ${r.error.code}/${r.oddError.code}, ${r.seconds.toFixed(2)} s`)
     if (EQUAL_BYTES(q)) {
       if (c.oddContinue) {
         // Recorded on the device by the next call's kernel: the error word's epoch is the odd call's (prev).
@@ -1415,6 +1416,7 @@ test('deferred build, an error word per side (per-process): each side reports th
     const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
     const q = DEFERRED_PAIRS.find((p) => p.main === c.v.kernelName && p.oddCount === c.odd?.count)
     assert.ok(q)
+    t.diagnostic(`${what}: device words ${r.error.code}/${r.oddError.code}, ${r.seconds.toFixed(2)} s`)
     if (EQUAL_BYTES(q)) {
       const code = c.oddContinue ? 2 : 0
       assert.equal(r.error.code, code, `${what}: the others' word ${JSON.stringify(r.error)}`)

@@ -106,7 +106,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
   // messages); where and how it is checked differs by path (below).
   using Sig = LlcCallSignature<LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE, DT>;
-  // LLCOMM_SIG_DEFERRED: the checkers' loads of the previous epoch's packets, compared after the sends (deferCheck).
+  // LLCOMM_SIG_DEFERRED: the checkers' loads of the previous epoch's packets, compared (deferCheck) where the
+  // default build checks: the spread path after the owner's broadcast; the serial path after the reduce-scatter
+  // sends for a checker with nothing to reduce, at the end for one with slots (with the packets compared after the
+  // sends instead, the f32 kernel spilled 16-24 bytes; ptxas, sm_90).
   LlcSigPrev sigPrev;
   Sig::deferLoad(p, me, ch, sigPrev);
   Sig::blockPublish(p, me, ch);
@@ -150,7 +153,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     // exchange instead of standing between the sums and the broadcast; an owner without data (the last parts of a
     // short channel) checks here all the same. A MISMATCH it records ends the armed all-gather waits at their next
     // look at the error word; the block's last __syncthreads (blockAdvanceEpoch) waits for it.
-    if constexpr (!Sig::kDeferred) Sig::blockCheck(p, me, ch); else Sig::deferCheck(p, me, ch, sigPrev);
+    if constexpr (Sig::kDeferred)
+      Sig::deferCheck(p, me, ch, sigPrev);
+    else
+      Sig::blockCheck(p, me, ch);
     // All-gather, receive side: kTwoshotSpreadBatch owners of this thread polled together (every load before any
     // inspection: LlBuffer::pollBatch). The threads that reduced nothing start these polls right after the owner's
     // last __syncthreads.
@@ -200,7 +206,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // data wait is armed. The default, LLCOMM_SIG_R2 (round 2's placement):
   LlcSigPacket sig;
   const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytes;
-  if constexpr (Sig::kDeferred) if (sigNow) Sig::deferCheck(p, me, ch, sigPrev);
+  if constexpr (Sig::kDeferred) {
+    if (sigNow) Sig::deferCheck(p, me, ch, sigPrev); // the others compare at the end
+  }
   if constexpr (!Sig::kTail && !Sig::kDeferred) {
     if (sigNow)
       Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH

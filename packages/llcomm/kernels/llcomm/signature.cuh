@@ -79,6 +79,13 @@
 // three or more chunks, or several calls enqueued before checkDeviceError).
 // LLCOMM_NO_SIGNATURE (a compile-time knob for the A/B measurement, research/scripts/probe/make-signature-trees.sh;
 // not part of the ABI) builds the same kernels without the signature: every step empty, the barrier a plain one.
+// LLCOMM_SIG_DEFERRED (the A/B tree ab/defer; LLCOMM_SIG_DEFERRED=1 in the host's environment builds it and turns on
+// the host's half, src/backends/cuda/latest-signature.ts): oneshot-ll, oneshot-sentinel and twoshot-sentinel check
+// the channel's PREVIOUS epoch instead of their own, with no wait on the critical path; slots by epoch mod 4; the
+// last launch on each channel is checked by the host in checkDeviceError. Semantics: a mismatched call's MISMATCH is
+// recorded during the next kernel on its channel (epoch = the mismatched call's), or found by the host at the next
+// checkDeviceError; what the user sees is unchanged (the call's check reports MISMATCH, its output unspecified).
+// "The deferred check" below has the placement, the overwrite bound and the cases not compared.
 #pragma once
 #include "llcomm/abi.cuh"
 #include "llcomm/channel.cuh"

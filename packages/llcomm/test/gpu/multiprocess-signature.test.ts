@@ -6,7 +6,8 @@
 // scratch (src/backends/cuda/timeout-signature.ts) and reports MISMATCH. Every rank must fail with MISMATCH naming
 // both ranks and both signatures, never data and never TIMEOUT; and a rank that never calls stays a TIMEOUT.
 // Each case records per rank whether the host or the device found the MISMATCH (detectedBy): `host` on the main
-// ranks is the gap closed. Skips without LLCOMM_TEST_BACKEND=cuda (test/gpu/multiprocess-signature-rank.ts).
+// ranks is the gap closed (with LLCOMM_SIG_DEFERRED=1, also the host check of the last launch). Skips without
+// LLCOMM_TEST_BACKEND=cuda (test/gpu/multiprocess-signature-rank.ts).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -58,6 +59,17 @@ const CASES: GapCase[] = [
     main: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 64 },
     odd: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 32 },
     delayMs: 500,
+    timeoutMs: TIMEOUT_MS,
+  },
+  // Equal bytes and lanes (f32 x 1024 against bf16 x 2048): every data wait is satisfied, only a signature check
+  // sees it: the device's (default build), or with LLCOMM_SIG_DEFERRED=1, where no kernel checks the last launch, the
+  // host's check of each channel's last launch (latest-signature.ts) in checkDeviceError on every rank.
+  {
+    name: 'oneshot-f32-vs-oneshot-bf16-equal-bytes',
+    worldSize: 2,
+    main: { algorithm: 'oneshot-sentinel', dtype: 'f32', count: 1024 },
+    odd: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 2048 },
+    delayMs: 0,
     timeoutMs: TIMEOUT_MS,
   },
   {
