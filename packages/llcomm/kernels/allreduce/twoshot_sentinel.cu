@@ -37,7 +37,8 @@ constexpr int kTwoshotPullBatch = 8;
 // growing), so the wait's equality test sees this call's store or an older one, never a later one before it has read
 // this one (overwrite argument at the wait). Not an ABI change: the scratch size and its offsets stay abi.cuh's /
 // abi.ts's.
-static_assert(LLCOMM_MAX_RING_STEPS + 2 <= LLCOMM_SCRATCH_RING_STRIDE, "the pull kernel's flags need two free ring words");
+static_assert(LLCOMM_MAX_RING_STEPS + 2 <= LLCOMM_SCRATCH_RING_STRIDE,
+              "the pull kernel's flags need two free ring words");
 LLC_DEVICE llc_u32* llcPullagFlag(llc_u64 scratchOfRank, llc_u32 channel, llc_u32 half) {
   return llcRingFlag(scratchOfRank, channel, LLCOMM_MAX_RING_STEPS + half);
 }

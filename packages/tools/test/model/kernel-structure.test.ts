@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { launchShape, selectKernel } from 'llcomm/internal'
+import { launchShape, selectKernel, twoshotSerialPath } from 'llcomm/internal'
 import { readBenchFile } from '../../src/model/bench-results.js'
 import { type CalibrationRow, calibratePlatform, platformForCalibration } from '../../src/model/calibrate.js'
 import {
@@ -13,6 +13,7 @@ import {
   RECV_BATCH,
   SPREAD_MIN_GROUPS,
   SPREAD_MIN_RANKS,
+  spreadGroups,
   TWOSHOT_SPREAD_BATCH,
 } from '../../src/model/kernel-counts.js'
 import {
@@ -258,6 +259,14 @@ describe('kernel structure of the latency model', () => {
     // 4 ranks 1 MB with a 4 MB buffer: one launch of 1024-slot parts, 5 × 1024 >= 3072: pull (2 rounds of slots)
     const four = kernelCounts('twoshot-sentinel', 'twoshot', 4, 1 << 20, 'bf16', 4 << 20, 'auto')
     assert.deepEqual([four.publishFlags, four.serialRecvs, four.storeRounds], [1, 0, 2 * 3 + 2])
+    // the library's serial-path rule (kernel-table.ts twoshotSerialPath, which the host gate uses) is the model's
+    for (let ranks = 2; ranks <= 64; ranks++)
+      for (let slots = 1; slots <= 600; slots++)
+        assert.equal(
+          twoshotSerialPath(ranks, slots),
+          !(spreadGroups(ranks, slots, 512, 4) > 1 && 4 * slots <= 512),
+          `${ranks} ranks ${slots} slots`,
+        )
     // other algorithms ignore it
     assert.deepEqual(
       kernelCounts('oneshot-barrier', 'barrier', 8, 1 << 20, 'bf16', 1 << 20, 'pull'),

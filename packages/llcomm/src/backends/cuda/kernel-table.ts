@@ -588,10 +588,10 @@ export const TWOSHOT_PULL_MIN_SLOTS = 3072
  * push up to 3072-slot (48 KB) parts, beyond any launch of the 1 MB and 4 MB buffers; 4 ranks pull from 615-slot
  * parts (1 MB with a 4 MB buffer); 8 ranks pull from 237-slot parts (the serial path starts above 128 slots: 1 MB
  * calls, both with the 1 MB buffer's two 512 KB launches and the 4 MB buffer's one). A function of (dtype, nranks,
- * count, blocksPerRank, mode) only: the same at every rank of a matched call (launchShape is). A mismatched call (another count or
- * dtype at one rank) may pick the other kernel there: its signature (twoshot-sentinel either way) still differs, and
- * both kernels' all-gather waits are armed, so it ends in MISMATCH (or TIMEOUT), never a hang (the emulator test runs
- * such pairs). The other channels of the launch run the same kernel; a short last channel whose parts take the spread
+ * count, blocksPerRank, mode) only: the same at every rank of a matched call (launchShape is). A mismatched call
+ * (another count or dtype at one rank) may pick the other kernel there: its signature (twoshot-sentinel either way)
+ * still differs, and both kernels' all-gather waits are armed, so it ends in MISMATCH (or TIMEOUT), never a hang (the
+ * emulator test runs such pairs). The other channels of the launch run the same kernel; a short last channel whose parts take the spread
  * path runs the pull kernel's spread path, the push kernel's code.
  */
 export function twoshotAllGather(
