@@ -1351,8 +1351,12 @@ function assertNamesPair(e: LlcommError | undefined, c: Case, what: string): voi
   assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${what}: ${oddSide}: count ${c.odd?.count}`)
 }
 
-test('deferred build, one error word: a mismatched last call is reported (the device, or the host check of the last launch); one followed by a call, by the next kernel on the device', async (t) => {
-  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+/**
+ * The deferred build's mismatch pairs (DEFERRED_PAIRS), each as its own call sequence and, where the pair has equal
+ * bytes, again followed by a matching call (where the odd call ends without an error, the next kernel's check of the
+ * odd call's epoch records it on the device); `splitError`: an error word per side, as per process.
+ */
+async function runDeferredPairs(splitError: boolean) {
   const x = deferredExe()
   const cases: Case[] = []
   for (const q of DEFERRED_PAIRS) {
@@ -1363,19 +1367,25 @@ test('deferred build, one error word: a mismatched last call is reported (the de
       calls: new Array(q.call + 1).fill(String(q.count)),
       timeoutMs: 3000,
       odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount, call: q.call },
+      ...(splitError ? { splitError: true } : {}),
       dumpSignatures: true,
       exe: x,
     }
     cases.push(base)
-    // The same call followed by a matching one: where the odd call ends without an error, the next kernel's check
-    // of the odd call's epoch records it on the device.
     if (EQUAL_BYTES(q)) cases.push({ ...base, calls: [...base.calls, String(q.count)], oddContinue: true })
   }
-  for (const { c, r } of await runAll(cases)) {
-    const everyRank = Array.from({ length: c.nranks }, (_, i) => i)
-    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
+  return (await runAll(cases)).map(({ c, r }) => {
     const q = DEFERRED_PAIRS.find((p) => p.main === c.v.kernelName && p.oddCount === c.odd?.count)
     assert.ok(q)
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
+    return { c, r, q, what }
+  })
+}
+
+test('deferred build, one error word: a mismatched last call is reported (the device, or the host check of the last launch); one followed by a call, by the next kernel on the device', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  for (const { c, r, q, what } of await runDeferredPairs(false)) {
+    const everyRank = Array.from({ length: c.nranks }, (_, i) => i)
     t.diagnostic(`${what}: device words ${r.error.code}/${r.oddError.code}, ${r.seconds.toFixed(2)} s`)
     if (EQUAL_BYTES(q)) {
       if (c.oddContinue) {
@@ -1393,29 +1403,9 @@ test('deferred build, one error word: a mismatched last call is reported (the de
 
 test('deferred build, an error word per side (per-process): each side reports the mismatch; the last call through the host check, one followed by a call through the next kernel', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
-  const x = deferredExe()
-  const cases: Case[] = []
-  for (const q of DEFERRED_PAIRS) {
-    const base: Case = {
-      v: kernelNamed(q.main),
-      nranks: q.nranks,
-      bufferBytes: 65536,
-      calls: new Array(q.call + 1).fill(String(q.count)),
-      timeoutMs: 3000,
-      odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount, call: q.call },
-      splitError: true,
-      dumpSignatures: true,
-      exe: x,
-    }
-    cases.push(base)
-    if (EQUAL_BYTES(q)) cases.push({ ...base, calls: [...base.calls, String(q.count)], oddContinue: true })
-  }
-  for (const { c, r } of await runAll(cases)) {
+  for (const { c, r, q, what } of await runDeferredPairs(true)) {
     const odd = c.odd?.rank ?? -1
     const others = Array.from({ length: c.nranks }, (_, i) => i).filter((i) => i !== odd)
-    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.oddContinue ? ', then a call' : ''}`
-    const q = DEFERRED_PAIRS.find((p) => p.main === c.v.kernelName && p.oddCount === c.odd?.count)
-    assert.ok(q)
     t.diagnostic(`${what}: device words ${r.error.code}/${r.oddError.code}, ${r.seconds.toFixed(2)} s`)
     if (EQUAL_BYTES(q)) {
       const code = c.oddContinue ? 2 : 0

@@ -32,9 +32,8 @@
  *     the fused kernels publish nothing) or E = 0 (no launch on the channel since creation or recover()).
  * After a match the caller marks (channel, E) checked, so the next checkDeviceError reads only channels that moved.
  */
-import { LlcommError, mismatchError } from '../../errors.js'
+import type { LlcommError } from '../../errors.js'
 import type { DevicePtr } from '../../ffi/index.js'
-import { decodeSignature, describeSignature } from '../../protocol/call-signature.js'
 import {
   LLCOMM_MAX_CHANNELS,
   LLCOMM_MAX_RANKS,
@@ -42,6 +41,7 @@ import {
   LLCOMM_SCRATCH_SIGNATURE_OFFSET,
   LLCOMM_SIG_SLOTS,
 } from './abi.js'
+import { hostMismatchError } from './timeout-signature.js'
 
 /** Slot of epoch e in the deferred build (abi.cuh LLCOMM_SIG_EPOCH_MASK with LLCOMM_SIG_DEFERRED). */
 export const DEFERRED_SIGNATURE_SLOT_MASK = 3
@@ -183,18 +183,7 @@ export function settleLatestSignatures(r: LatestSignatureReader): Exclude<Latest
 
 /** The MISMATCH for a differing pair found here (the device's format, plus `channel` and `detectedBy`). */
 export function latestMismatchError(rank: number, c: Extract<LatestClassification, { kind: 'mismatch' }>): LlcommError {
-  const base = mismatchError({
-    rank: rank >>> 0,
-    peer: c.peer,
-    epoch: c.epoch,
-    mine: describeSignature(decodeSignature(c.mine[0], c.mine[1])),
-    theirs: describeSignature(decodeSignature(c.theirs[0], c.theirs[1])),
-    mineWords: c.mine,
-    theirsWords: c.theirs,
-  })
-  return new LlcommError('MISMATCH', base.message, {
-    ...base.details,
-    channel: c.channel,
+  return hostMismatchError(rank, c, {
     detectedBy: "host: the packets of the channel's last launch (latest-signature.ts)",
   })
 }

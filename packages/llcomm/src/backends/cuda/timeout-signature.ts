@@ -250,8 +250,24 @@ export function reclassifyTimeout(timeoutError: LlcommError, r: SignatureRegionR
   if (c.kind === 'timeout') {
     return new LlcommError('TIMEOUT', timeoutError.message, { ...timeoutError.details, signatureCheck: c.reason })
   }
+  return hostMismatchError(r.timeout.rank, c, {
+    detectedBy: 'host: the signature packets read after a device TIMEOUT (timeout-signature.ts)',
+    deviceTimeout: timeoutError.details,
+  })
+}
+
+/**
+ * A MISMATCH the host found in the signature packets (after a device TIMEOUT, or in the last launch of a channel:
+ * latest-signature.ts): the device's format for `rank` against the differing peer, plus `channel` and `extra`
+ * (which says who found it).
+ */
+export function hostMismatchError(
+  rank: number,
+  c: { peer: number; epoch: number; channel: number; mine: [number, number]; theirs: [number, number] },
+  extra: Record<string, unknown>,
+): LlcommError {
   const base = mismatchError({
-    rank: r.timeout.rank >>> 0,
+    rank: rank >>> 0,
     peer: c.peer,
     epoch: c.epoch,
     mine: describeSignature(decodeSignature(c.mine[0], c.mine[1])),
@@ -259,10 +275,5 @@ export function reclassifyTimeout(timeoutError: LlcommError, r: SignatureRegionR
     mineWords: c.mine,
     theirsWords: c.theirs,
   })
-  return new LlcommError('MISMATCH', base.message, {
-    ...base.details,
-    channel: c.channel,
-    detectedBy: 'host: the signature packets read after a device TIMEOUT (timeout-signature.ts)',
-    deviceTimeout: timeoutError.details,
-  })
+  return new LlcommError('MISMATCH', base.message, { ...base.details, channel: c.channel, ...extra })
 }
