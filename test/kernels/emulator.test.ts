@@ -870,7 +870,9 @@ test("twoshot-sentinel's pull kernel: exact on its serial path, alone and after 
         const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
         assert.ok(mainSide.startsWith(`twoshot-sentinel ${c.v.dtype} sum × ${c.calls[0]} `), mainSide)
         assert.ok(oddSide.startsWith(`twoshot-sentinel ${c.v.dtype} sum × ${c.odd?.count} `), oddSide)
-        assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
+        // Found before the deadline: the error word keeps its first writer, and a wait that reached its deadline
+        // would have written TIMEOUT (code 1) first. No wall-clock bound here: a fresh-clone CI run on 2 loaded cores
+        // took 15.6 s of the 20 s deadline for this 8-rank case (a 15 s bound failed it).
       }
     } else {
       // f32: MISMATCH in both words. 16-bit: a side stuck in its unarmed reduce-scatter wait records TIMEOUT, one
