@@ -537,7 +537,7 @@ describe('kernel structure of the latency model', () => {
     assert.ok(Math.max(...twoshot.map((e) => Math.abs(e.error))) < 0.32)
   })
   it('predicts the 12-02b scale files (the new block targets and the pull kernel, fadbc1a) out of sample: 64 of 85', () => {
-    // research/results/model-validation-h200-virtual-2026-12-02b.txt: the 11-29h constants, nothing fitted, on one
+    // bench/results/model-validation-h200-virtual-2026-12-02b.txt: the 11-29h constants, nothing fitted, on one
     // H200 with virtual ranks, bf16, measured with the library's BLOCK_TARGETS (5e2560d) and twoshot-sentinel's
     // host-picked all-gather. Counted as they ran: BLOCK_TARGETS, allGather 'auto'; the one row the host pulls (8
     // ranks 1 MB: two pull launches) has its publishFlags unpriced (at 0) and is kept: -11.5%. Counted as every fit
