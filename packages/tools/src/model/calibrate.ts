@@ -14,6 +14,7 @@ import { type BenchFile, type MeasuredRow, rowPlatform, usableForCalibration } f
 import {
   FIT_PARAMS,
   type FitParam,
+  type LaunchCounting,
   type ModelTerms,
   modelTerms,
   type ParamValues,
@@ -40,6 +41,8 @@ export interface CalibrationRow {
   measuredUs: number
   /** Element type of the measured call (launch shapes depend on it slightly); default bf16. */
   dtype?: Dtype
+  /** How its launches are counted (the block targets and all-gather kernel its file ran); absent: as every fit. */
+  counting?: LaunchCounting
 }
 
 export interface ResidualRow extends CalibrationRow {
@@ -121,6 +124,7 @@ function rowTerms(r: CalibrationRow, algorithms: AlgorithmTable, platform: Platf
   return modelTerms(getAlgorithm(algorithms, r.algorithm), r.ranks, r.bytes, platform.topology, {
     structure: platform.structure,
     dtype: r.dtype,
+    ...r.counting,
   })
 }
 
@@ -641,10 +645,15 @@ function calibrateTunerRows(
   return { fit, residuals }
 }
 
-/** Groups a bench file's usable rows by platform; rows of algorithms the model lacks are counted apart. */
+/**
+ * Groups a bench file's usable rows by platform; rows of algorithms the model lacks are counted apart. `counting`:
+ * how the file's launches are counted (the caller knows the build it measured: the library's BLOCK_TARGETS and the
+ * host's all-gather choice for the 2026-12-02b files on); absent, as every fit counted its files.
+ */
 export function calibrationRowsByPlatform(
   file: BenchFile,
   algorithms: AlgorithmTable,
+  counting?: LaunchCounting,
 ): { groups: Map<string, CalibrationRow[]>; skipped: { row: MeasuredRow; reason: string }[] } {
   const groups = new Map<string, CalibrationRow[]>()
   const skipped: { row: MeasuredRow; reason: string }[] = []
@@ -669,6 +678,7 @@ export function calibrationRowsByPlatform(
       bytes: row.bytes,
       measuredUs: row.medianUs,
       dtype: DTYPES.includes(row.dtype as Dtype) ? (row.dtype as Dtype) : undefined,
+      ...(counting ? { counting } : {}),
     })
     groups.set(key, list)
   }

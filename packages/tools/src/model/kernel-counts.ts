@@ -88,8 +88,9 @@ export const MODEL_BUFFER_BYTES = 1 << 20
  * The block targets (launchShape's bytes per block) the model's launches are counted with: those every committed fit
  * and every bench file up to the 2026-12-02 block-scale sweep ran with (twoshot-sentinel and barrier 16384 bytes a
  * block, the one-shot sentinel 2048 at every rank count). The library's own are BLOCK_TARGETS since that sweep
- * (kernel-table.ts); for the same reason as MODEL_BUFFER_BYTES they are not followed here until a refit on bench files
- * measured with them.
+ * (kernel-table.ts); for the same reason as MODEL_BUFFER_BYTES they are not the default here until a refit on bench
+ * files measured with them. A caller counting a file measured with BLOCK_TARGETS passes them (kernelLaunches'
+ * `targets`; the model's FeatureOptions.blockTargets; `llcomm model --block-targets library`).
  */
 export const MODEL_BLOCK_TARGETS: BlockTargets = {
   bytesPerBlock: { ...TARGET_BYTES_PER_BLOCK, 'twoshot-sentinel': 16384, barrier: 16384, sentinel: 2048 },
@@ -272,12 +273,13 @@ function launchCounts(
   count: number,
   bufferBytes: number,
   allGather: TwoshotAllGatherMode,
+  targets: BlockTargets,
 ): KernelCounts {
   const {
     sentinelSlotsChecked,
     wordAccessBytes = 0,
     ...counted
-  } = structureCounts(shape, variant, ranks, count, bufferBytes, allGather)
+  } = structureCounts(shape, variant, ranks, count, bufferBytes, allGather, targets)
   // the kernels other than the one-shot leave storeLaneRounds at storeRounds
   const k = { ...counted, storeLaneRounds: counted.storeLaneRounds ?? counted.storeRounds }
   // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
@@ -297,9 +299,10 @@ function structureCounts(
   count: number,
   bufferBytes: number,
   allGather: TwoshotAllGatherMode,
+  targets: BlockTargets,
 ): StructureCounts {
   const eb = DTYPE_BYTES[variant.dtype]
-  const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD, MODEL_BLOCK_TARGETS)
+  const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD, targets)
   const threads = ls.threadsPerBlock
   const pieceBytes = pieceElems(count, ls.blocksPerRank, 16 / eb) * eb
   const payload = SLOT_PAYLOAD_BYTES[variant.protocol]
@@ -524,7 +527,9 @@ export interface LaunchGroup {
 
 /**
  * The launches of one call of `bytes` per rank: full launches of maxCountPerCall elements, then the remainder.
- * A call of 0 bytes is counted as one launch of one element (the kernel still runs its handshake).
+ * A call of 0 bytes is counted as one launch of one element (the kernel still runs its handshake). `targets`: the
+ * block targets the launches are shaped with, MODEL_BLOCK_TARGETS (those of every fit) unless the caller counts a
+ * bench file measured with others (the library's BLOCK_TARGETS for the files from the 2026-12-02b sweep on).
  */
 export function kernelLaunches(
   algorithm: string,
@@ -534,19 +539,21 @@ export function kernelLaunches(
   dtype: Dtype = 'bf16',
   bufferBytes: number = MODEL_BUFFER_BYTES,
   allGather: TwoshotAllGatherMode = FITTED_TWOSHOT_ALLGATHER,
+  targets: BlockTargets = MODEL_BLOCK_TARGETS,
 ): LaunchGroup[] {
   if (!Number.isInteger(ranks) || ranks < 2)
     throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
   // the name comes from the model's table; selectKernel rejects one without a kernel
   const variant = selectKernel(algorithm as Parameters<typeof selectKernel>[0], dtype, 'sum')
   const count = Math.max(1, Math.ceil(bytes / DTYPE_BYTES[dtype]))
-  const maxCount = launchShape(variant, ranks, 1, bufferBytes, FITTED_KERNEL_BUILD, MODEL_BLOCK_TARGETS).maxCountPerCall
+  const maxCount = launchShape(variant, ranks, 1, bufferBytes, FITTED_KERNEL_BUILD, targets).maxCountPerCall
   const full = Math.floor(count / maxCount)
   const rest = count - full * maxCount
   const groups: LaunchGroup[] = []
   if (full > 0)
-    groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, bufferBytes, allGather) })
-  if (rest > 0) groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, bufferBytes, allGather) })
+    groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, bufferBytes, allGather, targets) })
+  if (rest > 0)
+    groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, bufferBytes, allGather, targets) })
   return groups
 }
 
@@ -559,8 +566,9 @@ export function kernelCounts(
   dtype: Dtype = 'bf16',
   bufferBytes: number = MODEL_BUFFER_BYTES,
   allGather: TwoshotAllGatherMode = FITTED_TWOSHOT_ALLGATHER,
+  targets: BlockTargets = MODEL_BLOCK_TARGETS,
 ): KernelCounts {
-  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes, allGather).reduce(
+  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes, allGather, targets).reduce(
     (total, g) => add(total, g.counts, g.times),
     ZERO,
   )

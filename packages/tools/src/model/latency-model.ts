@@ -33,7 +33,7 @@
  * stay NNLS (calibrate.ts); the maximum is piecewise linear, so q = 1 (or absent) is linear on each piece.
  */
 
-import type { Dtype } from 'llcomm/internal'
+import type { BlockTargets, Dtype, TwoshotAllGatherMode } from 'llcomm/internal'
 import { LLCOMM_MAX_RANKS, LlcommError } from 'llcomm/internal'
 import { type KernelCounts, type KernelShape, kernelCounts, kernelLaunches } from './kernel-counts.js'
 import type {
@@ -112,6 +112,16 @@ export interface FeatureOptions {
   structure?: 'seed' | 'kernel'
   /** Element type of the call (launch shapes align pieces to 16 bytes of elements); default bf16. */
   dtype?: Dtype
+  /**
+   * Structure 'kernel': the block targets the launches are shaped with; default MODEL_BLOCK_TARGETS (kernel-counts.ts:
+   * those of every fit). The library's BLOCK_TARGETS for a bench file measured with them (from the 2026-12-02b sweep).
+   */
+  blockTargets?: BlockTargets
+  /**
+   * Structure 'kernel': twoshot-sentinel's all-gather kernel counted; default FITTED_TWOSHOT_ALLGATHER ('push').
+   * 'auto' counts what the host launches; the pull kernel's publishFlags have no term here (priced at 0).
+   */
+  allGather?: TwoshotAllGatherMode
 }
 
 const ZERO_FEATURES: Features = Object.fromEntries(FIT_PARAMS.map((p) => [p, 0])) as Features
@@ -228,7 +238,16 @@ export function modelTerms(
   checkCall(ranks, bytes)
   if (!usesKernelStructure(alg, ranks, options))
     return { fixed: modelFeatures(alg, ranks, bytes, topology, options), overlapped: [], maxed: [] }
-  const groups = kernelLaunches(alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype)
+  const groups = kernelLaunches(
+    alg.name as string,
+    alg.kernel as KernelShape,
+    ranks,
+    bytes,
+    options.dtype,
+    undefined,
+    options.allGather,
+    options.blockTargets,
+  )
   const fixed = { ...ZERO_FEATURES }
   const overlapped: ModelTerms['overlapped'] = []
   const maxed: ModelTerms['maxed'] = []
@@ -335,7 +354,16 @@ export function modelFeatures(
 ): Features {
   checkCall(ranks, bytes)
   if (usesKernelStructure(alg, ranks, options)) {
-    const k = kernelCounts(alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype)
+    const k = kernelCounts(
+      alg.name as string,
+      alg.kernel as KernelShape,
+      ranks,
+      bytes,
+      options.dtype,
+      undefined,
+      options.allGather,
+      options.blockTargets,
+    )
     return kernelFeatures(alg, ranks, k, topology)
   }
   const b = barrierCountTerms(ranks)
@@ -479,6 +507,9 @@ export function predictionFromNccl(p: NcclPrediction): LatencyPrediction {
   }
 }
 
+/** How a bench file's launches are counted (FeatureOptions' blockTargets and allGather); default: as every fit. */
+export type LaunchCounting = Pick<FeatureOptions, 'blockTargets' | 'allGather'>
+
 /**
  * One call's predicted latency. An algorithm with `tuner: 'nccl'` on a platform with a complete `nccl` block is
  * priced in NCCL's cost form (the platform's constants; `params` do not enter); every other one in this file's form.
@@ -490,11 +521,12 @@ export function predictLatency(
   bytes: number,
   params: ParamValues = paramsFromPlatform(platform),
   dtype?: Dtype,
+  counting: LaunchCounting = {},
 ): LatencyPrediction {
   const tuner = alg.tuner === 'nccl' ? ncclConstantsFrom(platform.nccl) : null
   if (tuner) return predictionFromNccl(predictNccl(tuner, ranks, bytes))
   return predictFromTerms(
-    modelTerms(alg, ranks, bytes, platform.topology, { structure: platform.structure, dtype }),
+    modelTerms(alg, ranks, bytes, platform.topology, { structure: platform.structure, dtype, ...counting }),
     params,
   )
 }

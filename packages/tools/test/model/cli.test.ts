@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { repoPath } from '../support/paths.js'
 
 const BIN = fileURLToPath(new URL('../../../bin/llcomm.js', import.meta.url))
 const run = (args: string[]) => spawnSync(process.execPath, [BIN, 'model', ...args], { encoding: 'utf8' })
@@ -119,5 +120,32 @@ describe('llcomm model (CLI)', () => {
     const bad = run(['--calibrate', path, '--fit', 'hopUs,nonsense'])
     assert.notEqual(bad.status, 0)
     assert.match(bad.stderr, /--fit: unknown parameter "nonsense"/)
+  })
+
+  it("counts a file's launches as it ran with --block-targets and --twoshot-allgather (the 12-02b scale files)", () => {
+    const files = [2, 8, 16, 32, 64].map((n) => repoPath(`bench/results/cuda-h200-bench-scale-v${n}-2026-12-02b.json`))
+    const asRan = run([
+      '--calibrate',
+      ...files,
+      '--fit',
+      'none',
+      '--block-targets',
+      'library',
+      '--twoshot-allgather',
+      'auto',
+    ])
+    assert.equal(asRan.status, 0, asRan.stderr)
+    assert.match(asRan.stdout, /counted with: block targets library, twoshot-sentinel all-gather auto \(the pull/)
+    assert.match(asRan.stdout, /nothing fitted\): 64\/85 within ±15%/)
+    // without the flags, as every fit counts its files (MODEL_BLOCK_TARGETS, the push kernel)
+    const asFitted = run(['--calibrate', ...files, '--fit', 'none'])
+    assert.doesNotMatch(asFitted.stdout, /counted with/)
+    assert.match(asFitted.stdout, /nothing fitted\): 62\/85 within ±15%/)
+    const bad = run(['--calibrate', files[0], '--block-targets', 'new'])
+    assert.notEqual(bad.status, 0)
+    assert.match(bad.stderr, /--block-targets new: fitted or library/)
+    const badMode = run(['--calibrate', files[0], '--twoshot-allgather', 'both'])
+    assert.notEqual(badMode.status, 0)
+    assert.match(badMode.stderr, /--twoshot-allgather both: push, pull or auto/)
   })
 })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { launchShape, selectKernel, twoshotSerialPath } from 'llcomm/internal'
+import { BLOCK_TARGETS, launchShape, selectKernel, twoshotSerialPath } from 'llcomm/internal'
 import { readBenchFile } from '../../src/model/bench-results.js'
 import { type CalibrationRow, calibratePlatform, platformForCalibration } from '../../src/model/calibrate.js'
 import {
@@ -9,6 +9,7 @@ import {
   FITTED_TWOSHOT_ALLGATHER,
   kernelCounts,
   kernelLaunches,
+  MODEL_BLOCK_TARGETS,
   PEER_STAGE_WORDS,
   RECV_BATCH,
   SPREAD_MIN_GROUPS,
@@ -17,6 +18,7 @@ import {
   TWOSHOT_SPREAD_BATCH,
 } from '../../src/model/kernel-counts.js'
 import {
+  type LaunchCounting,
   MAX_GROUPS,
   modelFeatures,
   modelTerms,
@@ -420,8 +422,9 @@ describe('kernel structure of the latency model', () => {
     kernelCounts(row.algorithm, 'twoshot', row.ranks, row.bytes, row.dtype as 'bf16' | 'f32').spreadWindows > 0
   // The shipped h200-virtual constants on bench files, nothing fitted: each row's error (predicted / measured - 1),
   // less the twoshot-sentinel rows the kernel now runs on its spread path (counted in leftOut); `commit`: every
-  // file's.
-  const outOfSample = (paths: string[], commit?: string) => {
+  // file's. `counting`: a file measured with the current kernels, counted as it ran (its block targets, the host's
+  // all-gather choice): no row is left out.
+  const outOfSample = (paths: string[], commit?: string, counting?: LaunchCounting) => {
     const platform = platforms.platforms['h200-virtual']
     const params = paramsFromPlatform(platform)
     const errors: { algorithm: string; ranks: number; error: number }[] = []
@@ -430,13 +433,13 @@ describe('kernel structure of the latency model', () => {
       const file = readBenchFile(repoPath(path))
       if (commit !== undefined) assert.equal(file.commit, commit)
       for (const row of file.rows) {
-        if (nowSpread(row)) {
+        if (counting === undefined && nowSpread(row)) {
           assert.ok(row.ranks >= SPREAD_MIN_RANKS)
           leftOut++
           continue
         }
         const alg = getAlgorithm(algorithms, row.algorithm)
-        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32')
+        const p = predictLatency(alg, platform, row.ranks, row.bytes, params, row.dtype as 'bf16' | 'f32', counting)
         errors.push({ algorithm: row.algorithm, ranks: row.ranks, error: p.latencyUs / row.medianUs - 1 })
       }
     }
@@ -532,5 +535,48 @@ describe('kernel structure of the latency model', () => {
     assert.equal(within(twoshot), 12)
     assert.equal(within(twoshot.filter((e) => e.bytes === 8192)), 9)
     assert.ok(Math.max(...twoshot.map((e) => Math.abs(e.error))) < 0.32)
+  })
+  it('predicts the 12-02b scale files (the new block targets and the pull kernel, fadbc1a) out of sample: 64 of 85', () => {
+    // bench/results/model-validation-h200-virtual-2026-12-02b.txt: the 11-29h constants, nothing fitted, on one
+    // H200 with virtual ranks, bf16, measured with the library's BLOCK_TARGETS (5e2560d) and twoshot-sentinel's
+    // host-picked all-gather. Counted as they ran: BLOCK_TARGETS, allGather 'auto'; the one row the host pulls (8
+    // ranks 1 MB: two pull launches) has its publishFlags unpriced (at 0) and is kept: -11.5%. Counted as every fit
+    // counts its files (the frozen MODEL_BLOCK_TARGETS, the push all-gather), 62 of 85: the targets move
+    // oneshot-sentinel's 8 KB rows at 8 and 16 ranks inside (+19.5% -> +8.0%, +25.6% -> +11.7%).
+    const paths = [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-02b.json`)
+    const within = (es: { error: number }[]) => es.filter((e) => Math.abs(e.error) <= 0.15).length
+    const { errors, leftOut } = outOfSample(paths, 'fadbc1a', { blockTargets: BLOCK_TARGETS, allGather: 'auto' })
+    assert.equal(leftOut, 0)
+    assert.equal(errors.length, 85)
+    assert.equal(within(errors), 64)
+    const perAlgorithm = Object.fromEntries(
+      ['oneshot-ll', 'oneshot-sentinel', 'oneshot-barrier', 'twoshot-sentinel', 'twoshot-atomic'].map((a) => {
+        const es = errors.filter((e) => e.algorithm === a)
+        return [a, `${within(es)}/${es.length}`]
+      }),
+    )
+    assert.deepEqual(perAlgorithm, {
+      'oneshot-ll': '15/17',
+      'oneshot-sentinel': '13/17',
+      'oneshot-barrier': '17/17',
+      'twoshot-sentinel': '7/17',
+      'twoshot-atomic': '12/17',
+    })
+    assert.ok(Math.max(...errors.map((e) => Math.abs(e.error))) < 0.47)
+    // the rows the host pulls: 8 ranks 1 MB only
+    const pulled = paths.flatMap((path) =>
+      readBenchFile(repoPath(path)).rows.filter(
+        (r) =>
+          r.algorithm === 'twoshot-sentinel' &&
+          kernelCounts(r.algorithm, 'twoshot', r.ranks, r.bytes, 'bf16', undefined, 'auto', BLOCK_TARGETS)
+            .publishFlags > 0,
+      ),
+    )
+    assert.deepEqual(
+      pulled.map((r) => [r.ranks, r.bytes]),
+      [[8, 1 << 20]],
+    )
+    const frozen = outOfSample(paths, 'fadbc1a', { blockTargets: MODEL_BLOCK_TARGETS, allGather: 'push' })
+    assert.equal(within(frozen.errors), 62)
   })
 })

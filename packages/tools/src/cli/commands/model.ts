@@ -7,7 +7,7 @@ import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Command } from 'commander'
-import { LlcommError } from 'llcomm/internal'
+import { BLOCK_TARGETS, LlcommError, type TwoshotAllGatherMode } from 'llcomm/internal'
 import { readBenchFile, rowTopology, tryReadBenchFile } from '../../model/bench-results.js'
 import {
   applyCalibration,
@@ -22,7 +22,14 @@ import { validateDecodeFile } from '../../model/decode-calibration.js'
 import { type DecodeEstimate, estimateDecode, parseLaunchMode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
 import { validateDecodeTpFile } from '../../model/decode-tp.js'
-import { FIT_PARAMS, type FitParam, type ParamValues, paramsFromPlatform } from '../../model/latency-model.js'
+import { MODEL_BLOCK_TARGETS } from '../../model/kernel-counts.js'
+import {
+  FIT_PARAMS,
+  type FitParam,
+  type LaunchCounting,
+  type ParamValues,
+  paramsFromPlatform,
+} from '../../model/latency-model.js'
 import {
   getPlatform,
   loadAlgorithmTable,
@@ -59,7 +66,33 @@ interface ModelOptions {
   validateDecode?: string | boolean
   validateDecodeTp?: string | boolean
   residuals?: boolean
+  blockTargets?: string
+  twoshotAllgather?: string
   json?: boolean
+}
+
+/**
+ * --block-targets and --twoshot-allgather: how the --calibrate files' launches are counted (the build they measured).
+ * Absent: as every fit (MODEL_BLOCK_TARGETS, the push all-gather); undefined when neither is given.
+ */
+function parseCounting(blockTargets?: string, allGather?: string): LaunchCounting | undefined {
+  if (blockTargets === undefined && allGather === undefined) return undefined
+  const counting: LaunchCounting = {}
+  if (blockTargets !== undefined) {
+    if (blockTargets !== 'fitted' && blockTargets !== 'library')
+      throw new LlcommError('INVALID_ARGUMENT', `--block-targets ${blockTargets}: fitted or library`, {
+        value: blockTargets,
+      })
+    counting.blockTargets = blockTargets === 'library' ? BLOCK_TARGETS : MODEL_BLOCK_TARGETS
+  }
+  if (allGather !== undefined) {
+    if (!['push', 'pull', 'auto'].includes(allGather))
+      throw new LlcommError('INVALID_ARGUMENT', `--twoshot-allgather ${allGather}: push, pull or auto`, {
+        value: allGather,
+      })
+    counting.allGather = allGather as TwoshotAllGatherMode
+  }
+  return counting
 }
 
 function benchFilesFrom(paths: string[]): string[] {
@@ -350,6 +383,14 @@ export function register(program: Command): void {
       "with --calibrate: fit only these parameters (comma-separated, as printed after 'fitted:'; 'none' = predict with the table); the others keep the table's values",
     )
     .option('--residuals', 'print every calibration row')
+    .option(
+      '--block-targets <which>',
+      "with --calibrate: the block targets the files ran with, 'fitted' (every fit's, the default) or 'library' (BLOCK_TARGETS: files from the 2026-12-02b sweep on)",
+    )
+    .option(
+      '--twoshot-allgather <mode>',
+      "with --calibrate: twoshot-sentinel's all-gather kernel counted, push (every fit's, the default), pull or auto (what the host launches; the pull kernel's publish flags unpriced, at 0)",
+    )
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
     .option('--decode', 'decode cost model instead of the latency table')
@@ -389,6 +430,11 @@ export function register(program: Command): void {
         const explicit = new Set(o.calibrate)
         const only = o.algorithms ? new Set(o.algorithms.split(',').map((s) => s.trim())) : undefined
         const fitList = o.fit === undefined ? undefined : parseFitList(o.fit)
+        const counting = parseCounting(o.blockTargets, o.twoshotAllgather)
+        if (counting)
+          text.push(
+            `counted with: block targets ${o.blockTargets ?? 'fitted'}, twoshot-sentinel all-gather ${counting.allGather ?? 'push'}${counting.allGather && counting.allGather !== 'push' ? " (the pull kernel's publishFlags have no fitted price: counted at 0)" : ''}`,
+          )
         for (const path of benchFilesFrom(o.calibrate)) {
           // a file named on the command line must be a bench document; in a folder, other documents are skipped
           const file = explicit.has(path) ? readBenchFile(path) : tryReadBenchFile(path)
@@ -396,7 +442,7 @@ export function register(program: Command): void {
             skippedReasons.add(`${path} is not a bench results document`)
             continue
           }
-          const { groups, skipped } = calibrationRowsByPlatform(file, algorithms)
+          const { groups, skipped } = calibrationRowsByPlatform(file, algorithms, counting)
           for (const sk of skipped) skippedReasons.add(sk.reason)
           for (const [name, all] of groups) {
             const rows = only ? all.filter((r) => only.has(r.algorithm)) : all
