@@ -443,18 +443,7 @@ test('a mismatched call (another algorithm, dtype, count): every launch ends wit
     assert.ok(r.error.rank === odd || r.error.peer === odd, `${label(c)}: the pair names the odd rank`)
     assert.notEqual(r.error.rank, r.error.peer)
     assert.equal(r.error.epoch, 1)
-    const e = mismatchFromWord(
-      Uint32Array.of(
-        r.error.code,
-        r.error.rank,
-        r.error.peer,
-        r.error.epoch,
-        r.error.what,
-        r.error.slot,
-        r.error.channel,
-        r.error.reserved,
-      ),
-    )
+    const e = mismatchFromWord(wordsOf(r.error))
     assert.equal(e.code, 'MISMATCH')
     const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
     const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
@@ -854,18 +843,7 @@ test("twoshot-sentinel's pull kernel: exact on its serial path, alone and after 
       if (want === 2) {
         const odd = c.odd?.rank ?? -1
         assert.ok(r.error.rank === odd || r.error.peer === odd, `${what}: the pair names the odd rank`)
-        const e = mismatchFromWord(
-          Uint32Array.of(
-            2,
-            r.error.rank,
-            r.error.peer,
-            r.error.epoch,
-            r.error.what,
-            r.error.slot,
-            r.error.channel,
-            r.error.reserved,
-          ),
-        )
+        const e = mismatchFromWord(wordsOf(r.error))
         const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
         const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
         assert.ok(mainSide.startsWith(`twoshot-sentinel ${c.v.dtype} sum × ${c.calls[0]} `), mainSide)
@@ -903,18 +881,14 @@ function signatureRegionOf(r: EmuResult, rank: number): Uint32Array {
   return Uint32Array.from({ length: hex.length / 8 }, (_, i) => Number.parseInt(hex.slice(8 * i, 8 * i + 8), 16))
 }
 
+/** The harness's error word as the device's eight u32s (abi.cuh's error word layout). */
+function wordsOf(word: ErrorWordJson): Uint32Array {
+  return Uint32Array.of(word.code, word.rank, word.peer, word.epoch, word.what, word.slot, word.channel, word.reserved)
+}
+
 /** What the per-process communicator reports for a device error word (process-communicator.ts, checkDeviceError). */
 function hostErrorOf(r: EmuResult, word: ErrorWordJson, nranks: number): LlcommError {
-  const words = Uint32Array.of(
-    word.code,
-    word.rank,
-    word.peer,
-    word.epoch,
-    word.what,
-    word.slot,
-    word.channel,
-    word.reserved,
-  )
+  const words = wordsOf(word)
   if (word.code === 2) return mismatchFromWord(words)
   assert.equal(word.code, 1, `not a TIMEOUT: ${JSON.stringify(word)}`)
   const region = signatureRegionOf(r, word.rank)
@@ -1012,18 +986,7 @@ test("per-process error words, the waits the signature does not arm (signature.c
     )
     assert.ok(String(e.details.theirs).startsWith(`${c.odd?.v.algorithm} ${c.odd?.v.dtype} sum × ${c.odd?.count} `))
     // The same two signatures as the odd rank's device-recorded MISMATCH, seen from the other side.
-    const oddSide = mismatchFromWord(
-      Uint32Array.of(
-        2,
-        r.oddError.rank,
-        r.oddError.peer,
-        r.oddError.epoch,
-        r.oddError.what,
-        r.oddError.slot,
-        r.oddError.channel,
-        r.oddError.reserved,
-      ),
-    )
+    const oddSide = mismatchFromWord(wordsOf(r.oddError))
     assert.equal(e.details.mine, oddSide.details.theirs)
     assert.equal(e.details.theirs, oddSide.details.mine)
   }
@@ -1145,16 +1108,7 @@ function deferredHostError(
   ranks: number[],
   nranks: number,
 ): LlcommError | undefined {
-  const words = Uint32Array.of(
-    word.code,
-    word.rank,
-    word.peer,
-    word.epoch,
-    word.what,
-    word.slot,
-    word.channel,
-    word.reserved,
-  )
+  const words = wordsOf(word)
   if (word.code === 2) return mismatchFromWord(words)
   if (word.code === 1) {
     const region = signatureRegionOf(r, word.rank)

@@ -132,6 +132,23 @@ function checkCall(ranks: number, bytes: number): void {
   if (!(bytes >= 0)) throw new LlcommError('INVALID_ARGUMENT', `bytes must be ≥ 0, got ${bytes}`)
 }
 
+/**
+ * kernelLaunches' / kernelCounts' arguments for one call of `alg`: its kernel shape, and the counting options
+ * (dtype, all-gather kernel, block targets) of `options`; the buffer is the model's own (MODEL_BUFFER_BYTES).
+ */
+function countingArgs(alg: AlgorithmStructure, ranks: number, bytes: number, options: FeatureOptions) {
+  return [
+    alg.name as string,
+    alg.kernel as KernelShape,
+    ranks,
+    bytes,
+    options.dtype,
+    undefined,
+    options.allGather,
+    options.blockTargets,
+  ] as const
+}
+
 /** Beyond LLCOMM_MAX_RANKS no llcomm kernel runs: the seed form stands in (scale simulations to 72 GPUs). */
 function usesKernelStructure(alg: AlgorithmStructure, ranks: number, options: FeatureOptions): boolean {
   return (
@@ -238,16 +255,7 @@ export function modelTerms(
   checkCall(ranks, bytes)
   if (!usesKernelStructure(alg, ranks, options))
     return { fixed: modelFeatures(alg, ranks, bytes, topology, options), overlapped: [], maxed: [] }
-  const groups = kernelLaunches(
-    alg.name as string,
-    alg.kernel as KernelShape,
-    ranks,
-    bytes,
-    options.dtype,
-    undefined,
-    options.allGather,
-    options.blockTargets,
-  )
+  const groups = kernelLaunches(...countingArgs(alg, ranks, bytes, options))
   const fixed = { ...ZERO_FEATURES }
   const overlapped: ModelTerms['overlapped'] = []
   const maxed: ModelTerms['maxed'] = []
@@ -354,16 +362,7 @@ export function modelFeatures(
 ): Features {
   checkCall(ranks, bytes)
   if (usesKernelStructure(alg, ranks, options)) {
-    const k = kernelCounts(
-      alg.name as string,
-      alg.kernel as KernelShape,
-      ranks,
-      bytes,
-      options.dtype,
-      undefined,
-      options.allGather,
-      options.blockTargets,
-    )
+    const k = kernelCounts(...countingArgs(alg, ranks, bytes, options))
     return kernelFeatures(alg, ranks, k, topology)
   }
   const b = barrierCountTerms(ranks)

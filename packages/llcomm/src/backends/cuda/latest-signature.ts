@@ -41,7 +41,7 @@ import {
   LLCOMM_SCRATCH_SIGNATURE_OFFSET,
   LLCOMM_SIG_SLOTS,
 } from './abi.js'
-import { hostMismatchError } from './timeout-signature.js'
+import { hostMismatchError, type PacketMismatch } from './timeout-signature.js'
 
 /** Slot of epoch e in the deferred build (abi.cuh LLCOMM_SIG_EPOCH_MASK with LLCOMM_SIG_DEFERRED). */
 export const DEFERRED_SIGNATURE_SLOT_MASK = 3
@@ -69,14 +69,7 @@ export type LatestClassification =
    * was not there (undecided).
    */
   | { kind: 'match'; compared: number; unpublished: string[] }
-  | {
-      kind: 'mismatch'
-      peer: number
-      epoch: number
-      channel: number
-      mine: [number, number]
-      theirs: [number, number]
-    }
+  | PacketMismatch
   /** A packet changed between the reads, or a peer's packet of E was not there yet: read again. */
   | { kind: 'unsettled'; reason: string }
 

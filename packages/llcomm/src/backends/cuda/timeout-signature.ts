@@ -95,15 +95,18 @@ export interface DeviceTimeout {
   channel: number
 }
 
+/** A peer's packet that differs from this rank's own for the same channel and epoch (words 0 and 1 of each). */
+export interface PacketMismatch {
+  kind: 'mismatch'
+  peer: number
+  epoch: number
+  channel: number
+  mine: [number, number]
+  theirs: [number, number]
+}
+
 export type TimeoutClassification =
-  | {
-      kind: 'mismatch'
-      peer: number
-      epoch: number
-      channel: number
-      mine: [number, number]
-      theirs: [number, number]
-    }
+  | PacketMismatch
   | { kind: 'timeout'; reason: string }
   /** A packet that matters differed between the two reads (being stored): read again. */
   | { kind: 'unsettled'; reason: string }
@@ -261,11 +264,7 @@ export function reclassifyTimeout(timeoutError: LlcommError, r: SignatureRegionR
  * latest-signature.ts): the device's format for `rank` against the differing peer, plus `channel` and `extra`
  * (which says who found it).
  */
-export function hostMismatchError(
-  rank: number,
-  c: { peer: number; epoch: number; channel: number; mine: [number, number]; theirs: [number, number] },
-  extra: Record<string, unknown>,
-): LlcommError {
+export function hostMismatchError(rank: number, c: PacketMismatch, extra: Record<string, unknown>): LlcommError {
   const base = mismatchError({
     rank: rank >>> 0,
     peer: c.peer,
