@@ -452,7 +452,8 @@ test('a mismatched call (another algorithm, dtype, count): every launch ends wit
     assert.ok(oddSide.startsWith(oddAlg), `${oddSide} is ${oddAlg}`)
     assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${mainSide}: count ${c.calls[0]}`)
     assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${oddSide}: count ${c.odd?.count}`)
-    assert.ok(r.seconds < 15, `${label(c)}: found in ${r.seconds} s, not at the 20 s deadline`)
+    // Found before the deadline: the error word keeps its first writer, and a wait at its deadline would have
+    // written TIMEOUT first (no wall-clock bound: the emulator's time on loaded CI cores varies too much).
   }
 })
 
@@ -512,7 +513,8 @@ test('per-process error words: a mismatched call ends with MISMATCH in both word
     assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
     assert.equal(r.oddError.rank, c.odd?.rank, `${what}: the odd rank's word is recorded by the odd rank`)
     assert.notEqual(r.error.rank, c.odd?.rank, `${what}: the others' word is recorded by one of them`)
-    assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
+    // Found before the deadline: the error word keeps its first writer, and a wait at its deadline would have
+    // written TIMEOUT first (no wall-clock bound: the emulator's time on loaded CI cores varies too much).
   }
 })
 
@@ -671,7 +673,8 @@ test('twoshot-sentinel, spread and serial paths: exact, identical, re-armed; an 
       assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
       assert.equal(r.oddError.rank, c.odd.rank, `${what}: the odd rank's word is recorded by the odd rank`)
       assert.notEqual(r.error.rank, c.odd.rank, `${what}: the others' word is recorded by one of them`)
-      assert.ok(r.seconds < 15, `${what}: found in ${r.seconds} s, not at the 20 s deadline`)
+      // Found before the deadline: the error word keeps its first writer, and a wait at its deadline would have
+      // written TIMEOUT first (no wall-clock bound: the emulator's time on loaded CI cores varies too much).
     } else {
       assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
       assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
