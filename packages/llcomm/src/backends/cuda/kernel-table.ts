@@ -576,7 +576,8 @@ export function twoshotSerialPath(nranks: number, slots: number, threads: number
  * 2300-2600 slots; 3072 keeps both 8-rank wins and leaves the cases near the break-even on the push (pullgate:
  * research/notes/scale-2026-12-02-pullag.md). The gate moved from the kernel (pullgate: per channel, inside one
  * kernel) to the host because the pull branch's mere presence cost the push +0.05-0.25 us at 2 ranks (8 B 3.80 ->
- * 4.05, 256 KB 5.02 -> 5.27, the same run's A/B): the push kernel is now the product's code, unchanged.
+ * 4.05, 256 KB 5.02 -> 5.27, bench/results/cuda-h200-scale-ab-pullgate-2026-12-02.txt): the push kernel is now the
+ * product's code, unchanged.
  * Measured on virtual ranks, where the saved stores are L2 traffic; across NVLink re-measure before trusting it.
  */
 export const TWOSHOT_PULL_MIN_SLOTS = 3072
