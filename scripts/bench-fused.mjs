@@ -2,8 +2,8 @@
 // measured side by side in one run (src/bench/fused.ts). Run on the GPU machine after `npm run build`:
 //   node scripts/bench-fused.mjs [--ranks 2,8] [--hidden 4096,8192] [--batch 1,2,4,8,16,32,64] [--dtype bf16]
 //                                [--calls 50] [--replays 20] [--buffer-bytes N] [--out FILE.json] [--probes]
-// --buffer-bytes: the communicator's bufferBytes (default 1 MiB): larger lanes let more rows fit one launch (both the
-// fused kernels and the unfused AllReduce run on the same communicator).
+// --buffer-bytes: the communicator's bufferBytes (default the library's, 4 MiB on cuda): larger lanes let more rows
+// fit one launch (both the fused kernels and the unfused AllReduce run on the same communicator).
 // Prints one line per shape: µs per call of every variant and the ratios fused/unfused; writes the rows as JSON.
 // --probes (bf16): also the cost-decomposition probe columns (FUSED_BENCH_PROBES in packages/tools/src/bench/
 // fused.ts; research/notes/fused-probes.md), printed per shape as a second block: the raw µs, then differences.

@@ -34,6 +34,9 @@ import {
 } from 'llcomm/internal'
 import { findHostCxx, SKIP_NVCC } from './toolchain.js'
 
+/** The 1 MiB receive buffer, the CUDA default until 2026-12-02 (the pinned lane facts and crossovers measured at it). */
+const MIB = 1 << 20
+
 test('fused-abi.ts layouts match offsetof/sizeof of fused_abi.cuh compiled on the host', (t) => {
   const cxx = findHostCxx()
   if (!cxx) {
@@ -211,16 +214,20 @@ test('planFusedNorm: every launch fits the lanes, rows are covered once, one-sho
             assert.equal(next, rows)
           }
         }
-  // 8192 f32 at 8 ranks: 32 KB rows do not fit a one-shot lane (8 KB) but fit the two-shot's 8 parts of 4 KB.
-  assert.equal(fusedRowsPerBlock('oneshot', 8, 8192, 'f32'), 0)
-  assert.equal(fusedRowsPerBlock('twoshot', 8, 8192, 'f32'), 1)
-  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'f32').algorithm, 'twoshot')
+  // 8192 f32 at 8 ranks with a 1 MiB buffer: 32 KB rows do not fit a one-shot lane (8 KB) but fit the two-shot's 8
+  // parts of 4 KB. With the 4 MiB default the one-shot lane is 32 KB: one row a block.
+  assert.equal(fusedRowsPerBlock('oneshot', 8, 8192, 'f32', MIB), 0)
+  assert.equal(fusedRowsPerBlock('twoshot', 8, 8192, 'f32', MIB), 1)
+  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'f32', MIB).algorithm, 'twoshot')
+  assert.equal(fusedRowsPerBlock('oneshot', 8, 8192, 'f32'), 1)
+  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'f32').algorithm, 'oneshot')
   assert.throws(() => planFusedNorm('auto', 2, 1, 4095, 'bf16'), /multiple of 16/)
 })
 
 test("planFusedNorm 'auto' with the split kernels usable: the measured crossovers (bf16, one H200, 2026-12-01)", () => {
+  // Measured with the 1 MiB buffer of the day (bench/results/cuda-h200-bench-fused-bf16-2026-12-01c.json).
   const auto = (nranks: number, rows: number, hidden: number) =>
-    planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true)
+    planFusedNorm('auto', nranks, rows, hidden, 'bf16', MIB, nranks, undefined, true)
   // 8 ranks, hidden 8192: the one-shot does not fit; split (one launch) beats the two-shot at batch 1-8
   // (6.1-9.6 against 11.7-12.5 us), the two-shot keeps batch 16 (split needs two launches: 19.3 against 14.0).
   for (const rows of [1, 2, 4, 8]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
@@ -232,8 +239,8 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
   for (const rows of [1, 4, 16]) assert.equal(auto(2, rows, 4096).algorithm, 'oneshot', `2r 4096 b${rows}`)
   for (const rows of [1, 4]) assert.equal(auto(2, rows, 8192).algorithm, 'split', `2r 8192 b${rows}`)
   // Without the split kernels (before sm_90, or not asked): the first rule.
-  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'bf16').algorithm, 'twoshot')
-  assert.equal(planFusedNorm('auto', 8, 1, 4096, 'bf16').algorithm, 'oneshot')
+  assert.equal(planFusedNorm('auto', 8, 1, 8192, 'bf16', MIB).algorithm, 'twoshot')
+  assert.equal(planFusedNorm('auto', 8, 1, 4096, 'bf16', MIB).algorithm, 'oneshot')
 })
 
 test('planFusedNorm split / split-ll: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {
@@ -282,9 +289,11 @@ test('planFusedNorm split / split-ll: clusters within one rank, the rows of ever
     planFusedNorm('split-ll', 8, 1, 4096, 'bf16').launches.map((l) => [l.blocksPerRank, l.clusterBlocks]),
     [[8, 8]],
   )
-  // 8192 bf16 at 8 ranks: a 16 KB row does not fit one 8 KB sentinel lane, but half a row per block does.
-  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 1), 0)
-  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 2), 1)
+  // 8192 bf16 at 8 ranks, 1 MiB buffer: a 16 KB row does not fit one 8 KB sentinel lane, but half a row per block
+  // does. The 4 MiB default's 32 KB lane holds two rows a block.
+  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 1, MIB), 0)
+  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 2, MIB), 1)
+  assert.equal(fusedSplitRowsPerCluster('split', 8, 8192, 'bf16', 1), 2)
 })
 
 test('planAllReduceMany: pieces cover every buffer once, at most 8 per launch, within the lanes', () => {

@@ -30,7 +30,10 @@ export type TensorArray = Float32Array | Uint16Array
 export interface CommunicatorOptionsBase {
   /** Per-wait deadline in milliseconds: a peer that never arrives turns into LlcommError TIMEOUT. Default 10000. */
   timeoutMs?: number
-  /** Capacity of each rank's LL buffer in bytes of payload per half; larger messages are chunked. */
+  /**
+   * Capacity of each rank's LL buffer in bytes of payload per half; larger messages are chunked. Default 4 MiB on
+   * cuda (32-40 MiB of device memory per rank: deviceBufferLayout), 256 KiB on cpu (DEFAULT_BUFFER_BYTES).
+   */
   bufferBytes?: number
   /** Path of a tuning table for `auto` (JSON as written by `llcomm tune`); the shipped default otherwise. */
   tuningTable?: string
