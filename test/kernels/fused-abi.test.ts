@@ -238,6 +238,15 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
   // 2 ranks: the one-shot at hidden 4096 (4.5 against 4.9 at batch 1), split at 8192 batch 1-4 (5.4-5.6 against 7.0).
   for (const rows of [1, 4, 16]) assert.equal(auto(2, rows, 4096).algorithm, 'oneshot', `2r 4096 b${rows}`)
   for (const rows of [1, 4]) assert.equal(auto(2, rows, 8192).algorithm, 'split', `2r 8192 b${rows}`)
+  // The 4 MiB default (bench/results/cuda-h200-bench-fused-bf16-2026-12-02c-bb4M.json): the one-shot's lanes now hold
+  // 8192-wide rows, but its one block per row loses to split at batch 8 (10.77 against 9.72 us); batch 16 keeps it
+  // (14.24 against split's 15.05); 4096 as at 1 MiB.
+  const autoDefault = (nranks: number, rows: number, hidden: number) =>
+    planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true).algorithm
+  for (const rows of [1, 2, 4, 8]) assert.equal(autoDefault(8, rows, 8192), 'split', `8r 8192 b${rows}, 4 MiB`)
+  assert.equal(autoDefault(8, 16, 8192), 'oneshot')
+  for (const rows of [1, 2, 4]) assert.equal(autoDefault(8, rows, 4096), 'split', `8r 4096 b${rows}, 4 MiB`)
+  for (const rows of [8, 16]) assert.equal(autoDefault(8, rows, 4096), 'oneshot', `8r 4096 b${rows}, 4 MiB`)
   // Without the split kernels (before sm_90, or not asked): the first rule.
   assert.equal(planFusedNorm('auto', 8, 1, 8192, 'bf16', MIB).algorithm, 'twoshot')
   assert.equal(planFusedNorm('auto', 8, 1, 4096, 'bf16', MIB).algorithm, 'oneshot')

@@ -111,9 +111,12 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
  * split (a row shared by a cluster) when it serves the rows in one launch and either the one-shot cannot (8 ranks,
  * hidden 8192, batch 1-8: 6.1-9.6 against the two-shot's 11.7-12.5 us) or there are fewer than 8 rows with 8 ranks
  * or more, or a hidden of 8192 or more (8 ranks 4096 batch 1-4: 5.7-6.5 against 6.4-6.8; 2 ranks 8192 batch 1-4:
- * 5.4-5.6 against 7.0); the one-shot or two-shot otherwise (2 ranks 4096: 4.5 against 4.9; batch 8 and up). Rows beyond
- * one launch's capacity go to further launches (each a complete fused call on its rows). Blocks: one row per block
- * up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
+ * 5.4-5.6 against 7.0), or, with 8 ranks or more, fewer than 16 rows of a hidden of 8192 or more (the 4 MiB
+ * buffer's lanes hold 8192-wide rows in the one-shot, which takes one block per row: 8 ranks 8192 batch 8, 10.77
+ * against split's 9.72 us; batch 16 keeps the one-shot, 14.24 against 15.05;
+ * bench/results/cuda-h200-bench-fused-bf16-2026-12-02c-bb4M.json); the one-shot or two-shot otherwise (2 ranks 4096:
+ * 4.5 against 4.9; batch 8 and up). Rows beyond one launch's capacity go to further launches (each a complete fused
+ * call on its rows). Blocks: one row per block up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
  */
 export function planFusedNorm(
   algorithm: FusedNormAlgorithm | 'auto',
@@ -136,7 +139,9 @@ export function planFusedNorm(
   }
   let alg: 'oneshot' | 'twoshot'
   const oneshotFits = perBlock.oneshot * maxBlocks >= rows
-  if (algorithm === 'auto' && autoSplit && (!oneshotFits || (rows < 8 && (nranks >= 8 || hidden >= 8192)))) {
+  const splitFirst =
+    !oneshotFits || (rows < 8 && (nranks >= 8 || hidden >= 8192)) || (rows < 16 && nranks >= 8 && hidden >= 8192)
+  if (algorithm === 'auto' && autoSplit && splitFirst) {
     let split: FusedNormPlan | undefined
     try {
       split = planFusedSplit('split', nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
