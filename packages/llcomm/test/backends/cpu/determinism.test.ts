@@ -124,7 +124,9 @@ test('f32 accumulation: adversarial small terms survive in every algorithm, ever
 })
 
 test('the table is not over-cautious: without deterministic, ring and twoshot-atomic sum in another order', async () => {
-  const steps: RankStep[] = [
+  // twoshot-atomic adds in arrival order, so the ranks arrive in reverse rank order (rank r sleeps (4 - r) * 40 ms):
+  // left to the scheduler, 5 workers on 2 loaded cores can arrive in rank order and sum exactly as the reference.
+  const steps = (r: number): RankStep[] => [
     {
       kind: 'allreduce',
       algorithm: 'oneshot-barrier',
@@ -135,9 +137,17 @@ test('the table is not over-cautious: without deterministic, ring and twoshot-at
       compare: true,
     },
     { kind: 'allreduce', algorithm: 'ring', dtype: 'f32', count: 4099, seed: 8, compare: true },
-    { kind: 'allreduce', algorithm: 'twoshot-atomic', dtype: 'f32', count: 4099, seed: 8, compare: true },
+    {
+      kind: 'allreduce',
+      algorithm: 'twoshot-atomic',
+      dtype: 'f32',
+      count: 4099,
+      seed: 8,
+      compare: true,
+      delayMs: (4 - r) * 40,
+    },
   ]
-  const results = await runRankPlans(Array.from({ length: 5 }, () => steps))
+  const results = await runRankPlans(Array.from({ length: 5 }, (_, r) => steps(r)))
   assert.ok((results[0][1].diffs ?? 0) > 0, 'ring gave rank-order bits on every element')
   assert.ok((results[0][2].diffs ?? 0) > 0, 'twoshot-atomic gave rank-order bits on every element')
 })

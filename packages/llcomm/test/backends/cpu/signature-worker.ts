@@ -24,6 +24,8 @@ export type RankStep =
       reference?: boolean
       /** Count the elements whose bits differ from the reference (result.diffs) and post no bits. */
       compare?: boolean
+      /** Sleep this long before the call (an arrival order the test chooses instead of the scheduler's). */
+      delayMs?: number
     }
   /** Every rank arrives at a test barrier, resets its rank, arrives again (recovery after a failed call). */
   | { kind: 'reset' }
@@ -69,6 +71,7 @@ for (const step of steps) {
     step.values === 'accumulation'
       ? accumulationInput(step.dtype, step.count, step.seed, rank.rank)
       : adversarialInput(step.dtype, step.count, step.seed, rank.rank)
+  if (step.delayMs) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, step.delayMs)
   const t0 = performance.now()
   try {
     const options: Record<string, unknown> = { algorithm: step.algorithm, dtype: step.dtype }
