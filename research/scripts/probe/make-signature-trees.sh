@@ -17,22 +17,27 @@
 #   ab/defer    LLCOMM_SIG_DEFERRED: kernel e checks epoch e - 1's packets (loaded at its start, compared after its
 #               sends; no wait on the critical path), 4 signature slots by epoch mod 4 (the region has room for 4 in
 #               every build: abi.cuh, abi.ts), the last launch of each channel left to the host (round 4).
+#   ab/nowait   LLCOMM_SIG_NOWAIT: the current-epoch checks look once, never poll (round 5: what the wait costs).
+#   ab/dnoload  the deferred build with LLCOMM_SIG_DEFER_NOLOAD: its check's code, no loads (round 5).
+#   ab/dnocmp   the deferred build with LLCOMM_SIG_DEFER_NOCOMPARE: its loads, no comparison code (round 5).
 # Research notes: research/notes/signature-cost.md (round 2).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-make_tree() { # name define
-  local name=$1 define=$2
+make_tree() { # name define [define...]
+  local name=$1
+  shift
   rm -rf "ab/$name" && mkdir -p ab
   cp -a packages/llcomm/kernels "ab/$name"
-  python3 - "ab/$name/llcomm/abi.cuh" "$define" "$name" <<'PY'
+  python3 - "ab/$name/llcomm/abi.cuh" "$name" "$@" <<'PY'
 import sys
-p, define, name = sys.argv[1:4]
+p, name, defines = sys.argv[1], sys.argv[2], sys.argv[3:]
 s = open(p).read()
 anchor = '#pragma once\n'
 assert s.count(anchor) == 1, 'abi.cuh: #pragma once not found'
-open(p, 'w').write(s.replace(anchor, f'{anchor}#define {define} 1 // ab/{name} (make-signature-trees.sh)\n'))
+lines = ''.join(f'#define {d} 1 // ab/{name} (make-signature-trees.sh)\n' for d in defines)
+open(p, 'w').write(s.replace(anchor, anchor + lines))
 PY
-  grep -q "^#define $define 1" "ab/$name/llcomm/abi.cuh"
+  for define in "$@"; do grep -q "^#define $define 1" "ab/$name/llcomm/abi.cuh"; done
 }
 # Each knob must still be in the source it switches (a renamed knob would silently build the product kernels).
 grep -q 'defined(LLCOMM_NO_SIGNATURE)' packages/llcomm/kernels/llcomm/signature.cuh
@@ -45,6 +50,9 @@ grep -q 'defined(LLCOMM_SIG_TAIL)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/abi.cuh
 grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cuh
+grep -q 'defined(LLCOMM_SIG_NOWAIT)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_DEFER_NOLOAD)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_DEFER_NOCOMPARE)' packages/llcomm/kernels/llcomm/signature.cuh
 make_tree nosig LLCOMM_NO_SIGNATURE
 rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
 make_tree r1 LLCOMM_SIG_ARM_PLAIN
@@ -54,5 +62,8 @@ make_tree publow LLCOMM_SIG_PUBLISH_LOW
 make_tree r2 LLCOMM_SIG_R2
 make_tree tail LLCOMM_SIG_TAIL
 make_tree defer LLCOMM_SIG_DEFERRED
+make_tree nowait LLCOMM_SIG_NOWAIT
+make_tree dnoload LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOLOAD
+make_tree dnocmp LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOCOMPARE
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"

@@ -135,11 +135,18 @@ LLC_DEVICE LlcWaiter llcSignatureWaiter(const LlcommAllReduceParams& p, llc_u32 
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcSignatureAwait(const LlcommAllReduceParams& p, LlcWaiter& waiter, const void* slot, llc_u32 peer,
                                   LlcSigPacket& x) {
+#if defined(LLCOMM_SIG_NOWAIT)
+  // A/B knob (round 5, make-signature-trees.sh ab/nowait; unsafe, never a product build): one look, no poll, so a
+  // packet that has not arrived goes unchecked. Measures what the checker's wait costs beside the data path.
+  (void)slot;
+  if (llcSignatureArrived(x, waiter.epoch)) llcSignatureCompare<kAlg, kProtocol, DT>(p, waiter, peer, x);
+#else
   LlcSpin spin;
   // Ends with this epoch's packet, or with waiter.aborted set (keepWaiting returns false only then).
   while (!llcSignatureArrived(x, waiter.epoch) && waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0))
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
   if (!waiter.aborted) llcSignatureCompare<kAlg, kProtocol, DT>(p, waiter, peer, x);
+#endif
 }
 
 // Block-wide (every thread calls it): the checker threads store this block's signature into their peer's slot,
@@ -323,6 +330,18 @@ LLC_DEVICE void llcDeferLoadSignature(const LlcommAllReduceParams& p, llc_u32 me
                                       LlcSigPrev& x) {
   const llc_u32 k = blockDim.x - 1 - threadIdx.x;
   x.peer.a = x.peer.b = x.own.a = x.own.b = 0; // the zero fill: never a call's epoch
+#if defined(LLCOMM_SIG_DEFER_NOLOAD)
+  // A/B knob (round 5, ab/dnoload; checks nothing): no loads; both packets made equal to a packet of epoch prev from
+  // registers, passed through an empty asm so that the compiler cannot fold the comparison in deferCheck away. What
+  // is left of the deferred check is its code (comparison, branch, slow path) without its memory traffic.
+  if (k + 1 < p.nranks && ch.prev != 0) {
+    x.own.a = (static_cast<llc_u64>(ch.prev) << 32) | static_cast<llc_u32>(p.count);
+    x.own.b = (static_cast<llc_u64>(ch.prev) << 32) | p.signatureChunk;
+    x.peer = x.own;
+    asm volatile("" : "+l"(x.own.a), "+l"(x.own.b), "+l"(x.peer.a), "+l"(x.peer.b));
+  }
+  return;
+#endif
   if (k + 1 < p.nranks && ch.prev != 0) {
     const llc_u32 slot = ch.prev & LLCOMM_SIG_EPOCH_MASK;
     llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, slot, llcSignaturePeer(me, p.nranks, k)),
@@ -363,6 +382,16 @@ LLC_DEVICE void llcDeferCheckSlow(const LlcommAllReduceParams& p, llc_u32 me, co
 LLC_DEVICE void llcDeferCheckSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch,
                                        LlcSigPrev& x) {
   const llc_u32 k = blockDim.x - 1 - threadIdx.x;
+#if defined(LLCOMM_SIG_DEFER_NOCOMPARE)
+  // A/B knob (round 5, ab/dnocmp; checks nothing): the loads of deferLoad are issued as in the deferred build and
+  // their difference consumed here by an empty asm (the thread waits for them here), with no branch or slow path:
+  // the deferred check's memory traffic without its code. ptxas spills 20-36 bytes in twoshot-sentinel f32 (push and
+  // pull) with this, as the deferred build did with its comparison after the sends: read those cases apart.
+  (void)p, (void)me, (void)ch, (void)k;
+  const llc_u64 differs = (x.own.a ^ x.peer.a) | (x.own.b ^ x.peer.b);
+  asm volatile("" ::"l"(differs));
+  return;
+#endif
   // No own packet of epoch prev (none, or kernel prev stored none): nothing to compare with, for any peer-round.
   if (k + 1 >= p.nranks || ch.prev == 0 || !llcSignatureArrived(x.own, ch.prev)) return;
   // The same epoch and words, and no second peer-round: checked.
@@ -419,6 +448,17 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //   LLCOMM_SIG_TAIL        round 3's tail check instead (every wait armed; measured slower, kept for the A/B).
 //   LLCOMM_SIG_PUBLISH_ONLY only the packet stores (and oneshot-barrier's signature barrier): no check, no arm. A
 //                          diagnostic that splits the cost into the publish and the rest; it checks nothing.
+// Round-5 knobs (research/notes/signature-cost.md, round 5; GPU A/B only, each checks less than the product):
+//   LLCOMM_SIG_NOWAIT         the current-epoch checks look once and never poll (llcSignatureAwait).
+//   LLCOMM_SIG_DEFER_NOLOAD   with LLCOMM_SIG_DEFERRED: the deferred check's code without its loads.
+//   LLCOMM_SIG_DEFER_NOCOMPARE with LLCOMM_SIG_DEFERRED: its loads, consumed by an empty asm, without its code.
+#if defined(LLCOMM_HOST_EMULATION) && \
+    (defined(LLCOMM_SIG_NOWAIT) || defined(LLCOMM_SIG_DEFER_NOLOAD) || defined(LLCOMM_SIG_DEFER_NOCOMPARE))
+#error "the round-5 signature knobs are GPU A/B builds (inline asm), not for the host emulator"
+#endif
+#if (defined(LLCOMM_SIG_DEFER_NOLOAD) || defined(LLCOMM_SIG_DEFER_NOCOMPARE)) && !defined(LLCOMM_SIG_DEFERRED)
+#error "LLCOMM_SIG_DEFER_NOLOAD / _NOCOMPARE modify the deferred build: define LLCOMM_SIG_DEFERRED too"
+#endif
 // The serial paths' check placement: round 2's (LLCOMM_SIG_R2: prefetch + finish) is the default; LLCOMM_SIG_TAIL
 // builds round 3's tail check. Measured on one H200 (bench/results/cuda-h200-signature-ab-2026-12-01d.txt, 24
 // cases, ratio to the kernels without the signature): round 2 median 1.057, max 1.105; the tail 1.074, max 1.189
