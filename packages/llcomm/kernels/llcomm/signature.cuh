@@ -115,25 +115,6 @@ LLC_DEVICE bool llcSignatureArrived(const LlcSigPacket& x, llc_u32 epoch) {
   return static_cast<llc_u32>(x.a >> 32) == epoch && static_cast<llc_u32>(x.b >> 32) == epoch;
 }
 
-// The signature check's slow paths are out of line (LLC_COLD): they run only for a packet that is late or differs,
-// and inlined they cost the hot path about 4% of a small call (research/notes/signature-cost.md, round 5: the
-// deferred check's code without its loads, 1.037 against nosig; its loads without the code, 1.004). LLCOMM_SIG_INLINE_SLOW
-// (an A/B knob, make-signature-trees.sh ab/inl; not part of the ABI) inlines them again.
-#if defined(LLCOMM_SIG_INLINE_SLOW)
-#define LLC_SIG_COLD LLC_DEVICE
-#else
-#define LLC_SIG_COLD LLC_COLD
-#endif
-
-// MISMATCH of this rank's call (rank me, channel, epoch) against `peer`'s signature {theirs0, theirs1}, in the error
-// word (LlcWaiter::recordMismatch: first writer wins). Out of line: a waiter of its own, nothing of the caller's.
-LLC_SIG_COLD void llcSignatureRecordMismatch(llc_u64 errorWord, llc_u64 timeoutNs, llc_u32 me, llc_u32 epoch,
-                                             llc_u32 channel, llc_u32 peer, llc_u32 mine0, llc_u32 mine1,
-                                             llc_u32 theirs0, llc_u32 theirs1) {
-  LlcWaiter waiter(errorWord, timeoutNs, me, epoch, channel);
-  waiter.recordMismatch(peer, mine0, mine1, theirs0, theirs1);
-}
-
 // Compare an arrived packet with this rank's words; MISMATCH in the error word when it differs.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcSignatureCompare(const LlcommAllReduceParams& p, LlcWaiter& waiter, llc_u32 peer,
@@ -150,39 +131,22 @@ LLC_DEVICE LlcWaiter llcSignatureWaiter(const LlcommAllReduceParams& p, llc_u32 
   return LlcWaiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
 }
 
-// The slow path of llcSignatureAwait (out of line): bounded poll of `peer`'s packet until it carries `epoch`, then
-// the comparison. Its own waiter (rank me, epoch, channel: the caller's): a waiter that gives up or records the
-// mismatch reaches every other waiter, the caller's next slow path too, through the error word.
+// Bounded poll of `peer`'s packet until it carries this epoch, then the comparison (no-op once the waiter aborted).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-LLC_SIG_COLD void llcSignatureAwaitSlow(const LlcommAllReduceParams& p, llc_u32 me, llc_u32 epoch, llc_u32 channel,
-                                        const void* slot, llc_u32 peer, LlcSigPacket x) {
-  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, epoch, channel);
+LLC_DEVICE void llcSignatureAwait(const LlcommAllReduceParams& p, LlcWaiter& waiter, const void* slot, llc_u32 peer,
+                                  LlcSigPacket& x) {
 #if defined(LLCOMM_SIG_NOWAIT)
   // A/B knob (round 5, make-signature-trees.sh ab/nowait; unsafe, never a product build): one look, no poll, so a
   // packet that has not arrived goes unchecked. Measures what the checker's wait costs beside the data path.
   (void)slot;
-  if (llcSignatureArrived(x, epoch)) llcSignatureCompare<kAlg, kProtocol, DT>(p, waiter, peer, x);
+  if (llcSignatureArrived(x, waiter.epoch)) llcSignatureCompare<kAlg, kProtocol, DT>(p, waiter, peer, x);
 #else
   LlcSpin spin;
   // Ends with this epoch's packet, or with waiter.aborted set (keepWaiting returns false only then).
-  while (!llcSignatureArrived(x, epoch) && waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0))
+  while (!llcSignatureArrived(x, waiter.epoch) && waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0))
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
   if (!waiter.aborted) llcSignatureCompare<kAlg, kProtocol, DT>(p, waiter, peer, x);
 #endif
-}
-
-// `peer`'s packet `x` (loaded by the caller) checked: inline when it carries this epoch and equals this rank's
-// signature (the common case: no state, no call), else the out-of-line bounded poll and comparison. The caller's
-// waiter only names the call (rank, epoch, channel); a caller whose waiter already gave up still calls the slow path,
-// which stops at the error word.
-template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-LLC_DEVICE void llcSignatureAwait(const LlcommAllReduceParams& p, LlcWaiter& waiter, const void* slot, llc_u32 peer,
-                                  LlcSigPacket& x) {
-  const llc_u32 mine0 = static_cast<llc_u32>(p.count), mine1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
-  if (llcSignatureArrived(x, waiter.epoch) &&
-      ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1)) == 0)
-    return;
-  llcSignatureAwaitSlow<kAlg, kProtocol, DT>(p, waiter.rank, waiter.epoch, waiter.channel, slot, peer, x);
 }
 
 // Block-wide (every thread calls it): the checker threads store this block's signature into their peer's slot,
@@ -305,9 +269,10 @@ LLC_DEVICE bool llcTryCheckSignature(const LlcommAllReduceParams& p, llc_u32 me,
     llcLoadRelaxedSysV2u64(slot, x.a, x.b);
     if (!llcSignatureArrived(x, ch.epoch)) return false;
     const llc_u32 mine0 = static_cast<llc_u32>(p.count), mine1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
-    if ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1))
-      llcSignatureRecordMismatch(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index, peer, mine0, mine1,
-                                 static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
+    if ((static_cast<llc_u32>(x.a) ^ mine0) | (static_cast<llc_u32>(x.b) ^ mine1)) {
+      LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
+      waiter.recordMismatch(peer, mine0, mine1, static_cast<llc_u32>(x.a), static_cast<llc_u32>(x.b));
+    }
     return true;
   };
   if constexpr (kLooks <= 32) {
@@ -388,13 +353,10 @@ LLC_DEVICE void llcDeferLoadSignature(const LlcommAllReduceParams& p, llc_u32 me
 // The slow path of the deferred check: the first round's peer packet not there yet, or differing, or peer-rounds
 // past the first (more than blockDim.x + 1 ranks: the emulator's 32-thread blocks; never on the GPU, where
 // blockDim.x = 512 >= LLCOMM_MAX_RANKS). Bounded polls, then the comparison.
-// Out of line, with the channel's index and previous epoch by value (a reference would put the caller's LlcChannel in
-// local memory).
-LLC_SIG_COLD void llcDeferCheckSlow(const LlcommAllReduceParams& p, llc_u32 me, llc_u32 channelIndex,
-                                    llc_u32 channelPrev, LlcSigPrev x) {
+LLC_DEVICE void llcDeferCheckSlow(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
   // As the armed look (wait.cuh): the inputs pass an empty volatile asm, so this path's arithmetic is not hoisted
   // before the kernel's data path.
-  llc_u32 mine = me, index = channelIndex, prev = channelPrev, k = blockDim.x - 1 - threadIdx.x;
+  llc_u32 mine = me, index = ch.index, prev = ch.prev, k = blockDim.x - 1 - threadIdx.x;
 #if !defined(LLCOMM_HOST_EMULATION)
   asm volatile("" : "+r"(mine), "+r"(index), "+r"(prev), "+r"(k));
 #endif
@@ -434,7 +396,7 @@ LLC_DEVICE void llcDeferCheckSignature(const LlcommAllReduceParams& p, llc_u32 m
   if (k + 1 >= p.nranks || ch.prev == 0 || !llcSignatureArrived(x.own, ch.prev)) return;
   // The same epoch and words, and no second peer-round: checked.
   if (x.peer.a == x.own.a && x.peer.b == x.own.b && k + blockDim.x + 1 >= p.nranks) return;
-  llcDeferCheckSlow(p, me, ch.index, ch.prev, x);
+  llcDeferCheckSlow(p, me, ch, x);
 }
 #endif // LLCOMM_SIG_DEFERRED
 

@@ -13,15 +13,9 @@ static_assert(sizeof(llc_u16) == 2 && sizeof(llc_u32) == 4 && sizeof(llc_u64) ==
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define LLC_DEVICE __device__ __forceinline__
-// A device function kept out of line: a slow path that runs only when something went wrong or is late (the call
-// signature's bounded poll and its MISMATCH record, signature.cuh). Inlined, such paths are code the hot path
-// carries for nothing (research/notes/signature-cost.md, round 5: the deferred check's code without its loads cost
-// as much as the whole check).
-#define LLC_COLD static __device__ __noinline__
 #define LLC_HAS_DEVICE 1
 #elif defined(LLCOMM_HOST_EMULATION) // the kernel logic tests run the device code on host threads
 #define LLC_DEVICE inline
-#define LLC_COLD inline
 #define LLC_HAS_DEVICE 1
 #else
 #define LLC_HAS_DEVICE 0
