@@ -187,6 +187,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       }
     }
     ch.blockAdvanceEpoch();
+    Sig::end(p, me, ch); // empty except in the LLCOMM_SIG_END A/B build (signature.cuh)
     return;
   }
   Value v;
@@ -341,6 +342,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     Sig::deferCheck(p, me, ch, sigPrev);
   }
   ch.blockAdvanceEpoch();
+  Sig::end(p, me, ch); // empty except in the LLCOMM_SIG_END A/B build (signature.cuh)
 }
 
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \

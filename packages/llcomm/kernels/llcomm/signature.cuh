@@ -473,6 +473,8 @@ struct LlcSigNoDefer {
   static constexpr bool kDeferred = false;
   LLC_DEVICE static void deferLoad(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
+  // After the kernel's last __syncthreads (blockAdvanceEpoch): empty except in the LLCOMM_SIG_END A/B build.
+  LLC_DEVICE static void end(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
 #if defined(LLCOMM_SIG_DEFERRED) && !defined(LLCOMM_NO_SIGNATURE) && !defined(LLCOMM_SIG_PUBLISH_ONLY)
 // The deferred check (llcDeferCheckSignature): oneshot-ll, oneshot-sentinel and twoshot-sentinel call deferLoad at
@@ -504,6 +506,7 @@ struct LlcCallSignature {
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
     llcDeferCheckSignature(p, me, ch, x);
   }
+  LLC_DEVICE static void end(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
 #elif !defined(LLCOMM_NO_SIGNATURE)
 // The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
@@ -527,6 +530,32 @@ struct LlcCallSignature : LlcSigNoDefer {
   LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
   LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
     llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
+  }
+};
+#elif defined(LLCOMM_SIG_END)
+  // A/B knob (round 7, make-signature-trees.sh ab/end; not a product build): every current-epoch check of the
+  // one-shots and twoshot-sentinel moves after the kernel's last __syncthreads (end(), the same bounded check as
+  // blockCheck), so no branch of the check stands before a barrier. Their unarmed waits (oneshot-sentinel's serial
+  // path, 16-bit twoshot-sentinel's reduce-scatter) then end a mismatched peer's call at its deadline (TIMEOUT), which
+  // is why this is a measurement only. ring and twoshot-atomic call blockCheck, which stays.
+  static constexpr bool kTail = false;
+  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    if constexpr (kAlg == LLCOMM_SIG_ALG_RING || kAlg == LLCOMM_SIG_ALG_TWOSHOT_ATOMIC)
+      llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+  template <llc_u32 kLooks>
+  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
+  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
+    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
+  }
+  LLC_DEVICE static void end(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
 };
 #else
