@@ -65,7 +65,6 @@ import {
   launchShape,
   pieceElems,
   selectKernel,
-  TARGET_BYTES_PER_BLOCK,
   type TwoshotAllGatherMode,
   twoshotAllGather,
 } from 'llcomm/internal'
@@ -91,11 +90,12 @@ export interface LaunchCounting {
 }
 
 /**
- * The receive buffer the model's launches are counted at: 1 MiB, the library's cuda default until 3e1244f, which every
- * committed fit measured. Its own constant, so that a change of the library's default (4 MiB since 3e1244f) cannot
- * silently recount the fits' launches (a refit on bench files measured with the new default comes first).
+ * The receive buffer the model's launches are counted at: 4 MiB, the library's cuda default since 3e1244f, which the
+ * shipped fit's files measured (the 2026-12-02c grid). Its own constant, so that a later change of the library's
+ * default cannot silently recount the fit's launches (a refit on bench files measured with the new default comes
+ * first). Rows of bench files are counted at their own buffer (calibrate.ts, rowBufferBytes).
  */
-export const MODEL_BUFFER_BYTES = 1 << 20
+export const MODEL_BUFFER_BYTES = 4 << 20
 
 /**
  * The cuda receive buffer of every bench file that has no `bufferBytes` field (the field is recorded since
@@ -105,33 +105,54 @@ export const BENCH_BUFFER_BYTES_BEFORE_FIELD = 1 << 20
 
 /**
  * The block targets every bench file up to the 2026-12-02 block-scale sweep ran with (5e2560d changed the
- * library's): twoshot-sentinel and barrier 16384 bytes a block, the one-shot sentinel 2048 at every rank count.
+ * library's), and every fit before the 2026-12-02c one counted with: twoshot-sentinel and barrier 16384 bytes a
+ * block, the one-shot sentinel 2048 at every rank count.
  */
 export const BLOCK_TARGETS_BEFORE_SWEEP: BlockTargets = {
-  bytesPerBlock: { ...TARGET_BYTES_PER_BLOCK, 'twoshot-sentinel': 16384, barrier: 16384, sentinel: 2048 },
+  bytesPerBlock: {
+    ll8: 1024,
+    ll16: 1024,
+    sentinel: 2048,
+    'twoshot-sentinel': 16384,
+    ll128: 16384,
+    barrier: 16384,
+    flags: 32768,
+  },
   oneshotSentinelRanks: undefined,
 }
 
 /**
- * The block targets the model's launches are counted with: those every committed fit measured
- * (BLOCK_TARGETS_BEFORE_SWEEP). The library's own are BLOCK_TARGETS since the sweep (kernel-table.ts); for the same
- * reason as MODEL_BUFFER_BYTES they are not the default here until a refit on bench files measured with them.
+ * The block targets the model's launches are counted with: the library's BLOCK_TARGETS (kernel-table.ts) as the
+ * shipped fit's files (the 2026-12-02c grid) ran with them, copied here for the same reason as MODEL_BUFFER_BYTES
+ * (test/model/kernel-structure.test.ts fails when the library's move: a refit on files measured with the new ones
+ * comes first).
  */
-export const MODEL_BLOCK_TARGETS: BlockTargets = BLOCK_TARGETS_BEFORE_SWEEP
+export const MODEL_BLOCK_TARGETS: BlockTargets = {
+  bytesPerBlock: {
+    ll8: 1024,
+    ll16: 1024,
+    sentinel: 2048,
+    'twoshot-sentinel': 4096,
+    ll128: 16384,
+    barrier: 2048,
+    flags: 32768,
+  },
+  oneshotSentinelRanks: 2,
+}
 
 /**
- * twoshot-sentinel's all-gather kernel the counts follow by default: the push kernel, the only one in the product
- * when every committed fit was measured (the pull kernel came with pullsplit, 2026-12-02; the host picks it per
- * launch: kernel-table.ts twoshotAllGather). 'auto' counts what the host launches now.
+ * twoshot-sentinel's all-gather kernel the counts follow by default: 'auto', the host's choice per launch
+ * (kernel-table.ts twoshotAllGather: the pull kernel for large serial-path launches at 4-8 ranks), as the shipped
+ * fit's files ran. Files measured before the pull kernel (pullsplit, 2026-12-02) are counted with 'push'.
  */
-export const MODEL_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'push'
+export const MODEL_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'auto'
 
 /**
- * The f16/bf16 accumulation the counts follow by default: 'dtype', the 16-bit build (ring's 16-bit partials,
- * twoshot-atomic's packed 16-bit lines) that every committed fit measured. The library's default since issue 18
- * item 4 (42e4626) is 'f32'; bench files measured from 42e4626 on are counted with it on request.
+ * The f16/bf16 accumulation the counts follow by default: 'f32', the library's default since issue 18 item 4
+ * (42e4626: ring's f32 partial sums, twoshot-atomic's f32 lines), which the shipped fit's files measured. Bench files
+ * measured before 42e4626 (the 11-29 grids, the 2-GPU files) ran the 16-bit build: counted with 'dtype'.
  */
-export const MODEL_ACCUMULATION: Accumulation = 'dtype'
+export const MODEL_ACCUMULATION: Accumulation = 'f32'
 
 /**
  * How the bench files up to 2026-11-29 ran (the 11-29h / 11-29k grids, the 2-GPU files, the fits before the

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
-import { BLOCK_TARGETS, launchShape, selectKernel, twoshotSerialPath } from 'llcomm/internal'
+import {
+  accumulationBuild,
+  BLOCK_TARGETS,
+  DEFAULT_BUFFER_BYTES_OF_BACKEND,
+  launchShape,
+  parseTwoshotAllGather,
+  selectKernel,
+  twoshotSerialPath,
+} from 'llcomm/internal'
 import { readBenchFile, rowBufferBytes } from '../../src/model/bench-results.js'
 import { type CalibrationRow, calibratePlatform, platformForCalibration } from '../../src/model/calibrate.js'
 import {
@@ -9,6 +17,8 @@ import {
   COUNTING_2026_11_29,
   kernelCounts,
   kernelLaunches,
+  MODEL_ACCUMULATION,
+  MODEL_BLOCK_TARGETS,
   MODEL_BUFFER_BYTES,
   MODEL_TWOSHOT_ALLGATHER,
   ONESHOT_SENTINEL_WORDS_BATCH,
@@ -138,10 +148,11 @@ describe('kernel structure of the latency model', () => {
     // 64 ranks, 64 KB bf16, oneshot-ll: 2 blocks of 1 KB (256 LL8 slots) per launch would give 2 thread groups,
     // fewer than SPREAD_MIN_GROUPS: the serial path (measured faster there, ll_buffer.cuh)
     const v = selectKernel('oneshot-ll', 'bf16', 'sum')
-    const maxCount = launchShape(v, 64, 1, MODEL_BUFFER_BYTES).maxCountPerCall
-    const [g] = kernelLaunches('oneshot-ll', 'oneshot', 64, 65536)
+    // (at the 1 MiB buffer of the 11-29 files: launches of 2 KB a rank)
+    const maxCount = launchShape(v, 64, 1, 1 << 20).maxCountPerCall
+    const [g] = kernelLaunches('oneshot-ll', 'oneshot', 64, 65536, 'bf16', { bufferBytes: 1 << 20 })
     assert.equal(g.times, 32768 / maxCount)
-    assert.equal(launchShape(v, 64, maxCount, MODEL_BUFFER_BYTES).blocksPerRank, 2)
+    assert.equal(launchShape(v, 64, maxCount, 1 << 20).blocksPerRank, 2)
     assert.equal(SPREAD_MIN_GROUPS, 4)
     assert.equal(g.counts.spreadWindows, 0)
     assert.equal(g.counts.storeRounds, 63)
@@ -149,7 +160,7 @@ describe('kernel structure of the latency model', () => {
     assert.equal(g.counts.storeLaneRounds, 63 / 2)
     // oneshot-sentinel there: 2 blocks of 1 KB (64 sentinel slots of 4 words) per launch: 8 thread groups of 8
     // peers, and the shared stage of 8192 words holds 32 ranks of 256 words: 2 windows, 4 peers per poller in each
-    const [gs] = kernelLaunches('oneshot-sentinel', 'oneshot', 64, 65536)
+    const [gs] = kernelLaunches('oneshot-sentinel', 'oneshot', 64, 65536, 'bf16', { bufferBytes: 1 << 20 })
     assert.equal(launchShape(selectKernel('oneshot-sentinel', 'bf16', 'sum'), 64, 1024).blocksPerRank, 2)
     assert.equal(gs.counts.spreadWindows, 2)
     assert.equal(gs.counts.pollRounds, 2 * Math.ceil(4 / RECV_BATCH))
@@ -227,7 +238,7 @@ describe('kernel structure of the latency model', () => {
     const at256K = kernelLaunches('twoshot-sentinel', 'twoshot', 8, 262144)
     assert.equal(at256K.length, 1)
     assert.equal(at256K[0].counts.spreadWindows, 1)
-    const at1M = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20)
+    const at1M = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20, 'bf16', COUNTING_2026_11_29)
     assert.equal(at1M.spreadWindows, 0)
     assert.equal(at1M.serialRecvs, 2 * 7)
     // 8 B at 16 ranks: one owner with data (K' = 1), one slot: every thread one owner, one poll each; the owner's
@@ -238,14 +249,16 @@ describe('kernel structure of the latency model', () => {
     assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 64, 65536).spreadWindows, 0)
   })
 
-  it("counts twoshot-sentinel's pull kernel where the host picks it, when asked; the fitted default counts the push", () => {
-    assert.equal(MODEL_TWOSHOT_ALLGATHER, 'push')
+  it("counts twoshot-sentinel's pull kernel where the host picks it (the model's default, 'auto') or when forced", () => {
+    assert.equal(MODEL_TWOSHOT_ALLGATHER, 'auto')
+    // the model's own counting (4 MiB, auto), 8 ranks 1 MB: one pull launch
+    const asModel = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20)
+    assert.deepEqual([asModel.launches, asModel.publishFlags, asModel.serialRecvs], [1, 1, 0])
     // 8 ranks, 1 MB, the 1 MB buffer: two launches of 256-slot parts, 1 round of slots a thread (r = 1, K' = 7)
-    const push = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20)
-    assert.deepEqual(
-      kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20, 'bf16', { bufferBytes: 1 << 20, allGather: 'push' }),
-      push,
-    )
+    const push = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20, 'bf16', {
+      bufferBytes: 1 << 20,
+      allGather: 'push',
+    })
     const pull = kernelCounts('twoshot-sentinel', 'twoshot', 8, 1 << 20, 'bf16', {
       bufferBytes: 1 << 20,
       allGather: 'auto',
@@ -274,7 +287,7 @@ describe('kernel structure of the latency model', () => {
     ])
       assert.deepEqual(
         kernelCounts('twoshot-sentinel', 'twoshot', ranks, bytes, 'bf16', { bufferBytes: 1 << 20, allGather: 'auto' }),
-        kernelCounts('twoshot-sentinel', 'twoshot', ranks, bytes),
+        kernelCounts('twoshot-sentinel', 'twoshot', ranks, bytes, 'bf16', { bufferBytes: 1 << 20, allGather: 'push' }),
         `${ranks} ranks ${bytes} B`,
       )
     // 4 ranks 1 MB with a 4 MB buffer: one launch of 1024-slot parts, 5 × 1024 >= 3072: pull (2 rounds of slots)
@@ -294,7 +307,7 @@ describe('kernel structure of the latency model', () => {
     // other algorithms ignore it
     assert.deepEqual(
       kernelCounts('oneshot-barrier', 'barrier', 8, 1 << 20, 'bf16', { bufferBytes: 1 << 20, allGather: 'pull' }),
-      kernelCounts('oneshot-barrier', 'barrier', 8, 1 << 20),
+      kernelCounts('oneshot-barrier', 'barrier', 8, 1 << 20, 'bf16', { bufferBytes: 1 << 20 }),
     )
   })
 
@@ -318,6 +331,17 @@ describe('kernel structure of the latency model', () => {
     const alg = getAlgorithm(algorithms, 'twoshot-atomic')
     assert.equal(modelFeatures(alg, 64, 8192, 'virtual', { structure: 'kernel' }).serialRecvUs, 126)
     assert.equal(modelFeatures(alg, 64, 8192, 'nvswitch', { structure: 'kernel' }).serialRecvUs, 63)
+  })
+
+  it("counts with the settings the shipped fit's files ran with, which are the library's defaults", () => {
+    // The 2026-12-02c grid (3e1244f): when one of the library's defaults moves, the shipped constants describe another
+    // build; refit on files measured with the new default, then move the model's constant (kernel-counts.ts).
+    const refit = 'the library default moved: refit h200-virtual on files measured with it first'
+    assert.equal(MODEL_BUFFER_BYTES, DEFAULT_BUFFER_BYTES_OF_BACKEND.cuda, refit)
+    assert.deepEqual(MODEL_BLOCK_TARGETS, BLOCK_TARGETS, refit)
+    assert.equal(parseTwoshotAllGather(undefined), MODEL_TWOSHOT_ALLGATHER, refit)
+    assert.equal(MODEL_ACCUMULATION, 'f32')
+    assert.deepEqual(accumulationBuild(MODEL_ACCUMULATION), {}, "f32 accumulation is abi.cuh's default build")
   })
 
   it('counts ring and twoshot-atomic in f16/bf16 with f32 accumulation (ring.cu f32 partials, f32 atomic lines)', () => {
@@ -494,7 +518,7 @@ describe('kernel structure of the latency model', () => {
 
   // How the committed bench files ran (each file's buffer is its own, rowBufferBytes): the 11-29 grids at
   // COUNTING_2026_11_29; the 12-01 scale and spread2 files the same build but f32 accumulation (42e4626); the 12-02b
-  // files the library's block targets and the host's all-gather choice as well.
+  // files and the 12-02c grid the library's block targets and the host's all-gather choice as well.
   const COUNTING_12_01: LaunchCounting = { ...COUNTING_2026_11_29, accumulation: 'f32' }
   const COUNTING_12_02B: LaunchCounting = { blockTargets: BLOCK_TARGETS, allGather: 'auto', accumulation: 'f32' }
   // Rows of files measured before a kernel change the counts follow, which describe a kernel that no longer runs
@@ -550,9 +574,12 @@ describe('kernel structure of the latency model', () => {
     return { errors, leftOut }
   }
 
-  // The shipped constants on every committed h200-virtual bench file set, nothing fitted, each counted as it ran
-  // (research/notes/model-calibration-log.md; the reports named below): rows within ±15% (of the rows left after the
-  // kernel changes the files predate), per algorithm, and a bound on the largest |error|.
+  // The shipped constants (the 2026-12-02c fit: bench/results/model-calibration-h200-virtual-2026-12-02c.txt) on
+  // every committed h200-virtual bench file set, nothing fitted, each counted as it ran
+  // (research/notes/model-calibration-log.md, "The refit on the 12-02c grid"): rows within ±15% (of the rows left after
+  // the kernel changes the files predate), per algorithm, and a bound on the largest |error|. The sets before 12-02
+  // measured kernels without the call signature (5a28456, 12-01) and, for the 11-29 ones, the 16-bit build: they
+  // are a record of how far the kernels moved, not a validation of the fit.
   const PINNED: {
     name: string
     paths: string[]
@@ -566,63 +593,44 @@ describe('kernel structure of the latency model', () => {
     maxBelow: number
   }[] = [
     {
-      // the 11-29h grid (kernels at 5e4a711; the 11-29i fit's own rows until the 12-02c refit)
-      name: '11-29h',
-      paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-v${n}-2026-11-29h.json`),
-      commit: '5e4a711',
-      counting: COUNTING_2026_11_29,
-      before: ['spread', 'words'],
-      leftOut: { spread: 92, words: 74 },
-      within: 692,
-      rows: 722,
+      // the fit's own rows (3e1244f: the 4 MiB buffer, BLOCK_TARGETS, auto, f32 accumulation), in sample
+      name: '12-02c grid',
+      paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-grid-v${n}-2026-12-02c.json`),
+      commit: '3e1244f',
+      counting: COUNTING_12_02B,
+      before: [],
+      leftOut: { spread: 0, words: 0 },
+      within: 812,
+      rows: 888,
       perAlgorithm: {
-        'oneshot-ll': '141/148',
-        'oneshot-sentinel': '70/74',
-        'twoshot-sentinel': '51/56',
-        'twoshot-atomic': '140/148',
+        'oneshot-ll': '132/148',
+        'oneshot-sentinel': '147/148',
+        'twoshot-sentinel': '118/148',
+        'twoshot-atomic': '145/148',
         'oneshot-barrier': '146/148',
-        ring: '144/148',
+        ring: '124/148',
       },
-      maxBelow: 0.24,
+      maxBelow: 0.28,
     },
     {
-      // the 11-29k grid (d09257e, measured after the 11-29 fits: bench/results/model-validation-h200-virtual-2026-11-29k.txt)
-      name: '11-29k',
-      paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-v${n}-2026-11-29k.json`),
-      commit: 'd09257e',
-      counting: COUNTING_2026_11_29,
-      before: ['spread', 'words'],
-      leftOut: { spread: 92, words: 74 },
-      within: 696,
-      rows: 722,
-      perAlgorithm: {
-        'oneshot-ll': '143/148',
-        'oneshot-sentinel': '70/74',
-        'twoshot-sentinel': '51/56',
-        'twoshot-atomic': '141/148',
-        'oneshot-barrier': '146/148',
-        ring: '145/148',
-      },
-      maxBelow: 0.23,
-    },
-    {
-      // the 12-01 scale files (ad85eac: af2b920's spread path, before spread2; bench/results/model-validation-h200-virtual-2026-12-01b.txt)
-      name: '12-01',
-      paths: [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-01.json`),
-      commit: 'ad85eac',
-      counting: COUNTING_12_01,
-      before: ['spread', 'words'],
-      leftOut: { spread: 13, words: 10 },
-      within: 53,
-      rows: 62,
+      // out of sample: the 12-02b scale files (fadbc1a: the library's block targets, the pull kernel, oneshot-sentinel
+      // by words, the 1 MiB buffer; the old table: 66 of 85 counted so, 64 as documented then)
+      name: '12-02b',
+      paths: [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-02b.json`),
+      commit: 'fadbc1a',
+      counting: COUNTING_12_02B,
+      before: [],
+      leftOut: { spread: 0, words: 0 },
+      within: 79,
+      rows: 85,
       perAlgorithm: {
         'oneshot-ll': '15/17',
-        'oneshot-sentinel': '7/7',
+        'oneshot-sentinel': '17/17',
         'oneshot-barrier': '17/17',
-        'twoshot-sentinel': '3/4',
-        'twoshot-atomic': '11/17',
+        'twoshot-sentinel': '14/17',
+        'twoshot-atomic': '16/17',
       },
-      maxBelow: 0.26,
+      maxBelow: 0.23,
     },
     {
       // the spread2 rows of the A/B (d3f292e with fd9724f's kernels; bench/results/model-validation-h200-virtual-2026-12-01b.txt)
@@ -632,30 +640,70 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_12_01,
       before: ['words'],
       leftOut: { spread: 0, words: 0 },
-      within: 45,
+      within: 48,
       rows: 54,
-      perAlgorithm: { 'twoshot-sentinel': '12/18', 'twoshot-atomic': '15/18', 'oneshot-barrier': '18/18' },
-      maxBelow: 0.31,
+      perAlgorithm: { 'twoshot-sentinel': '12/18', 'twoshot-atomic': '18/18', 'oneshot-barrier': '18/18' },
+      maxBelow: 0.25,
     },
     {
-      // the 12-02b scale files (fadbc1a: the library's block targets, the pull kernel, oneshot-sentinel by words;
-      // bench/results/model-validation-h200-virtual-2026-12-02b.txt)
-      name: '12-02b',
-      paths: [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-02b.json`),
-      commit: 'fadbc1a',
-      counting: COUNTING_12_02B,
-      before: [],
-      leftOut: { spread: 0, words: 0 },
-      within: 66,
-      rows: 85,
+      // the 12-01 scale files (ad85eac: af2b920's spread path, before spread2; bench/results/model-validation-h200-virtual-2026-12-01b.txt)
+      name: '12-01',
+      paths: [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-01.json`),
+      commit: 'ad85eac',
+      counting: COUNTING_12_01,
+      before: ['spread', 'words'],
+      leftOut: { spread: 13, words: 10 },
+      within: 58,
+      rows: 62,
       perAlgorithm: {
         'oneshot-ll': '15/17',
-        'oneshot-sentinel': '16/17',
+        'oneshot-sentinel': '7/7',
         'oneshot-barrier': '17/17',
-        'twoshot-sentinel': '7/17',
-        'twoshot-atomic': '11/17',
+        'twoshot-sentinel': '4/4',
+        'twoshot-atomic': '15/17',
       },
-      maxBelow: 0.3,
+      maxBelow: 0.19,
+    },
+    {
+      // the 11-29k grid (d09257e: no call signature, the 16-bit build; bench/results/model-validation-h200-virtual-2026-11-29k.txt
+      // has the 11-29 fit's figures on it, 854 of 888 then)
+      name: '11-29k',
+      paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-v${n}-2026-11-29k.json`),
+      commit: 'd09257e',
+      counting: COUNTING_2026_11_29,
+      before: ['spread', 'words'],
+      leftOut: { spread: 92, words: 74 },
+      within: 559,
+      rows: 722,
+      perAlgorithm: {
+        'oneshot-ll': '76/148',
+        'oneshot-sentinel': '68/74',
+        'twoshot-sentinel': '33/56',
+        'twoshot-atomic': '134/148',
+        'oneshot-barrier': '114/148',
+        ring: '134/148',
+      },
+      maxBelow: 0.46,
+    },
+    {
+      // the 11-29h grid (5e4a711: the 11-29 fits' rows, 847 of 888 with their own constants)
+      name: '11-29h',
+      paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-v${n}-2026-11-29h.json`),
+      commit: '5e4a711',
+      counting: COUNTING_2026_11_29,
+      before: ['spread', 'words'],
+      leftOut: { spread: 92, words: 74 },
+      within: 566,
+      rows: 722,
+      perAlgorithm: {
+        'oneshot-ll': '80/148',
+        'oneshot-sentinel': '62/74',
+        'twoshot-sentinel': '35/56',
+        'twoshot-atomic': '135/148',
+        'oneshot-barrier': '116/148',
+        ring: '138/148',
+      },
+      maxBelow: 0.47,
     },
   ]
   for (const set of PINNED)
