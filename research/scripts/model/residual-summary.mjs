@@ -1,5 +1,5 @@
 // Per-algorithm summary of `llcomm model --calibrate … --json` output (read from stdin or the file named): rows within
-// ±15%, rms and max |error| in sample and for each held-out residual the fit computed (row, rank count, size class,
+// ±15%, rms and max |error| in sample (or, with nothing fitted, the table's prediction) and for each held-out residual the fit computed (row, rank count, size class,
 // dtype out), then the rows outside ±15% in sample, largest first. Used by research/scripts/model/refit-*.sh.
 //   node packages/tools/bin/llcomm.js model --calibrate … --json | node research/scripts/model/residual-summary.mjs
 import { readFileSync } from 'node:fs'
@@ -24,7 +24,10 @@ const summary = (errors) => {
 const size = (b) => (b >= 1 << 20 ? `${b / (1 << 20)}M` : b >= 1024 ? `${b / 1024}K` : `${b}`)
 for (const cal of doc.calibrations) {
   const rows = cal.residuals
-  const kinds = KINDS.filter(([k]) => rows.some((r) => r[k] !== undefined))
+  // nothing fitted (--fit none): the residuals are the table's predictions, out of sample
+  const kinds = KINDS.filter(([k]) => rows.some((r) => r[k] !== undefined)).map(([k, name]) =>
+    k === 'relError' && cal.fitted.length === 0 ? [k, 'nothing fitted'] : [k, name],
+  )
   console.log(`## ${cal.platform}: ${rows.length} rows (q = ${cal.overlapExponent})`)
   if (cal.fitted.length > 0) {
     console.log(`fitted: ${cal.fitted.map((p) => `${p} ${Number(cal.params[p]).toPrecision(4)}`).join(', ')}`)
@@ -47,7 +50,7 @@ for (const cal of doc.calibrations) {
   console.log(`|${header.map(() => '---').join('|')}|`)
   for (const l of lines) console.log(`| ${l.join(' | ')} |`)
   const out = rows.filter((r) => Math.abs(r.relError) > 0.15).sort((x, y) => Math.abs(y.relError) - Math.abs(x.relError))
-  console.log(`\noutside ±15% in sample: ${out.length}`)
+  console.log(`\noutside ±15%${cal.fitted.length === 0 ? '' : ' in sample'}: ${out.length}`)
   for (const r of out)
     console.log(
       `  ${r.algorithm} ${r.dtype ?? 'bf16'} ${r.ranks} ranks ${size(r.bytes)}: measured ${r.measuredUs.toFixed(2)} us, predicted ${r.predictedUs.toFixed(2)} (${r.relError > 0 ? '+' : ''}${pct(r.relError)})`,
