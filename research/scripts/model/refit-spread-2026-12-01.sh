@@ -17,7 +17,9 @@ node research/scripts/model/drop-spread-rows.mjs "$WORK/k" $K 2>&1 | sed 's/^/# 
 HN=""; KN=""
 for n in 2 4 8 16 32 64; do HN="$HN $WORK/h/cuda-h200-bench-v$n-2026-11-29h-nospread.json"; KN="$KN $WORK/k/cuda-h200-bench-v$n-2026-11-29k-nospread.json"; done
 cp packages/tools/data/latency/platforms.json "$WORK/platforms-refit.json"
-LLCOMM="node packages/tools/bin/llcomm.js model --platform h200-virtual"
+# counted as every file was then (the 11-29 build: the block targets before the 12-02 sweep, push, 16-bit accumulation;
+# the model's defaults since the 12-02c fit are the library's)
+LLCOMM="node packages/tools/bin/llcomm.js model --platform h200-virtual --block-targets before-sweep --twoshot-allgather push --accumulation dtype"
 
 section() { printf '# %s\n$ %s\n' "$1" "$2"; sh -c "$2"; echo; }
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { type Backend, DEFAULT_BUFFER_BYTES_OF_BACKEND, LlcommError } from 'llcomm/internal'
-import { MODEL_BUFFER_BYTES } from './kernel-counts.js'
+import { BENCH_BUFFER_BYTES_BEFORE_FIELD } from './kernel-counts.js'
 import type { PlatformTopology } from './latency-tables.js'
 
 export interface MeasuredRow {
@@ -114,17 +114,27 @@ export function rowPlatform(file: BenchFile, row: MeasuredRow): string {
 }
 
 /**
- * Rows fit for calibration: correct results, no injected arrival skew, no compute between calls, and the buffer the
- * model assumes (cuda: the model counts launches with launchShape at MODEL_BUFFER_BYTES, and another buffer splits
- * large messages into other launches; cpu: its backend's default). A row without `bufferBytes` was measured at its
- * day's default, which is that buffer.
+ * The receive buffer a row was measured with: its file's `bufferBytes`, or for a file without the field the default
+ * of its day (cuda: 1 MiB, BENCH_BUFFER_BYTES_BEFORE_FIELD; cpu: its backend's default, unchanged).
+ */
+export function rowBufferBytes(row: MeasuredRow): number {
+  if (row.bufferBytes !== undefined) return row.bufferBytes
+  return row.backend === 'cuda'
+    ? BENCH_BUFFER_BYTES_BEFORE_FIELD
+    : DEFAULT_BUFFER_BYTES_OF_BACKEND[row.backend as Backend]
+}
+
+/**
+ * Rows fit for calibration: correct results, no injected arrival skew, no compute between calls, and on the cpu
+ * backend its default buffer (the cpu model has no launch counts to follow another). A cuda row is counted at the
+ * buffer it ran with (rowBufferBytes; calibrate.ts), whatever it was.
  */
 export function usableForCalibration(row: MeasuredRow): boolean {
-  const modelBuffer =
-    row.backend === 'cuda' ? MODEL_BUFFER_BYTES : DEFAULT_BUFFER_BYTES_OF_BACKEND[row.backend as Backend]
   return (
     row.wrong === 0 &&
-    (row.bufferBytes === undefined || row.bufferBytes === modelBuffer) &&
+    (row.backend === 'cuda' ||
+      row.bufferBytes === undefined ||
+      row.bufferBytes === DEFAULT_BUFFER_BYTES_OF_BACKEND[row.backend as Backend]) &&
     !(row.skewUs !== undefined && row.skewUs > 0) &&
     !(row.computeUs !== undefined && row.computeUs > 0)
   )

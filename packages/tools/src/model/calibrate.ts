@@ -10,7 +10,7 @@
 
 import type { Dtype } from 'llcomm/internal'
 import { LlcommError } from 'llcomm/internal'
-import { type BenchFile, type MeasuredRow, rowPlatform, usableForCalibration } from './bench-results.js'
+import { type BenchFile, type MeasuredRow, rowBufferBytes, rowPlatform, usableForCalibration } from './bench-results.js'
 import {
   FIT_PARAMS,
   type FitParam,
@@ -41,7 +41,10 @@ export interface CalibrationRow {
   measuredUs: number
   /** Element type of the measured call (launch shapes depend on it slightly); default bf16. */
   dtype?: Dtype
-  /** How its launches are counted (the block targets and all-gather kernel its file ran); absent: as every fit. */
+  /**
+   * How its launches are counted (the buffer, block targets, all-gather kernel and accumulation its file ran);
+   * absent fields: the model's own (kernel-counts.ts modelCounting).
+   */
   counting?: LaunchCounting
 }
 
@@ -646,9 +649,10 @@ function calibrateTunerRows(
 }
 
 /**
- * Groups a bench file's usable rows by platform; rows of algorithms the model lacks are counted apart. `counting`:
- * how the file's launches are counted (the caller knows the build it measured: the library's BLOCK_TARGETS and the
- * host's all-gather choice for the 2026-12-02b files on); absent, as every fit counted its files.
+ * Groups a bench file's usable rows by platform; rows of algorithms the model lacks are counted apart. Each cuda row
+ * is counted at the buffer it ran with (rowBufferBytes: the file's bufferBytes, 1 MiB for a file without one).
+ * `counting`: the rest of how the file's launches are counted (the caller knows the build it measured: block targets,
+ * all-gather kernel, accumulation); absent fields, the model's own.
  */
 export function calibrationRowsByPlatform(
   file: BenchFile,
@@ -678,7 +682,9 @@ export function calibrationRowsByPlatform(
       bytes: row.bytes,
       measuredUs: row.medianUs,
       dtype: DTYPES.includes(row.dtype as Dtype) ? (row.dtype as Dtype) : undefined,
-      ...(counting ? { counting } : {}),
+      ...(counting || row.backend === 'cuda'
+        ? { counting: { ...counting, ...(row.backend === 'cuda' ? { bufferBytes: rowBufferBytes(row) } : {}) } }
+        : {}),
     })
     groups.set(key, list)
   }

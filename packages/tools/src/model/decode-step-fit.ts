@@ -3,10 +3,11 @@
  * (measured cost of one AllReduce in the step − the latency model's price of that call). NCCL's value is the
  * reference: the model keeps allReduceInStepUs (fitted on PyTorch steps with NCCL) for NCCL and gives algorithm a
  * allReduceInStepUs − values.nccl + values[a] (decode-model.ts allReduceInStepUsFor). Only runs without PDL count
- * (the latency model is fitted on PDL-off rows).
+ * (the latency model is fitted on PDL-off rows). `counting`: how the runs' calls are counted (the build they ran; the
+ * committed 11-29 runs: COUNTING_2026_11_29 in kernel-counts.ts); absent fields, the model's own.
  */
 import type { DecodeDocument } from '../decode/report.js'
-import { paramsFromPlatform, predictLatency } from './latency-model.js'
+import { type LaunchCounting, paramsFromPlatform, predictLatency } from './latency-model.js'
 import { type AlgorithmTable, getAlgorithm, type PlatformConstants } from './latency-tables.js'
 
 export interface DecodeStepFitRow {
@@ -29,6 +30,7 @@ export function fitDecodeStepTerms(
   docs: readonly { file: string; doc: DecodeDocument }[],
   algorithmTable: AlgorithmTable,
   platform: PlatformConstants,
+  counting: LaunchCounting = {},
 ): DecodeStepFit {
   const params = paramsFromPlatform(platform)
   const rows: Record<string, DecodeStepFitRow[]> = {}
@@ -44,6 +46,8 @@ export function fitDecodeStepTerms(
           doc.tp,
           doc.plan.allReduceBytes,
           params,
+          undefined,
+          counting,
         ).latencyUs
       } catch {
         continue // an algorithm the latency model does not price

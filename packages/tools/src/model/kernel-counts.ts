@@ -14,7 +14,10 @@
  *   one-shot, peer-parallel path (LlBuffer::recvReduceSpread; N ≥ 8, slots < T): g = min(T / slots, N) thread
  *                groups, windows of ranks that fit the shared stage: pollRounds = windows·ceil(peers per poller / 8),
  *                storeRounds = ceil((N−1)/g), storeLaneRounds (slots / T)·(N−1) (on virtual), rearms = peers per poller (sentinel), spreadWindows = windows,
- *                stagedReduces = N × elements per slot (read back from shared memory by the slot's thread)
+ *                stagedReduces = N × elements per slot (read back from shared memory by the slot's thread);
+ *                oneshot-sentinel since ac2b151 reduces by words (LlBuffer::blockRecvReduceSpreadWords, as twoshot-
+ *                sentinel's owner): polls ONESHOT_SENTINEL_WORDS_BATCH at a time, stagedReduces N × elements per
+ *                word, its own input word and output word in 4-byte accesses
  *   two-shot     part = piece / N per owner (16 B aligned; K = owners with data, K' = min(N−1, K)),
  *                twoshot-sentinel, serial path (N < SPREAD_MIN_RANKS, or more than T / SPREAD_MIN_GROUPS slots a
  *                part): r on the part: pollRounds r·B8 (owner), storeRounds r·K' + r·(N−1), serialRecvs r·K'
@@ -32,14 +35,17 @@
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
  *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
- *                one line (a receiving warp's 32 words then come from two owner lines, broadcast by two warps)
+ *                one line (a receiving warp's 32 words then come from two owner lines, broadcast by two warps);
+ *                f16/bf16 on f32 lines (accumulation 'f32'): the same counts, twice the line bytes
  *                twoshot-sentinel's pull kernel (kernel-table.ts twoshotAllGather picks it per launch; counted only
- *                when asked: allGather 'auto' or 'pull', the fits measured the push kernel, FITTED_TWOSHOT_ALLGATHER):
+ *                with allGather 'auto' or 'pull'; MODEL_TWOSHOT_ALLGATHER):
  *                the serial path with the broadcast replaced by one publish store (storeRounds r·K' + r), the
  *                all-gather's serial receives by loads issued 8 owners at a time after the owners' flags
  *                (pollRounds + r·ceil(K'/8), peerLoads + r·K', serialRecvs 0), no all-gather re-arms (rearms r·(N−1)),
- *                publishFlags 1 (the flag release and waits and two bar.syncs: not priced yet)
- *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T)
+ *                publishFlags 1 (the flag release and waits and two bar.syncs: priced as a ring step)
+ *   ring         ringSteps 2(N−1) flag hand-offs; storeRounds 2(N−1)·ceil(step slots / T); f16/bf16 with f32
+ *                partials (accumulation 'f32'): (N−1)·ceil(step slots / T) more stores and loads, the reduce-scatter
+ *                steps' slot bytes doubled
  *   barrier      barriers 2; pollRounds r·B8 (each thread reads its slots of every rank, 8 ranks in flight)
  *   storeLaneRounds = storeRounds in the other kernels (left at one thread's count)
  *   every kernel blockBytes: the bytes one block moves through L2 (slot stores, loads and re-arms, input, output);
@@ -48,7 +54,7 @@
  *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check;
  *                twoshot-sentinel's spread path: its slot stores and loads, plus its canonicalized words in slots)
  */
-import type { Dtype } from 'llcomm/internal'
+import type { Accumulation, Dtype } from 'llcomm/internal'
 import {
   accumulationBuild,
   type BlockTargets,
@@ -59,7 +65,6 @@ import {
   launchShape,
   pieceElems,
   selectKernel,
-  TARGET_BYTES_PER_BLOCK,
   type TwoshotAllGatherMode,
   twoshotAllGather,
 } from 'llcomm/internal'
@@ -68,46 +73,117 @@ import {
 export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
 
 /**
- * The kernel build the counts follow: the one every committed bench file and latency fit measured, 16-bit
- * accumulation for f16/bf16 (ring's 16-bit partials, twoshot-atomic's packed 16-bit lines; the communicator option
- * `accumulation: 'dtype'`). The library's default since issue 18 item 4 is f32 accumulation, which halves the ring's
- * f16/bf16 capacity per launch and doubles both kernels' reduce-scatter bytes (twoshot-atomic: two f32 reductions per
- * input word): the model describes it only after a refit on bench files measured with it (docs/model.md).
+ * How one call's launches are counted: the build and communicator settings the kernels ran with. Every field absent
+ * takes the model's own (MODEL_BUFFER_BYTES, MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION: what
+ * the shipped fit measured); a bench file measured with others is counted with its own (calibrate.ts: the file's
+ * bufferBytes; `llcomm model --block-targets / --twoshot-allgather / --accumulation`).
  */
-export const FITTED_KERNEL_BUILD = accumulationBuild('dtype')
+export interface LaunchCounting {
+  /** The communicator's receive buffer (CommunicatorOptions.bufferBytes): launchShape's capacity per launch. */
+  bufferBytes?: number
+  /** The block targets launchShape sizes a message's blocks with. */
+  blockTargets?: BlockTargets
+  /** twoshot-sentinel's all-gather kernel: 'auto' as the host picks it per launch, or forced. */
+  allGather?: TwoshotAllGatherMode
+  /** f16/bf16 accumulation of ring and twoshot-atomic (the communicator option `accumulation`). */
+  accumulation?: Accumulation
+}
 
 /**
- * The receive buffer (bufferBytes) the model's launches are counted at: 1 MiB, the library's cuda default, which every
- * committed fit and every bench file without a `bufferBytes` field measured. Its own constant, so that a change of
- * the library's default cannot silently recount the fits' launches (a refit on bench files measured with the new
- * default comes first).
+ * The receive buffer the model's launches are counted at: 4 MiB, the library's cuda default since 3e1244f, which the
+ * shipped fit's files measured (the 2026-12-02c grid). Its own constant, so that a later change of the library's
+ * default cannot silently recount the fit's launches (a refit on bench files measured with the new default comes
+ * first). Rows of bench files are counted at their own buffer (calibrate.ts, rowBufferBytes).
  */
-export const MODEL_BUFFER_BYTES = 1 << 20
+export const MODEL_BUFFER_BYTES = 4 << 20
 
 /**
- * The block targets (launchShape's bytes per block) the model's launches are counted with: those every committed fit
- * and every bench file up to the 2026-12-02 block-scale sweep ran with (twoshot-sentinel and barrier 16384 bytes a
- * block, the one-shot sentinel 2048 at every rank count). The library's own are BLOCK_TARGETS since that sweep
- * (kernel-table.ts); for the same reason as MODEL_BUFFER_BYTES they are not the default here until a refit on bench
- * files measured with them. A caller counting a file measured with BLOCK_TARGETS passes them (kernelLaunches'
- * `targets`; the model's FeatureOptions.blockTargets; `llcomm model --block-targets library`).
+ * The cuda receive buffer of every bench file that has no `bufferBytes` field (the field is recorded since
+ * 2026-12-02; the default was 1 MiB until 3e1244f). calibrate.ts counts such a file's launches at this buffer.
  */
-export const MODEL_BLOCK_TARGETS: BlockTargets = {
-  bytesPerBlock: { ...TARGET_BYTES_PER_BLOCK, 'twoshot-sentinel': 16384, barrier: 16384, sentinel: 2048 },
+export const BENCH_BUFFER_BYTES_BEFORE_FIELD = 1 << 20
+
+/**
+ * The block targets every bench file up to the 2026-12-02 block-scale sweep ran with (5e2560d changed the
+ * library's), and every fit before the 2026-12-02c one counted with: twoshot-sentinel and barrier 16384 bytes a
+ * block, the one-shot sentinel 2048 at every rank count.
+ */
+export const BLOCK_TARGETS_BEFORE_SWEEP: BlockTargets = {
+  bytesPerBlock: {
+    ll8: 1024,
+    ll16: 1024,
+    sentinel: 2048,
+    'twoshot-sentinel': 16384,
+    ll128: 16384,
+    barrier: 16384,
+    flags: 32768,
+  },
   oneshotSentinelRanks: undefined,
 }
 
 /**
- * twoshot-sentinel's all-gather kernel the counts follow by default: the push kernel, the only one in the product
- * when every committed bench file and fit was measured (the pull kernel, llcomm_twoshot_sentinel_pull_*, came with
- * pullsplit, 2026-12-02; the host picks it per launch: kernel-table.ts twoshotAllGather). Pass 'auto' to count what
- * the host launches now (7-8 ranks at large launches pull); its publishFlags count has no fitted price yet, so
- * predictions with 'auto' want a refit on bench files measured with the pull kernel (bench: LLCOMM_TWOSHOT_ALLGATHER).
+ * The block targets the model's launches are counted with: the library's BLOCK_TARGETS (kernel-table.ts) as the
+ * shipped fit's files (the 2026-12-02c grid) ran with them, copied here for the same reason as MODEL_BUFFER_BYTES
+ * (test/model/kernel-structure.test.ts fails when the library's move: a refit on files measured with the new ones
+ * comes first).
  */
-export const FITTED_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'push'
+export const MODEL_BLOCK_TARGETS: BlockTargets = {
+  bytesPerBlock: {
+    ll8: 1024,
+    ll16: 1024,
+    sentinel: 2048,
+    'twoshot-sentinel': 4096,
+    ll128: 16384,
+    barrier: 2048,
+    flags: 32768,
+  },
+  oneshotSentinelRanks: 2,
+}
+
+/**
+ * twoshot-sentinel's all-gather kernel the counts follow by default: 'auto', the host's choice per launch
+ * (kernel-table.ts twoshotAllGather: the pull kernel for large serial-path launches at 4-8 ranks), as the shipped
+ * fit's files ran. Files measured before the pull kernel (pullsplit, 2026-12-02) are counted with 'push'.
+ */
+export const MODEL_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'auto'
+
+/**
+ * The f16/bf16 accumulation the counts follow by default: 'f32', the library's default since issue 18 item 4
+ * (42e4626: ring's f32 partial sums, twoshot-atomic's f32 lines), which the shipped fit's files measured. Bench files
+ * measured before 42e4626 (the 11-29 grids, the 2-GPU files) ran the 16-bit build: counted with 'dtype'.
+ */
+export const MODEL_ACCUMULATION: Accumulation = 'f32'
+
+/**
+ * How the bench files up to 2026-11-29 ran (the 11-29h / 11-29k grids, the 2-GPU files, the fits before the
+ * 2026-12-02c one): a 1 MiB buffer, the block targets before the sweep, the push all-gather (the only kernel then),
+ * ring and twoshot-atomic with 16-bit partials and lines.
+ */
+export const COUNTING_2026_11_29: Required<LaunchCounting> = {
+  bufferBytes: BENCH_BUFFER_BYTES_BEFORE_FIELD,
+  blockTargets: BLOCK_TARGETS_BEFORE_SWEEP,
+  allGather: 'push',
+  accumulation: 'dtype',
+}
+
+/** A counting with every absent field at the model's own value. */
+export function modelCounting(counting: LaunchCounting = {}): Required<LaunchCounting> {
+  return {
+    bufferBytes: counting.bufferBytes ?? MODEL_BUFFER_BYTES,
+    blockTargets: counting.blockTargets ?? MODEL_BLOCK_TARGETS,
+    allGather: counting.allGather ?? MODEL_TWOSHOT_ALLGATHER,
+    accumulation: counting.accumulation ?? MODEL_ACCUMULATION,
+  }
+}
 
 /** Peers recvReduce polls together (kernels/llcomm/ll_buffer.cuh LLCOMM_RECV_BATCH). */
 export const RECV_BATCH = 8
+/**
+ * Peers one poller of oneshot-sentinel's word-spread reduce polls together, by element bytes (oneshot_sentinel.cu:
+ * blockRecvReduceSpreadWords<DT, kElemBytes == 4 ? 4 : LLCOMM_RECV_BATCH>; the f32 kernel spilled with 8). A kernel
+ * constant with no host copy: test/model/kernel-structure.test.ts reads it from the source.
+ */
+export const ONESHOT_SENTINEL_WORDS_BATCH: Readonly<Record<2 | 4, number>> = { 2: RECV_BATCH, 4: 4 }
 /**
  * Owners one thread of twoshot-sentinel's spread path loads and polls together, and peers one poller of its owner
  * reduce polls together (kernels/allreduce/twoshot_sentinel.cu kTwoshotSpreadBatch; its serial path keeps
@@ -170,12 +246,19 @@ export interface KernelCounts {
   rearmBytes: number
   /** This rank's message bytes in the launch(es) counted (the wire and atomic bytes scale from it). */
   messageBytes: number
+  /**
+   * Of messageBytes, the bytes whose reduce-scatter moves at twice the input's width: f16/bf16 with f32
+   * accumulation, ring's f32 partial sums (two 16-byte accesses per 16 input bytes, ring.cu llcStoreF32Partial) and
+   * twoshot-atomic's f32 lines (two red.add.f32 per input word into a pair of lines, atomic_lines.cuh). The
+   * reduce-scatter half of the wire bytes, and all of the red.add bytes, double for them (latency-model.ts).
+   */
+  wideReduceScatterBytes: number
   ringSteps: number
   barriers: number
   /**
    * twoshot-sentinel's pull kernel: publish-flag hand-offs per launch (each owner's release after a bar.sync, every
-   * peer's acquire waits for all owners' flags, one bar.sync), 1 per launch that pulls. Not a latency-model feature
-   * yet (no bench file in the fits measured the pull kernel).
+   * peer's acquire waits for all owners' flags, one bar.sync), 1 per launch that pulls. Priced as a ring step
+   * (latency-model.ts kernelFeatures: the same four events as llcBlockRingSignal / llcBlockRingWait).
    */
   publishFlags: number
 }
@@ -197,6 +280,7 @@ const ZERO: KernelCounts = {
   blockBytes: 0,
   rearmBytes: 0,
   messageBytes: 0,
+  wideReduceScatterBytes: 0,
   ringSteps: 0,
   barriers: 0,
   publishFlags: 0,
@@ -271,15 +355,13 @@ function launchCounts(
   variant: ReturnType<typeof selectKernel>,
   ranks: number,
   count: number,
-  bufferBytes: number,
-  allGather: TwoshotAllGatherMode,
-  targets: BlockTargets,
+  counting: Required<LaunchCounting>,
 ): KernelCounts {
   const {
     sentinelSlotsChecked,
     wordAccessBytes = 0,
     ...counted
-  } = structureCounts(shape, variant, ranks, count, bufferBytes, allGather, targets)
+  } = structureCounts(shape, variant, ranks, count, counting)
   // the kernels other than the one-shot leave storeLaneRounds at storeRounds
   const k = { ...counted, storeLaneRounds: counted.storeLaneRounds ?? counted.storeRounds }
   // a 16-bit sentinel word holds two elements, each checked (reader) and canonicalized (writer) on its own
@@ -297,12 +379,17 @@ function structureCounts(
   variant: ReturnType<typeof selectKernel>,
   ranks: number,
   count: number,
-  bufferBytes: number,
-  allGather: TwoshotAllGatherMode,
-  targets: BlockTargets,
+  counting: Required<LaunchCounting>,
 ): StructureCounts {
   const eb = DTYPE_BYTES[variant.dtype]
-  const ls = launchShape(variant, ranks, count, bufferBytes, FITTED_KERNEL_BUILD, targets)
+  const build = accumulationBuild(counting.accumulation)
+  const ls = launchShape(variant, ranks, count, counting.bufferBytes, build, counting.blockTargets)
+  // f16/bf16 with f32 accumulation: ring's reduce-scatter carries f32 partials, twoshot-atomic adds on f32 lines
+  const wide16 =
+    eb === 2 &&
+    (shape === 'ring'
+      ? build.ringF32Partials !== false
+      : variant.protocol === 'll128' && build.atomicF32Lines !== false)
   const threads = ls.threadsPerBlock
   const pieceBytes = pieceElems(count, ls.blocksPerRank, 16 / eb) * eb
   const payload = SLOT_PAYLOAD_BYTES[variant.protocol]
@@ -329,18 +416,23 @@ function structureCounts(
         const pollGroups = Math.min(groups, window)
         const windows = Math.ceil(ranks / window)
         const peersPerPoller = Math.ceil(window / pollGroups)
+        // oneshot-sentinel (ac2b151): the reduce by words, thread t < 4·slots summing word t % 4 of slot t / 4 over
+        // the N ranks from the same stage; its own word loaded and its output word stored by that thread
+        const byWords = variant.algorithm === 'oneshot-sentinel'
+        const batch = byWords ? ONESHOT_SENTINEL_WORDS_BATCH[eb as 2 | 4] : RECV_BATCH
         return {
           ...none,
-          pollRounds: windows * Math.ceil(peersPerPoller / RECV_BATCH),
+          pollRounds: windows * Math.ceil(peersPerPoller / batch),
           storeRounds: Math.ceil(peers / groups),
           // the block's store instructions: slots × (N−1) sends over T threads
           storeLaneRounds: (slots / threads) * peers,
           rearms: sentinel ? windows * peersPerPoller : 0,
           rearmBytes: sentinel ? peers * rankBytes : 0,
           spreadWindows: windows,
-          stagedReduces: ranks * ((4 * words) / eb),
+          stagedReduces: ranks * ((byWords ? 4 : 4 * words) / eb),
           blockBytes: oneshotBlockBytes,
           peerLoads: windows * peersPerPoller,
+          wordAccessBytes: byWords ? 2 * pieceBytes : 0,
         }
       }
       const r = rounds(slots)
@@ -369,8 +461,18 @@ function structureCounts(
         const partLines = Math.ceil(partBytes / (LLCOMM_LINE_DATA_WORDS * 4))
         const lineRounds = Math.ceil(partLines / (threads / 32))
         const serialRecvs = rounds(partBytes / 4) * otherOwners
+        // f16/bf16 on f32 lines (atomic_lines.cuh kF32Lines): a logical line is a pair of 128-byte lines, each input
+        // word added as two red.add.f32 (low element into the first, high into the second, same lane), the pair
+        // counted, waited for, read and zeroed together. The same lines, rounds, fence and counter wait: only the
+        // line bytes double (red.add bytes and the block's). Not a second line send: the warp's reds to the pair go
+        // out in one issue sequence and its one fence waits for all of them (measured, bf16, f32 / 16-bit lines: 2
+        // ranks 8 KB +0.40 us, 64 KB +0.46, 8 ranks 8 KB +0.46; bench/results/cuda-h200-bench-atomic-lines-bf16-
+        // 2026-12-01.json, docs/kernels.md "Numerics"; at the 11-29 fit's 0.14 us a line send, a second send per line
+        // would add 0.84, 4.8 and 1.1 us there).
+        const lineBytesPerPayload = (wide16 ? 2 : 1) * (128 / 124)
         return {
           ...none,
+          wideReduceScatterBytes: wide16 ? rankBytes : 0,
           atomicLineRounds: lineRounds * ownersWithData,
           pollRounds: lineRounds,
           storeRounds: lineRounds * peers,
@@ -378,8 +480,9 @@ function structureCounts(
           // 32 consecutive words (one receiving warp) span at most two 31-word lines, and two as soon as the part
           // has more than one line (parts are whole 16-byte units: 28 words fit one line, 32 do not)
           secondLineRecvs: partLines > 1 ? serialRecvs : 0,
-          // red.add lines (128 B per 124 payload) to every owner; LL8 broadcast and all-gather (8 B per 4)
-          blockBytes: partBytes * (ownersWithData * (128 / 124) + 2 * 2 * peers) + 3 * pieceBytes,
+          // red.add lines (128 B per 124 payload; 256 on f32 lines) to every owner; LL8 broadcast and all-gather (8 B
+          // per 4)
+          blockBytes: partBytes * (ownersWithData * lineBytesPerPayload + 2 * 2 * peers) + 3 * pieceBytes,
         }
       }
       const partSlots = Math.ceil(partBytes / payload)
@@ -393,7 +496,7 @@ function structureCounts(
       const r = rounds(partSlots)
       if (
         variant.algorithm === 'twoshot-sentinel' &&
-        twoshotAllGather(variant.dtype, ranks, count, ls.blocksPerRank, allGather) === 'pull'
+        twoshotAllGather(variant.dtype, ranks, count, ls.blocksPerRank, counting.allGather) === 'pull'
       )
         return {
           ...none,
@@ -431,13 +534,19 @@ function structureCounts(
       // 2(N−1) dependent steps (a flag hand-off each); in each, rounds of one remote read and one store per thread
       const dataRounds = 2 * peers * rounds(stepSlots)
       const stepBytes = Math.ceil(pieceBytes / ranks / 16) * 16
+      // f16/bf16 with f32 partials (ring.cu kWidePartials): the N−1 reduce-scatter sends (steps 0..N−2) store 32
+      // bytes of f32 partials per 16 input bytes (two 16-byte stores, llcStoreF32Partial) and their N−1 receives
+      // (steps 1..N−1) load them back (two loads, llcLoadF32Partial): one more store and one more load per thread and
+      // round in those steps, one more part of bytes each way; the all-gather half is unchanged
+      const wideRounds = wide16 ? peers * rounds(stepSlots) : 0
       // per step: read the received part, read my input, store the part to the next rank
       return {
         ...none,
         ringSteps: 2 * peers,
-        peerLoads: dataRounds,
-        storeRounds: dataRounds,
-        blockBytes: 2 * peers * 3 * stepBytes,
+        peerLoads: dataRounds + wideRounds,
+        storeRounds: dataRounds + wideRounds,
+        blockBytes: 2 * peers * 3 * stepBytes + (wide16 ? 2 * peers * stepBytes : 0),
+        wideReduceScatterBytes: wide16 ? rankBytes : 0,
       }
     }
     case 'barrier':
@@ -527,9 +636,9 @@ export interface LaunchGroup {
 
 /**
  * The launches of one call of `bytes` per rank: full launches of maxCountPerCall elements, then the remainder.
- * A call of 0 bytes is counted as one launch of one element (the kernel still runs its handshake). `targets`: the
- * block targets the launches are shaped with, MODEL_BLOCK_TARGETS (those of every fit) unless the caller counts a
- * bench file measured with others (the library's BLOCK_TARGETS for the files from the 2026-12-02b sweep on).
+ * A call of 0 bytes is counted as one launch of one element (the kernel still runs its handshake). `counting`: the
+ * buffer, block targets, all-gather kernel and accumulation the launches are counted with (absent fields: the model's
+ * own, modelCounting).
  */
 export function kernelLaunches(
   algorithm: string,
@@ -537,23 +646,21 @@ export function kernelLaunches(
   ranks: number,
   bytes: number,
   dtype: Dtype = 'bf16',
-  bufferBytes: number = MODEL_BUFFER_BYTES,
-  allGather: TwoshotAllGatherMode = FITTED_TWOSHOT_ALLGATHER,
-  targets: BlockTargets = MODEL_BLOCK_TARGETS,
+  counting: LaunchCounting = {},
 ): LaunchGroup[] {
   if (!Number.isInteger(ranks) || ranks < 2)
     throw new LlcommError('INVALID_ARGUMENT', `ranks must be an integer ≥ 2, got ${ranks}`)
   // the name comes from the model's table; selectKernel rejects one without a kernel
   const variant = selectKernel(algorithm as Parameters<typeof selectKernel>[0], dtype, 'sum')
+  const c = modelCounting(counting)
   const count = Math.max(1, Math.ceil(bytes / DTYPE_BYTES[dtype]))
-  const maxCount = launchShape(variant, ranks, 1, bufferBytes, FITTED_KERNEL_BUILD, targets).maxCountPerCall
+  const build = accumulationBuild(c.accumulation)
+  const maxCount = launchShape(variant, ranks, 1, c.bufferBytes, build, c.blockTargets).maxCountPerCall
   const full = Math.floor(count / maxCount)
   const rest = count - full * maxCount
   const groups: LaunchGroup[] = []
-  if (full > 0)
-    groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, bufferBytes, allGather, targets) })
-  if (rest > 0)
-    groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, bufferBytes, allGather, targets) })
+  if (full > 0) groups.push({ times: full, counts: launchCounts(shape, variant, ranks, maxCount, c) })
+  if (rest > 0) groups.push({ times: 1, counts: launchCounts(shape, variant, ranks, rest, c) })
   return groups
 }
 
@@ -564,11 +671,9 @@ export function kernelCounts(
   ranks: number,
   bytes: number,
   dtype: Dtype = 'bf16',
-  bufferBytes: number = MODEL_BUFFER_BYTES,
-  allGather: TwoshotAllGatherMode = FITTED_TWOSHOT_ALLGATHER,
-  targets: BlockTargets = MODEL_BLOCK_TARGETS,
+  counting: LaunchCounting = {},
 ): KernelCounts {
-  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, bufferBytes, allGather, targets).reduce(
+  return kernelLaunches(algorithm, shape, ranks, bytes, dtype, counting).reduce(
     (total, g) => add(total, g.counts, g.times),
     ZERO,
   )

@@ -33,9 +33,15 @@
  * stay NNLS (calibrate.ts); the maximum is piecewise linear, so q = 1 (or absent) is linear on each piece.
  */
 
-import type { BlockTargets, Dtype, TwoshotAllGatherMode } from 'llcomm/internal'
+import type { Dtype } from 'llcomm/internal'
 import { LLCOMM_MAX_RANKS, LlcommError } from 'llcomm/internal'
-import { type KernelCounts, type KernelShape, kernelCounts, kernelLaunches } from './kernel-counts.js'
+import {
+  type KernelCounts,
+  type KernelShape,
+  kernelCounts,
+  kernelLaunches,
+  type LaunchCounting,
+} from './kernel-counts.js'
 import type {
   AlgorithmStructure,
   PlatformConstants,
@@ -107,21 +113,15 @@ export function barrierCountTerms(ranks: number): { fixed: number; perPeer: numb
   return { fixed: 1, perPeer: ranks - 1, quad: (ranks - 1) ** 2 }
 }
 
-export interface FeatureOptions {
+/**
+ * Structure 'kernel' also takes LaunchCounting (kernel-counts.ts): the buffer, block targets, twoshot-sentinel
+ * all-gather and accumulation the launches are counted with; each absent one is the model's own (modelCounting).
+ */
+export interface FeatureOptions extends LaunchCounting {
   /** 'kernel': count launches, poll rounds, store rounds and ring steps from llcomm's launch shapes. */
   structure?: 'seed' | 'kernel'
   /** Element type of the call (launch shapes align pieces to 16 bytes of elements); default bf16. */
   dtype?: Dtype
-  /**
-   * Structure 'kernel': the block targets the launches are shaped with; default MODEL_BLOCK_TARGETS (kernel-counts.ts:
-   * those of every fit). The library's BLOCK_TARGETS for a bench file measured with them (from the 2026-12-02b sweep).
-   */
-  blockTargets?: BlockTargets
-  /**
-   * Structure 'kernel': twoshot-sentinel's all-gather kernel counted; default FITTED_TWOSHOT_ALLGATHER ('push').
-   * 'auto' counts what the host launches; the pull kernel's publishFlags have no term here (priced at 0).
-   */
-  allGather?: TwoshotAllGatherMode
 }
 
 const ZERO_FEATURES: Features = Object.fromEntries(FIT_PARAMS.map((p) => [p, 0])) as Features
@@ -133,20 +133,13 @@ function checkCall(ranks: number, bytes: number): void {
 }
 
 /**
- * kernelLaunches' / kernelCounts' arguments for one call of `alg`: its kernel shape, and the counting options
- * (dtype, all-gather kernel, block targets) of `options`; the buffer is the model's own (MODEL_BUFFER_BYTES).
+ * kernelLaunches' / kernelCounts' arguments for one call of `alg`: its kernel shape, and the dtype and counting
+ * (buffer, block targets, all-gather kernel, accumulation) of `options`.
  */
 function countingArgs(alg: AlgorithmStructure, ranks: number, bytes: number, options: FeatureOptions) {
-  return [
-    alg.name as string,
-    alg.kernel as KernelShape,
-    ranks,
-    bytes,
-    options.dtype,
-    undefined,
-    options.allGather,
-    options.blockTargets,
-  ] as const
+  const { bufferBytes, blockTargets, allGather, accumulation } = options
+  const counting: LaunchCounting = { bufferBytes, blockTargets, allGather, accumulation }
+  return [alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype, counting] as const
 }
 
 /** Beyond LLCOMM_MAX_RANKS no llcomm kernel runs: the seed form stands in (scale simulations to 72 GPUs). */
@@ -156,12 +149,26 @@ function usesKernelStructure(alg: AlgorithmStructure, ranks: number, options: Fe
   )
 }
 
-/** Bytes moved for `messageBytes` per rank: over the links, or on `virtual` inside the one GPU (all N ranks'). */
-function byteFeatures(alg: AlgorithmStructure, ranks: number, messageBytes: number, topology: PlatformTopology) {
+/**
+ * Bytes moved for `messageBytes` per rank: over the links, or on `virtual` inside the one GPU (all N ranks'). Of
+ * them, `wideReduceScatterBytes` reduce-scatter at twice the width (f16/bf16 with f32 accumulation: ring, twoshot-
+ * atomic; kernel-counts.ts): the reduce-scatter half of their wire bytes and all of their red.add bytes count twice.
+ */
+function byteFeatures(
+  alg: AlgorithmStructure,
+  ranks: number,
+  messageBytes: number,
+  topology: PlatformTopology,
+  wideReduceScatterBytes = 0,
+) {
   const everyRank = topology === 'virtual' ? ranks : 1
   return {
-    usPerWireByte: everyRank * wireBytesPerGpu(alg, ranks, messageBytes),
-    usPerAtomicByte: everyRank * (alg.atomicCoefficient ?? 0) * messageBytes * wireShapeFactor(alg.wireShape, ranks),
+    usPerWireByte: everyRank * wireBytesPerGpu(alg, ranks, messageBytes + wideReduceScatterBytes / 2),
+    usPerAtomicByte:
+      everyRank *
+      (alg.atomicCoefficient ?? 0) *
+      (messageBytes + wideReduceScatterBytes) *
+      wireShapeFactor(alg.wireShape, ranks),
   }
 }
 
@@ -178,7 +185,11 @@ function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts,
     pollRoundUs: k.pollRounds,
     // on virtual every rank's blocks store into the one L2: a round costs the store instructions the block issues
     storeRoundUs: topology === 'virtual' ? k.storeLaneRounds : k.storeRounds,
-    ringStepUs: k.ringSteps,
+    // twoshot-sentinel's pull kernel: each publish flag is a ring step's hand-off, event for event (twoshot_sentinel.cu
+    // kPull: __syncthreads, thread 0's release store at .sys scope, the waiting threads' acquire polls, __syncthreads;
+    // flags.cuh llcBlockRingSignal / llcBlockRingWait), so it takes the ring step's price. Its waits for N−1 owners'
+    // flags run in parallel (one thread each), so the hand-off is one, not N−1.
+    ringStepUs: k.ringSteps + k.publishFlags,
     // on virtual, a twoshot-atomic receiving warp whose words span two owner lines waits once more per owner
     serialRecvUs: topology === 'virtual' ? k.serialRecvs + k.secondLineRecvs : k.serialRecvs,
     rearmUs: k.rearms,
@@ -190,7 +201,7 @@ function kernelFeatures(alg: AlgorithmStructure, ranks: number, k: KernelCounts,
     usPerBlockByte: k.blockBytes,
     // every rank's input read and output written (on virtual, all N ranks' on the one GPU's memory)
     usPerMemoryByte: (topology === 'virtual' ? ranks : 1) * 2 * k.messageBytes,
-    ...byteFeatures(alg, ranks, k.messageBytes, topology),
+    ...byteFeatures(alg, ranks, k.messageBytes, topology, k.wideReduceScatterBytes),
     usPerRearmByte: topology === 'virtual' ? k.rearmBytes * ranks : k.rearmBytes,
   }
 }
@@ -506,8 +517,8 @@ export function predictionFromNccl(p: NcclPrediction): LatencyPrediction {
   }
 }
 
-/** How a bench file's launches are counted (FeatureOptions' blockTargets and allGather); default: as every fit. */
-export type LaunchCounting = Pick<FeatureOptions, 'blockTargets' | 'allGather'>
+/** How a bench file's launches are counted (kernel-counts.ts); absent fields: the model's own. */
+export type { LaunchCounting } from './kernel-counts.js'
 
 /**
  * One call's predicted latency. An algorithm with `tuner: 'nccl'` on a platform with a complete `nccl` block is

@@ -122,7 +122,7 @@ describe('llcomm model (CLI)', () => {
     assert.match(bad.stderr, /--fit: unknown parameter "nonsense"/)
   })
 
-  it("counts a file's launches as it ran with --block-targets and --twoshot-allgather (the 12-02b scale files)", () => {
+  it("counts a file's launches as it ran with --block-targets, --twoshot-allgather and --accumulation (the 12-02b files)", () => {
     const files = [2, 8, 16, 32, 64].map((n) => repoPath(`bench/results/cuda-h200-bench-scale-v${n}-2026-12-02b.json`))
     const asRan = run([
       '--calibrate',
@@ -133,17 +133,39 @@ describe('llcomm model (CLI)', () => {
       'library',
       '--twoshot-allgather',
       'auto',
+      '--accumulation',
+      'f32',
     ])
     assert.equal(asRan.status, 0, asRan.stderr)
-    assert.match(asRan.stdout, /counted with: block targets library, twoshot-sentinel all-gather auto \(the pull/)
-    assert.match(asRan.stdout, /nothing fitted\): 64\/85 within ±15%/)
-    // without the flags, as every fit counts its files (MODEL_BLOCK_TARGETS, the push kernel)
-    const asFitted = run(['--calibrate', ...files, '--fit', 'none'])
-    assert.doesNotMatch(asFitted.stdout, /counted with/)
-    assert.match(asFitted.stdout, /nothing fitted\): 62\/85 within ±15%/)
+    assert.match(
+      asRan.stdout,
+      /counted with: block targets library, twoshot-sentinel all-gather auto, accumulation f32/,
+    )
+    assert.match(asRan.stdout, /nothing fitted\): 79\/85 within ±15%/)
+    // without the flags, with the model's own (MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION: the
+    // same build); counted as the 11-29 files ran, 70
+    const asModel = run(['--calibrate', ...files, '--fit', 'none'])
+    assert.doesNotMatch(asModel.stdout, /counted with/)
+    assert.match(asModel.stdout, /nothing fitted\): 79\/85 within ±15%/)
+    const as1129 = run([
+      '--calibrate',
+      ...files,
+      '--fit',
+      'none',
+      '--block-targets',
+      'before-sweep',
+      '--twoshot-allgather',
+      'push',
+      '--accumulation',
+      'dtype',
+    ])
+    assert.match(as1129.stdout, /nothing fitted\): 70\/85 within ±15%/)
     const bad = run(['--calibrate', files[0], '--block-targets', 'new'])
     assert.notEqual(bad.status, 0)
-    assert.match(bad.stderr, /--block-targets new: fitted or library/)
+    assert.match(bad.stderr, /--block-targets new: model, library, before-sweep/)
+    const badAccumulation = run(['--calibrate', files[0], '--accumulation', 'f16'])
+    assert.notEqual(badAccumulation.status, 0)
+    assert.match(badAccumulation.stderr, /--accumulation f16: f32 or dtype/)
     const badMode = run(['--calibrate', files[0], '--twoshot-allgather', 'both'])
     assert.notEqual(badMode.status, 0)
     assert.match(badMode.stderr, /--twoshot-allgather both: push, pull or auto/)

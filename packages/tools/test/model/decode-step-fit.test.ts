@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { type DecodeDocument, validateDecodeDocument } from '../../src/decode/report.js'
 import { fitDecodeStepTerms } from '../../src/model/decode-step-fit.js'
 import { findGpu, loadGpuTable } from '../../src/model/decode-tables.js'
+import { COUNTING_2026_11_29 } from '../../src/model/kernel-counts.js'
 import { getPlatform, loadAlgorithmTable, loadPlatformTable } from '../../src/model/latency-tables.js'
 import { repoPath } from '../support/paths.js'
 
@@ -21,7 +22,10 @@ test('gpus.json h200 allReduceInDecodeStepUs = the fit of the committed llcomm d
     if (raw.kind === 'llcomm-decode') docs.push({ file, doc: validateDecodeDocument(raw, file) })
   }
   assert.equal(docs.filter((d) => !d.doc.pdl).length, 14)
-  const fit = fitDecodeStepTerms(docs, loadAlgorithmTable(), getPlatform(loadPlatformTable(), 'h200'))
+  // the runs ran the 11-29 build (1 MiB buffer, the block targets before the 12-02 sweep, 16-bit accumulation): the
+  // latency model prices their calls as they ran
+  const h200 = getPlatform(loadPlatformTable(), 'h200')
+  const fit = fitDecodeStepTerms(docs, loadAlgorithmTable(), h200, COUNTING_2026_11_29)
   const table = findGpu(loadGpuTable(), 'h200').decodeStep?.allReduceInDecodeStepUs?.values
   assert.deepEqual(table, fit.values)
   for (const list of Object.values(fit.rows)) assert.equal(list.length, 14)

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { readBenchFile } from '../../src/model/bench-results.js'
 import { calibratePlatform, calibrationRowsByPlatform } from '../../src/model/calibrate.js'
+import { COUNTING_2026_11_29 } from '../../src/model/kernel-counts.js'
 import { type FitParam, paramsFromPlatform, predictLatency } from '../../src/model/latency-model.js'
 import {
   ADDED_CONSTANTS,
@@ -71,7 +72,8 @@ const TRANSPORT_CONSTANTS = TRANSPORT.map((p) => STORED_AS[p] ?? (p as keyof Pla
 
 const algorithms = loadAlgorithmTable()
 function h200Rows(path: string) {
-  const { groups } = calibrationRowsByPlatform(readBenchFile(repo(path)), algorithms)
+  // every 2-GPU file ran the 11-29 build (1 MiB buffer, the block targets before the sweep, 16-bit accumulation)
+  const { groups } = calibrationRowsByPlatform(readBenchFile(repo(path)), algorithms, COUNTING_2026_11_29)
   const all = groups.get('h200') ?? []
   return { groups, rowsOf: (names: string[]) => all.filter((r) => names.includes(r.algorithm)) }
 }
@@ -88,7 +90,8 @@ function predicted(
 ): { rows: number; within: number; rms: number } {
   const params = paramsFromPlatform(platform)
   const errors = of(names).map((r) => {
-    const p = predictLatency(getAlgorithm(algorithms, r.algorithm), platform, r.ranks, r.bytes, params, r.dtype)
+    const alg = getAlgorithm(algorithms, r.algorithm)
+    const p = predictLatency(alg, platform, r.ranks, r.bytes, params, r.dtype, r.counting)
     return p.latencyUs / r.measuredUs - 1
   })
   return {

@@ -153,7 +153,7 @@ export async function runBenchCommand(flags: BenchFlags): Promise<void> {
       { showProgress: shouldShowProgress(flags.progress), devices: usedDevices },
     )
     // Always recorded (since 2026-12-02), default or not: a document without the field was measured at the default
-    // of its day, 1 MiB on cuda (the model's MODEL_BUFFER_BYTES).
+    // of its day, 1 MiB on cuda (the model's BENCH_BUFFER_BYTES_BEFORE_FIELD).
     doc.bufferBytes = bufferBytes ?? DEFAULT_BUFFER_BYTES_OF_BACKEND[comm.backend]
     await emit(doc, flags)
   } finally {

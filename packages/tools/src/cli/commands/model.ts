@@ -7,7 +7,7 @@ import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Command } from 'commander'
-import { BLOCK_TARGETS, LlcommError, type TwoshotAllGatherMode } from 'llcomm/internal'
+import { type Accumulation, BLOCK_TARGETS, LlcommError, type TwoshotAllGatherMode } from 'llcomm/internal'
 import { readBenchFile, rowTopology, tryReadBenchFile } from '../../model/bench-results.js'
 import {
   applyCalibration,
@@ -22,7 +22,12 @@ import { validateDecodeFile } from '../../model/decode-calibration.js'
 import { type DecodeEstimate, estimateDecode, parseLaunchMode } from '../../model/decode-model.js'
 import { findGpu, findModel, loadGpuTable, loadModelTable } from '../../model/decode-tables.js'
 import { validateDecodeTpFile } from '../../model/decode-tp.js'
-import { MODEL_BLOCK_TARGETS } from '../../model/kernel-counts.js'
+import {
+  BLOCK_TARGETS_BEFORE_SWEEP,
+  MODEL_ACCUMULATION,
+  MODEL_BLOCK_TARGETS,
+  MODEL_TWOSHOT_ALLGATHER,
+} from '../../model/kernel-counts.js'
 import {
   FIT_PARAMS,
   type FitParam,
@@ -68,22 +73,38 @@ interface ModelOptions {
   residuals?: boolean
   blockTargets?: string
   twoshotAllgather?: string
+  accumulation?: string
   json?: boolean
 }
 
+/** --block-targets' values: the model's own (MODEL_BLOCK_TARGETS), the library's, those before the 12-02 sweep. */
+const BLOCK_TARGET_CHOICES = {
+  model: MODEL_BLOCK_TARGETS,
+  library: BLOCK_TARGETS,
+  'before-sweep': BLOCK_TARGETS_BEFORE_SWEEP,
+}
+
 /**
- * --block-targets and --twoshot-allgather: how the --calibrate files' launches are counted (the build they measured).
- * Absent: as every fit (MODEL_BLOCK_TARGETS, the push all-gather); undefined when neither is given.
+ * --block-targets, --twoshot-allgather and --accumulation: how the --calibrate files' launches are counted (the build
+ * they measured; each file's buffer is its own bufferBytes). Absent: the model's own (kernel-counts.ts
+ * MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION); undefined when none is given.
  */
-function parseCounting(blockTargets?: string, allGather?: string): LaunchCounting | undefined {
-  if (blockTargets === undefined && allGather === undefined) return undefined
+function parseCounting(blockTargets?: string, allGather?: string, accumulation?: string): LaunchCounting | undefined {
+  if (blockTargets === undefined && allGather === undefined && accumulation === undefined) return undefined
   const counting: LaunchCounting = {}
   if (blockTargets !== undefined) {
-    if (blockTargets !== 'fitted' && blockTargets !== 'library')
-      throw new LlcommError('INVALID_ARGUMENT', `--block-targets ${blockTargets}: fitted or library`, {
-        value: blockTargets,
-      })
-    counting.blockTargets = blockTargets === 'library' ? BLOCK_TARGETS : MODEL_BLOCK_TARGETS
+    if (!Object.hasOwn(BLOCK_TARGET_CHOICES, blockTargets))
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `--block-targets ${blockTargets}: ${Object.keys(BLOCK_TARGET_CHOICES).join(', ')}`,
+        { value: blockTargets },
+      )
+    counting.blockTargets = BLOCK_TARGET_CHOICES[blockTargets as keyof typeof BLOCK_TARGET_CHOICES]
+  }
+  if (accumulation !== undefined) {
+    if (accumulation !== 'f32' && accumulation !== 'dtype')
+      throw new LlcommError('INVALID_ARGUMENT', `--accumulation ${accumulation}: f32 or dtype`, { value: accumulation })
+    counting.accumulation = accumulation as Accumulation
   }
   if (allGather !== undefined) {
     if (!['push', 'pull', 'auto'].includes(allGather))
@@ -385,11 +406,15 @@ export function register(program: Command): void {
     .option('--residuals', 'print every calibration row')
     .option(
       '--block-targets <which>',
-      "with --calibrate: the block targets the files ran with, 'fitted' (every fit's, the default) or 'library' (BLOCK_TARGETS: files from the 2026-12-02b sweep on)",
+      "with --calibrate: the block targets the files ran with, 'model' (the shipped fit's, the default), 'library' (BLOCK_TARGETS: files from the 2026-12-02b sweep on) or 'before-sweep' (files before 5e2560d)",
     )
     .option(
       '--twoshot-allgather <mode>',
-      "with --calibrate: twoshot-sentinel's all-gather kernel counted, push (every fit's, the default), pull or auto (what the host launches; the pull kernel's publish flags unpriced, at 0)",
+      "with --calibrate: twoshot-sentinel's all-gather kernel counted: auto (what the host launches), push (files before the pull kernel) or pull; default the shipped fit's",
+    )
+    .option(
+      '--accumulation <mode>',
+      "with --calibrate: f16/bf16 accumulation of ring and twoshot-atomic the files ran with, f32 (the library's default since 42e4626) or dtype (16-bit: files before 42e4626); default the shipped fit's",
     )
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
@@ -430,10 +455,10 @@ export function register(program: Command): void {
         const explicit = new Set(o.calibrate)
         const only = o.algorithms ? new Set(o.algorithms.split(',').map((s) => s.trim())) : undefined
         const fitList = o.fit === undefined ? undefined : parseFitList(o.fit)
-        const counting = parseCounting(o.blockTargets, o.twoshotAllgather)
+        const counting = parseCounting(o.blockTargets, o.twoshotAllgather, o.accumulation)
         if (counting)
           text.push(
-            `counted with: block targets ${o.blockTargets ?? 'fitted'}, twoshot-sentinel all-gather ${counting.allGather ?? 'push'}${counting.allGather && counting.allGather !== 'push' ? " (the pull kernel's publishFlags have no fitted price: counted at 0)" : ''}`,
+            `counted with: block targets ${o.blockTargets ?? 'model'}, twoshot-sentinel all-gather ${counting.allGather ?? MODEL_TWOSHOT_ALLGATHER}, accumulation ${counting.accumulation ?? MODEL_ACCUMULATION}; each file's own buffer`,
           )
         for (const path of benchFilesFrom(o.calibrate)) {
           // a file named on the command line must be a bench document; in a folder, other documents are skipped
