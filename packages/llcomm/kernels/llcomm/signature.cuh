@@ -476,29 +476,37 @@ struct LlcSigNoDefer {
   // After the kernel's last __syncthreads (blockAdvanceEpoch): empty except in the LLCOMM_SIG_END A/B build.
   LLC_DEVICE static void end(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
+// The packet stores and oneshot-barrier's signature barrier: the same in every build that has a signature.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+struct LlcSigPublisher {
+  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
+    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
+  }
+  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
+    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
+  }
+};
+// The one-shots' and twoshot-sentinel's current-epoch checks where a build has none of them (the deferred build,
+// LLCOMM_SIG_PUBLISH_ONLY, LLCOMM_SIG_END): tryCheck reports done, the rest is empty.
+struct LlcSigNoCurrentCheck {
+  static constexpr bool kTail = false;
+  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+  template <llc_u32 kLooks>
+  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
+  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
+};
 #if defined(LLCOMM_SIG_DEFERRED) && !defined(LLCOMM_NO_SIGNATURE) && !defined(LLCOMM_SIG_PUBLISH_ONLY)
 // The deferred check (llcDeferCheckSignature): oneshot-ll, oneshot-sentinel and twoshot-sentinel call deferLoad at
 // their start and deferCheck after their sends, and none of their current-epoch checks (kDeferred: tryCheck true,
 // prefetch / finish / tail empty, their blockCheck calls skipped); ring and twoshot-atomic keep their blockCheck of
 // the current epoch (slot epoch & 3), oneshot-barrier its barrier; the data waits stay armed.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-struct LlcCallSignature {
+struct LlcCallSignature : LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
   static constexpr bool kDeferred = true;
-  static constexpr bool kTail = false;
   LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
-  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
-  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
-  template <llc_u32 kLooks>
-  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
-  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
-  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
-  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
-    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
   }
   LLC_DEVICE static void deferLoad(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
     llcDeferLoadSignature(p, me, ch, x);
@@ -508,57 +516,43 @@ struct LlcCallSignature {
   }
   LLC_DEVICE static void end(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
-#elif !defined(LLCOMM_NO_SIGNATURE)
-// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`).
+#elif !defined(LLCOMM_NO_SIGNATURE) && defined(LLCOMM_SIG_PUBLISH_ONLY)
+// The packet stores only (and oneshot-barrier's signature barrier): no check, no arm. An A/B diagnostic.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-struct LlcCallSignature : LlcSigNoDefer {
-#if defined(LLCOMM_SIG_NO_ARM) || defined(LLCOMM_SIG_PUBLISH_ONLY)
+struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
+  LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
+  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
+};
+#elif !defined(LLCOMM_NO_SIGNATURE) && defined(LLCOMM_SIG_END)
+// A/B knob (round 7, make-signature-trees.sh ab/end; not a product build): every current-epoch check of the
+// one-shots and twoshot-sentinel moves after the kernel's last __syncthreads (end(), the same bounded check as
+// blockCheck), so no branch of the check stands before a barrier. Their unarmed waits (oneshot-sentinel's serial
+// path, 16-bit twoshot-sentinel's reduce-scatter) then end a mismatched peer's call at its deadline (TIMEOUT), which
+// is why this is a measurement only. ring and twoshot-atomic call blockCheck, which stays.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
+#if defined(LLCOMM_SIG_NO_ARM)
   LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
 #else
   LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
 #endif
-#if defined(LLCOMM_SIG_PUBLISH_ONLY)
-  static constexpr bool kTail = false; // nothing is checked: the r2 call sites, all empty
-  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
-  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
-  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
-  template <llc_u32 kLooks>
-  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
-  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
-  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
-  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
-    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
-  }
-};
-#elif defined(LLCOMM_SIG_END)
-  // A/B knob (round 7, make-signature-trees.sh ab/end; not a product build): every current-epoch check of the
-  // one-shots and twoshot-sentinel moves after the kernel's last __syncthreads (end(), the same bounded check as
-  // blockCheck), so no branch of the check stands before a barrier. Their unarmed waits (oneshot-sentinel's serial
-  // path, 16-bit twoshot-sentinel's reduce-scatter) then end a mismatched peer's call at its deadline (TIMEOUT), which
-  // is why this is a measurement only. ring and twoshot-atomic call blockCheck, which stays.
-  static constexpr bool kTail = false;
-  LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
-  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     if constexpr (kAlg == LLCOMM_SIG_ALG_RING || kAlg == LLCOMM_SIG_ALG_TWOSHOT_ATOMIC)
       llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
-  template <llc_u32 kLooks>
-  LLC_DEVICE static bool tryCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) { return true; }
-  LLC_DEVICE static void prefetch(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
-  LLC_DEVICE static void finish(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPacket&) {}
-  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
-    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
   }
   LLC_DEVICE static void end(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
 };
+#elif !defined(LLCOMM_NO_SIGNATURE)
+// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`): the product.
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT> {
+#if defined(LLCOMM_SIG_NO_ARM)
+  LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
 #else
+  LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
+#endif
 #if defined(LLCOMM_SIG_R2)
   static constexpr bool kTail = false;
   LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
@@ -569,9 +563,6 @@ struct LlcCallSignature : LlcSigNoDefer {
     llcTailCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
 #endif
-  LLC_DEVICE static void blockPublish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
   }
@@ -585,11 +576,7 @@ struct LlcCallSignature : LlcSigNoDefer {
   LLC_DEVICE static void finish(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPacket& x) {
     llcFinishSignature<kAlg, kProtocol, DT>(p, me, ch, x);
   }
-  LLC_DEVICE static void blockBarrier(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcWaiter& w) {
-    llcBlockSignatureBarrier<kAlg, kProtocol, DT>(p, me, ch, w);
-  }
 };
-#endif // LLCOMM_SIG_PUBLISH_ONLY
 #else
 // The A/B build without the signature: the same calls, empty; the barrier is the plain epoch-flag barrier.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
