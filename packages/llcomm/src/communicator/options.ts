@@ -12,8 +12,9 @@ import { LlcommError } from '../errors.js'
 /**
  * Default capacity of each rank's LL buffer, bytes of payload per half (CommunicatorOptionsBase.bufferBytes), per
  * backend, in one table. cuda: 4 MiB (issue 22: at 8 virtual ranks 1 MB twoshot-sentinel runs in one launch instead
- * of two, 0.86 against 1.30 of oneshot-barrier; bench/results/cuda-h200-bench-v8-bb4M-2026-12-02.json; 8-10 bytes
- * of device memory per payload byte per rank, 32-40 MiB at 2-64 ranks: deviceBufferLayout). cpu: 256 KiB: on the
+ * of two, 0.86 against 1.30 of oneshot-barrier; bench/results/cuda-h200-scale-goals-2026-12-02c.txt at this default,
+ * bench/results/cuda-h200-bench-v8-bb4M-2026-12-02.json before it; 8-10 bytes of device memory per payload byte per
+ * rank, 32-40 MiB at 2-64 ranks: deviceBufferLayout). cpu: 256 KiB: on the
  * CPU the channel is host memory (about 9 bytes per payload byte per rank with its three buffer kinds), and larger
  * messages are chunked at about the same cost per byte.
  */
