@@ -24,6 +24,26 @@ constexpr int kTwoshotSpreadBatch = 4;
 // LLCOMM_RECV_BATCH: 8 ranks in one batch).
 constexpr int kTwoshotPullBatch = 8;
 
+// LLCOMM_PHASE_PROBE (an A/B knob for a research build, research/scripts/probe/phase-probe.sh; not part of the ABI,
+// never set in the product): thread 0 of each block of the spread path reads %globaltimer and clock64 at the phase
+// boundaries below and stores each pair at once (16 bytes, mark i at byte 16 i) at the start of this rank's plain
+// region half of this channel and epoch, which the spread path never uses (the pull kernel's serial path publishes
+// there, in other launches). Stored at once, not kept: 14 live registers pushed the f32 kernel into spills. Mark 0
+// (before the epoch, so before the address is known) is kept in two registers and stored with mark 1.
+#if defined(LLCOMM_PHASE_PROBE)
+#define LLC_PHASE_MARK(i)                                                                                           \
+  do {                                                                                                              \
+    if (threadIdx.x == 0) {                                                                                         \
+      phaseOut[2 * (i)] = llcGlobalTimerNs();                                                                       \
+      phaseOut[2 * (i) + 1] = static_cast<llc_u64>(clock64());                                                      \
+    }                                                                                                               \
+  } while (0)
+#else
+#define LLC_PHASE_MARK(i) \
+  do {                    \
+  } while (0)
+#endif
+
 // The pull kernel's publish flag of one rank: channel `channel`, buffer half `half`, in that rank's scratch, written by
 // that rank's block of the channel only (release, value = the channel's epoch), read by every peer's block of the
 // channel (acquire). Where: the ring's flag row of the channel (LLCOMM_SCRATCH_RING_STRIDE = 128 u32 flags a channel)
@@ -52,6 +72,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
   const LlcCall call = llcBeginCall<DT>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
+#if defined(LLCOMM_PHASE_PROBE)
+  // Mark 0, the call's start (after llcBeginCall: the rank, PDL's wait), kept until the address is known.
+  const llc_u64 phaseStartTimer = llcGlobalTimerNs(), phaseStartClock = static_cast<llc_u64>(clock64());
+#endif
   const llc_u32 me = call.role.rank, n = p.nranks;
   // The element split and the path need no epoch: computed before the epoch load, so that the spread path's first
   // input loads are in flight together with it (below).
@@ -130,6 +154,15 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
         if (k < n && 16ull * s < part.size() * eb) rs.send(ownerOf(k), s, x[j]);
       }
     }
+#if defined(LLCOMM_PHASE_PROBE)
+    llc_u64* const phaseOut =
+        reinterpret_cast<llc_u64*>(reinterpret_cast<char*>(p.recvBuf[me]) + ch.regionOffset(p.plain));
+    if (threadIdx.x == 0) {
+      phaseOut[0] = phaseStartTimer;
+      phaseOut[1] = phaseStartClock;
+    }
+#endif
+    LLC_PHASE_MARK(1); // thread 0's reduce-scatter sends issued (after the epoch load they needed)
     // The signature: every data wait from here on is armed (signature.cuh, arm: a peer whose call never sends what
     // a wait expects ends it with MISMATCH, not TIMEOUT), and the checker threads check every peer in full after
     // the owner's broadcast, before the all-gather's polls (below).
@@ -143,6 +176,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     if (mineSlots > 0) { // uniform; 0 < mineSlots <= slotsPerPart, so spreadGroups(mineSlots) > 1
       const llc_u32 sum = rs.template blockRecvReduceSpreadWords<DT, kTwoshotSpreadBatch>(
           mineSlots, rs.spreadGroups(mineSlots), own, stage, [] {});
+      LLC_PHASE_MARK(2); // the owner's reduce done (every peer's slots received: its __syncthreads)
       if (t < 4u * mineSlots) {
         const llc_u32 w = Fmt::canonicalize(sum); // my output = the bits peers receive
         ag.bcastWord(ownSlot, ownWord, w);
@@ -154,10 +188,12 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     // exchange instead of standing between the sums and the broadcast; an owner without data (the last parts of a
     // short channel) checks here all the same. A MISMATCH it records ends the armed all-gather waits at their next
     // look at the error word; the block's last __syncthreads (blockAdvanceEpoch) waits for it.
+    LLC_PHASE_MARK(3); // thread 0's broadcast words and output word stored
     if constexpr (Sig::kDeferred)
       Sig::deferCheck(p, me, ch, sigPrev);
     else
       Sig::blockCheck(p, me, ch);
+    LLC_PHASE_MARK(4); // the signature check (thread 0 checks only with blockDim.x + 1 peers or more: about none)
     // All-gather, receive side: kTwoshotSpreadBatch owners of this thread polled together (every load before any
     // inspection: LlBuffer::pollBatch). The threads that reduced nothing start these polls right after the owner's
     // last __syncthreads.
@@ -186,8 +222,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
         if (Fmt::kRearm) Fmt::rearm(slotOf(j));
       }
     }
+    LLC_PHASE_MARK(5); // thread 0's all-gather polls done, its output stored
     ch.blockAdvanceEpoch();
     Sig::end(p, me, ch); // empty except in the LLCOMM_SIG_END A/B build (signature.cuh)
+    LLC_PHASE_MARK(6); // the block's last __syncthreads passed
     return;
   }
   Value v;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The per-phase timestamp probe of twoshot-sentinel's spread path (research/scripts/probe/phase-probe.mjs), as one
+# device step. Here, before the device call: `bash research/scripts/probe/phase-probe.sh make` (ab/phase: a copy of
+# packages/llcomm/kernels with LLCOMM_PHASE_PROBE defined at the top of llcomm/abi.cuh; untracked, not ignored: it
+# travels with the working tree). On the GPU machine: `bash research/scripts/probe/phase-probe.sh` runs the probe at
+# the two cells issue 22 still misses (16 ranks 64 KB, 32 ranks 8 KB) and, for comparison, 8 ranks 8 KB and 32 ranks
+# 8 B; JSON per case in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+if [ "${1:-}" = make ]; then
+  rm -rf ab/phase && mkdir -p ab && cp -a packages/llcomm/kernels ab/phase
+  python3 - ab/phase/llcomm/abi.cuh <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+anchor = '#pragma once\n'
+assert s.count(anchor) == 1, 'abi.cuh: #pragma once not found'
+open(p, 'w').write(s.replace(anchor, anchor + '#define LLCOMM_PHASE_PROBE 1 // ab/phase (phase-probe.sh)\n'))
+PY
+  grep -q 'defined(LLCOMM_PHASE_PROBE)' ab/phase/allreduce/twoshot_sentinel.cu
+  echo "ab/phase ready"
+  exit 0
+fi
+out=${OUT:-/tmp/llcomm-phase-probe}
+mkdir -p "$out"
+export LLCOMM_KERNELS_DIR=$(realpath ab/phase) LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0
+for c in "16 65536" "32 8192" "8 8192" "32 8"; do
+  set -- $c
+  timeout 90 node research/scripts/probe/phase-probe.mjs --ranks "$1" --bytes "$2" --json "$out/phase-v$1-$2.json" \
+    > "$out/phase-v$1-$2.log" 2>&1
+  echo "== $1 ranks, $2 B: rc $?"
+  cat "$out/phase-v$1-$2.log"
+done
