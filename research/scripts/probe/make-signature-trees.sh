@@ -20,11 +20,11 @@
 #   ab/nowait   LLCOMM_SIG_NOWAIT: the current-epoch checks look once, never poll (round 5: what the wait costs).
 #   ab/dnoload  the deferred build with LLCOMM_SIG_DEFER_NOLOAD: its check's code, no loads (round 5).
 #   ab/dnocmp   the deferred build with LLCOMM_SIG_DEFER_NOCOMPARE: its loads, no comparison code (round 5).
-#   ab/end      LLCOMM_SIG_END: the one-shots' and twoshot-sentinel's checks after the kernel's last __syncthreads
-#               (round 7; a measurement: their unarmed waits then end a mismatched call with TIMEOUT).
 # Round 6 (the slow paths out of line) is research/scripts/probe/signature-patches/round6-cold-slow-paths.patch:
 # apply it to a copy of the kernels (its LLCOMM_SIG_INLINE_SLOW builds them inlined again); measured no gain for
-# the product placement (research/notes/signature-cost.md, round 6), so the product kernels do not carry it.
+# the product placement (research/notes/signature-cost.md, round 6), so the product kernels do not carry it. Round 7
+# (the checks after the kernel's last __syncthreads, LLCOMM_SIG_END, ab/end) is signature-patches/
+# round7-checks-at-end.patch, against f5cebbe's kernels: measured slower (round 7), not carried either.
 # Research notes: research/notes/signature-cost.md (round 2).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
@@ -58,7 +58,6 @@ grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cu
 grep -q 'defined(LLCOMM_SIG_NOWAIT)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOLOAD)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOCOMPARE)' packages/llcomm/kernels/llcomm/signature.cuh
-grep -q 'defined(LLCOMM_SIG_END)' packages/llcomm/kernels/llcomm/signature.cuh
 make_tree nosig LLCOMM_NO_SIGNATURE
 rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
 make_tree r1 LLCOMM_SIG_ARM_PLAIN
@@ -71,6 +70,5 @@ make_tree defer LLCOMM_SIG_DEFERRED
 make_tree nowait LLCOMM_SIG_NOWAIT
 make_tree dnoload LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOLOAD
 make_tree dnocmp LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOCOMPARE
-make_tree end LLCOMM_SIG_END
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp,end} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"

@@ -224,7 +224,6 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     }
     LLC_PHASE_MARK(5); // thread 0's all-gather polls done, its output stored
     ch.blockAdvanceEpoch();
-    Sig::end(p, me, ch); // empty except in the LLCOMM_SIG_END A/B build (signature.cuh)
     LLC_PHASE_MARK(6); // the block's last __syncthreads passed
     return;
   }
@@ -380,7 +379,6 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     Sig::deferCheck(p, me, ch, sigPrev);
   }
   ch.blockAdvanceEpoch();
-  Sig::end(p, me, ch); // empty except in the LLCOMM_SIG_END A/B build (signature.cuh)
 }
 
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \

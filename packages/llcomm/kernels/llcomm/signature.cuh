@@ -473,8 +473,6 @@ struct LlcSigNoDefer {
   static constexpr bool kDeferred = false;
   LLC_DEVICE static void deferLoad(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
-  // After the kernel's last __syncthreads (blockAdvanceEpoch): empty except in the LLCOMM_SIG_END A/B build.
-  LLC_DEVICE static void end(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
 // The packet stores and oneshot-barrier's signature barrier: the same in every build that has a signature.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
@@ -487,7 +485,7 @@ struct LlcSigPublisher {
   }
 };
 // The one-shots' and twoshot-sentinel's current-epoch checks where a build has none of them (the deferred build,
-// LLCOMM_SIG_PUBLISH_ONLY, LLCOMM_SIG_END): tryCheck reports done, the rest is empty.
+// LLCOMM_SIG_PUBLISH_ONLY): tryCheck reports done, the rest is empty.
 struct LlcSigNoCurrentCheck {
   static constexpr bool kTail = false;
   LLC_DEVICE static void tail(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
@@ -514,7 +512,6 @@ struct LlcCallSignature : LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentC
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
     llcDeferCheckSignature(p, me, ch, x);
   }
-  LLC_DEVICE static void end(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
 #elif !defined(LLCOMM_NO_SIGNATURE) && defined(LLCOMM_SIG_PUBLISH_ONLY)
 // The packet stores only (and oneshot-barrier's signature barrier): no check, no arm. An A/B diagnostic.
@@ -522,27 +519,6 @@ template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
   LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
-};
-#elif !defined(LLCOMM_NO_SIGNATURE) && defined(LLCOMM_SIG_END)
-// A/B knob (round 7, make-signature-trees.sh ab/end; not a product build): every current-epoch check of the
-// one-shots and twoshot-sentinel moves after the kernel's last __syncthreads (end(), the same bounded check as
-// blockCheck), so no branch of the check stands before a barrier. Their unarmed waits (oneshot-sentinel's serial
-// path, 16-bit twoshot-sentinel's reduce-scatter) then end a mismatched peer's call at its deadline (TIMEOUT), which
-// is why this is a measurement only. ring and twoshot-atomic call blockCheck, which stays.
-template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
-struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
-#if defined(LLCOMM_SIG_NO_ARM)
-  LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
-#else
-  LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
-#endif
-  LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    if constexpr (kAlg == LLCOMM_SIG_ALG_RING || kAlg == LLCOMM_SIG_ALG_TWOSHOT_ATOMIC)
-      llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
-  LLC_DEVICE static void end(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
-    llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
-  }
 };
 #elif !defined(LLCOMM_NO_SIGNATURE)
 // The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`): the product.
