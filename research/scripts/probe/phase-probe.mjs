@@ -28,8 +28,17 @@ if (!process.env.LLCOMM_KERNELS_DIR) throw new Error('set LLCOMM_KERNELS_DIR to 
 const ranks = Number(o.ranks)
 const count = Number(o.bytes) / 2 // bf16
 const comm = await createCommunicator({ backend: 'cuda', devices: Array(ranks).fill(0) })
-const MARKS = 7
+// Marks 0-6 the phases in order; 7-9 the prologue's (twoshot_sentinel.cu: entry, epoch arrived, first input arrived;
+// 0 in a tree built before they existed).
+const MARKS = 10
+const PHASES = 7
 const names = ['start', 'sends', 'reduced', 'bcast', 'sigcheck', 'allgather', 'end']
+const prologue = [
+  ['entry -> start', 7, 0],
+  ['start -> epoch', 0, 8],
+  ['epoch -> input', 8, 9],
+  ['input -> sends', 9, 1],
+]
 try {
   const inputs = Array.from({ length: ranks }, (_, r) => comm.allocate(r, count * 2))
   const outputs = Array.from({ length: ranks }, (_, r) => comm.allocate(r, count * 2))
@@ -62,7 +71,7 @@ try {
   const med = (a) => { const s = [...a].sort((x, y) => x - y); return s.length ? s[s.length >> 1] : NaN }
   console.log(`twoshot-sentinel ${ranks} ranks, ${o.bytes} B bf16: ${info.chunks} chunk(s), ${usPerCall.toFixed(2)} us a call (graph, host-timed), ${blocks.length} block records`)
   console.log('phase           ns median   ns p10..p90      cycles median   (from the previous mark; blocks that reached it)')
-  for (let i = 1; i < MARKS; i++) {
+  for (let i = 1; i < PHASES; i++) {
     const d = [], cyc = []
     for (const b of blocks) {
       // the previous mark this block reached (mark 2 is 0 where the block owns no data)
@@ -75,9 +84,15 @@ try {
     const s = [...d].sort((x, y) => x - y)
     console.log(`${names[i].padEnd(14)} ${String(med(d)).padStart(10)}   ${String(s[Math.floor(s.length * 0.1)]).padStart(6)}..${String(s[Math.floor(s.length * 0.9)]).padEnd(8)} ${String(med(cyc)).padStart(12)}   (${d.length})`)
   }
+  for (const [name, a, b] of prologue) {
+    const d = blocks.filter((x) => x.timer[a] !== 0n && x.timer[b] !== 0n).map((x) => Number(x.timer[b] - x.timer[a]))
+    if (d.length === 0) continue
+    const s = [...d].sort((x, y) => x - y)
+    console.log(`${name.padEnd(14)} ${String(med(d)).padStart(10)}   ${String(s[Math.floor(s.length * 0.1)]).padStart(6)}..${String(s[Math.floor(s.length * 0.9)]).padEnd(8)}   (${d.length}; timer only)`)
+  }
   for (const h of [0, 1]) {
     const starts = blocks.filter((b) => b.half === h).map((b) => Number(b.timer[0]))
-    const ends = blocks.filter((b) => b.half === h).map((b) => Number(b.timer[MARKS - 1]))
+    const ends = blocks.filter((b) => b.half === h).map((b) => Number(b.timer[PHASES - 1]))
     if (starts.length) console.log(`half ${h}: start skew across blocks ${Math.max(...starts) - Math.min(...starts)} ns, first start to last end ${Math.max(...ends) - Math.min(...starts)} ns`)
   }
   if (o.json) writeFileSync(o.json, JSON.stringify({ date: new Date().toISOString(), ranks, bytes: Number(o.bytes), usPerCall, blocks: blocks.map((b) => ({ ...b, timer: b.timer.map(String), clock: b.clock.map(String) })) }))

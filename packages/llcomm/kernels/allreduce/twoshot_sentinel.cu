@@ -38,6 +38,18 @@ constexpr int kTwoshotPullBatch = 8;
       phaseOut[2 * (i) + 1] = static_cast<llc_u64>(clock64());                                                      \
     }                                                                                                               \
   } while (0)
+// The prologue's marks (timer only, kept in registers until the address is known; stored with mark 1): 7 the
+// kernel's entry (before llcBeginCall's parameter loads), 8 the epoch word arrived, 9 thread 0's first input word
+// arrived. "Arrived": LLC_PHASE_AFTER branches on the value (a branch never taken, on a value no call has), so the
+// timer read after it waits for the load; without it a mark says when a load was issued, not when it returned.
+#if defined(LLCOMM_HOST_EMULATION)
+#define LLC_PHASE_AFTER(v) ((void)(v))
+#else
+#define LLC_PHASE_AFTER(v)                                                                                          \
+  do {                                                                                                              \
+    if ((v) == 0x9E3779B9u) asm volatile("membar.cta;" ::: "memory");                                               \
+  } while (0)
+#endif
 #else
 #define LLC_PHASE_MARK(i) \
   do {                    \
@@ -70,6 +82,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   using Fmt = LlcSentinel<DT>;
   using Value = typename LlBuffer<Fmt>::Value;
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+#if defined(LLCOMM_PHASE_PROBE)
+  const llc_u64 phaseEntryTimer = llcGlobalTimerNs(); // mark 7
+#endif
   const LlcCall call = llcBeginCall<DT>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
 #if defined(LLCOMM_PHASE_PROBE)
@@ -127,6 +142,12 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     if (ownOffset < mineBytes) llcLoadPayload<DT, 1>(call.input + mine.begin * eb, ownOffset, mineBytes, &own);
   }
   LlcChannel ch(p.scratch[me], call.role.channel);
+#if defined(LLCOMM_PHASE_PROBE)
+  LLC_PHASE_AFTER(ch.epoch);
+  const llc_u64 phaseEpochTimer = llcGlobalTimerNs(); // mark 8
+  LLC_PHASE_AFTER(spread ? x[0].w[0] : 0u);
+  const llc_u64 phaseInputTimer = llcGlobalTimerNs(); // mark 9
+#endif
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
   // Call signature (signature.cuh): published and checked by the threads at the top of the block (no data at small
   // messages); where and how it is checked differs by path (below).
@@ -160,6 +181,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     if (threadIdx.x == 0) {
       phaseOut[0] = phaseStartTimer;
       phaseOut[1] = phaseStartClock;
+      phaseOut[14] = phaseEntryTimer;
+      phaseOut[16] = phaseEpochTimer;
+      phaseOut[18] = phaseInputTimer;
     }
 #endif
     LLC_PHASE_MARK(1); // thread 0's reduce-scatter sends issued (after the epoch load they needed)
