@@ -49,6 +49,9 @@ const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emula
 // LLCOMM_EMU_DEFINES: extra -D flags for the emulator build of before() (e.g. "-DLLCOMM_SIG_DEFERRED": every test
 // below then runs the kernels of that A/B build).
 const EMU_BUILD_DEFINES = (process.env.LLCOMM_EMU_DEFINES ?? '').split(/\s+/).filter((d) => d !== '')
+// LLCOMM_EMU_DEFERRED_DEFINES: extra -D flags for the deferred build only (e.g. "-DLLCOMM_SIG_DEFER_LATE", a knob
+// that modifies the deferred build and is an error without it).
+const EMU_DEFERRED_DEFINES = (process.env.LLCOMM_EMU_DEFERRED_DEFINES ?? '').split(/\s+/).filter((d) => d !== '')
 
 interface EmuResult {
   ok: boolean
@@ -1076,7 +1079,7 @@ let exeDeferred = ''
 function deferredExe(): string {
   if (!exeDeferred) {
     const out = join(work, 'emulator-deferred')
-    buildEmulator(gxx, out, ['-DLLCOMM_SIG_DEFERRED', ...EMU_BUILD_DEFINES])
+    buildEmulator(gxx, out, ['-DLLCOMM_SIG_DEFERRED', ...EMU_BUILD_DEFINES, ...EMU_DEFERRED_DEFINES])
     exeDeferred = out
   }
   return exeDeferred

@@ -20,6 +20,8 @@
 #   ab/nowait   LLCOMM_SIG_NOWAIT: the current-epoch checks look once, never poll (round 5: what the wait costs).
 #   ab/dnoload  the deferred build with LLCOMM_SIG_DEFER_NOLOAD: its check's code, no loads (round 5).
 #   ab/dnocmp   the deferred build with LLCOMM_SIG_DEFER_NOCOMPARE: its loads, no comparison code (round 5).
+#   ab/dlate    the deferred build with LLCOMM_SIG_DEFER_LATE: the verdict branch-free after the sends, the slow path
+#               after the kernel's last __syncthreads (round 8).
 # Round 6 (the slow paths out of line) is research/scripts/probe/signature-patches/round6-cold-slow-paths.patch:
 # apply it to a copy of the kernels (its LLCOMM_SIG_INLINE_SLOW builds them inlined again); measured no gain for
 # the product placement (research/notes/signature-cost.md, round 6), so the product kernels do not carry it. Round 7
@@ -58,6 +60,7 @@ grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cu
 grep -q 'defined(LLCOMM_SIG_NOWAIT)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOLOAD)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOCOMPARE)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_DEFER_LATE)' packages/llcomm/kernels/llcomm/signature.cuh
 make_tree nosig LLCOMM_NO_SIGNATURE
 rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
 make_tree r1 LLCOMM_SIG_ARM_PLAIN
@@ -70,5 +73,6 @@ make_tree defer LLCOMM_SIG_DEFERRED
 make_tree nowait LLCOMM_SIG_NOWAIT
 make_tree dnoload LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOLOAD
 make_tree dnocmp LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOCOMPARE
+make_tree dlate LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_LATE
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp,dlate} ready ($(find ab/nosig -type f | wc -l) files each)"

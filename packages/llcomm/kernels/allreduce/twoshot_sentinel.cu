@@ -248,6 +248,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     }
     LLC_PHASE_MARK(5); // thread 0's all-gather polls done, its output stored
     ch.blockAdvanceEpoch();
+    Sig::deferEnd(p, me, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
     LLC_PHASE_MARK(6); // the block's last __syncthreads passed
     return;
   }
@@ -403,6 +404,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     Sig::deferCheck(p, me, ch, sigPrev);
   }
   ch.blockAdvanceEpoch();
+  Sig::deferEnd(p, me, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
 }
 
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \
