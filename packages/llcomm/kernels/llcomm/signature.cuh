@@ -513,6 +513,7 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 // The steps of the deferred check where the build has none (every build but LLCOMM_SIG_DEFERRED): empty.
 struct LlcSigNoDefer {
   static constexpr bool kDeferred = false;
+  static constexpr bool kDeferLate = false;
   LLC_DEVICE static void deferLoad(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
   LLC_DEVICE static void deferEnd(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
@@ -545,6 +546,13 @@ struct LlcSigNoCurrentCheck {
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature : LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
   static constexpr bool kDeferred = true;
+  // LLCOMM_SIG_DEFER_LATE: deferCheck only forms the verdict (no branch), so a kernel may call it where every
+  // thread's loads are back at little cost, and deferEnd runs the slow path.
+#if defined(LLCOMM_SIG_DEFER_LATE)
+  static constexpr bool kDeferLate = true;
+#else
+  static constexpr bool kDeferLate = false;
+#endif
   LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);

@@ -47,8 +47,16 @@ const TWOSHOT_SMALLER = encodeSignature({
 const region = () => new Uint32Array(SIGNATURE_REGION_WORDS)
 
 /** Stores a packet as the device does: [word0, epoch, word1, epoch] (two u64 {word | epoch << 32}). */
-function put(r: Uint32Array, channel: number, sender: number, epoch: number, words: readonly [number, number]): void {
-  const i = signaturePacketWordIndex(channel, epoch & 1, sender)
+/** Stores a packet into the slot of `epoch` (epoch & slotMask: 1 for the current-epoch build, 3 for the deferred). */
+function put(
+  r: Uint32Array,
+  channel: number,
+  sender: number,
+  epoch: number,
+  words: readonly [number, number],
+  slotMask = 1,
+): void {
+  const i = signaturePacketWordIndex(channel, epoch & slotMask, sender)
   r.set([words[0], epoch, words[1], epoch], i)
 }
 
@@ -266,6 +274,9 @@ test('property: MISMATCH exactly when some peer stored the same epoch with other
 test('per-process checkDeviceError: a device TIMEOUT with a differing peer packet throws MISMATCH, and keeps it', async () => {
   const { CudaProcessCommunicator } = await import('../../../src/backends/cuda/process-communicator.js')
   const { LLCOMM_SCRATCH_BYTES, LLCOMM_SCRATCH_SIGNATURE_OFFSET } = await import('../../../src/backends/cuda/abi.js')
+  const { SIGNATURE_DEFERRED } = await import('../../../src/backends/cuda/kernel-table.js')
+  // The slots the communicator's kernels use: epoch & 3 in the deferred build (the default), epoch & 1 otherwise.
+  const slotMask = SIGNATURE_DEFERRED ? 3 : 1
   const ERROR_AT = 0x1000
   const SCRATCH_AT = 0x100000
   const errorWord = new Uint32Array(8)
@@ -305,8 +316,8 @@ test('per-process checkDeviceError: a device TIMEOUT with a differing peer packe
   }
   // TIMEOUT {rank 0, peer 1, epoch 3, what 2 (sentinel slot), slot 17, channel 4}.
   errorWord.set([1, 0, 1, 3, 2, 17, 4, 0])
-  put(sig, 4, 0, 3, TWOSHOT_BF16)
-  put(sig, 4, 1, 3, ONESHOT_BF16)
+  put(sig, 4, 0, 3, TWOSHOT_BF16, slotMask)
+  put(sig, 4, 1, 3, ONESHOT_BF16, slotMask)
   const comm = make()
   const e = thrown(() => comm.checkDeviceError())
   assert.equal(e.code, 'MISMATCH')
@@ -316,7 +327,7 @@ test('per-process checkDeviceError: a device TIMEOUT with a differing peer packe
   assert.equal((e.details.deviceTimeout as Record<string, unknown>).waitingFor, 'sentinel slot 17 on channel 4')
   // The verdict is kept: a packet changing later does not turn it into another error, and nothing is re-read.
   const before = copies
-  put(sig, 4, 1, 3, TWOSHOT_BF16)
+  put(sig, 4, 1, 3, TWOSHOT_BF16, slotMask)
   assert.equal(
     thrown(() => comm.checkDeviceError()),
     e,
