@@ -49,15 +49,6 @@ const SPREAD_MIN_GROUPS = 4 // ll_buffer.cuh LLCOMM_SPREAD_MIN_GROUPS (the emula
 // LLCOMM_EMU_DEFINES: extra -D flags for the emulator build of before() (e.g. "-DLLCOMM_SIG_DEFERRED": every test
 // below then runs the kernels of that A/B build).
 const EMU_BUILD_DEFINES = (process.env.LLCOMM_EMU_DEFINES ?? '').split(/\s+/).filter((d) => d !== '')
-// The tests up to the deferred-build section run the current-epoch check (LLCOMM_SIG_CURRENT: a kernel records a
-// mismatch of its own call, so they see it on the device alone); the kernels' default build, the deferred check, is
-// the deferred-build section's (deferredExe), unless LLCOMM_EMU_DEFINES names a deferred build for all of them.
-const EMU_MAIN_DEFINES = EMU_BUILD_DEFINES.some((d) => d.startsWith('-DLLCOMM_SIG_DEFERRED'))
-  ? EMU_BUILD_DEFINES
-  : ['-DLLCOMM_SIG_CURRENT', ...EMU_BUILD_DEFINES]
-// LLCOMM_EMU_DEFERRED_DEFINES: extra -D flags for the deferred build only (e.g. "-DLLCOMM_SIG_DEFER_INPLACE", the
-// deferred check with its slow path in place: a knob of the deferred build).
-const EMU_DEFERRED_DEFINES = (process.env.LLCOMM_EMU_DEFERRED_DEFINES ?? '').split(/\s+/).filter((d) => d !== '')
 
 interface EmuResult {
   ok: boolean
@@ -106,7 +97,7 @@ before(() => {
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-emu-'))
   exe = join(work, 'emulator')
-  buildEmulator(cxx, exe, EMU_MAIN_DEFINES)
+  buildEmulator(cxx, exe, EMU_BUILD_DEFINES)
 })
 
 /** Builds the emulator into `out` with extra -D flags. */
@@ -1085,7 +1076,7 @@ let exeDeferred = ''
 function deferredExe(): string {
   if (!exeDeferred) {
     const out = join(work, 'emulator-deferred')
-    buildEmulator(gxx, out, ['-DLLCOMM_SIG_DEFERRED', ...EMU_BUILD_DEFINES, ...EMU_DEFERRED_DEFINES])
+    buildEmulator(gxx, out, ['-DLLCOMM_SIG_DEFERRED', ...EMU_BUILD_DEFINES])
     exeDeferred = out
   }
   return exeDeferred

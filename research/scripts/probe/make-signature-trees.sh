@@ -14,18 +14,12 @@
 #   ab/r2       LLCOMM_SIG_R2: round 2's placement of the serial paths' check (now the default: the same as
 #               packages/llcomm/kernels, a second control).
 #   ab/tail     LLCOMM_SIG_TAIL: round 3's tail check (measured slower; research/notes/signature-cost.md).
-#   ab/defer    LLCOMM_SIG_DEFERRED + LLCOMM_SIG_DEFER_INPLACE: kernel e checks epoch e - 1's packets (loaded at its start, compared after its
+#   ab/defer    LLCOMM_SIG_DEFERRED: kernel e checks epoch e - 1's packets (loaded at its start, compared after its
 #               sends; no wait on the critical path), 4 signature slots by epoch mod 4 (the region has room for 4 in
 #               every build: abi.cuh, abi.ts), the last launch of each channel left to the host (round 4).
 #   ab/nowait   LLCOMM_SIG_NOWAIT: the current-epoch checks look once, never poll (round 5: what the wait costs).
 #   ab/dnoload  the deferred build with LLCOMM_SIG_DEFER_NOLOAD: its check's code, no loads (round 5).
 #   ab/dnocmp   the deferred build with LLCOMM_SIG_DEFER_NOCOMPARE: its loads, no comparison code (round 5).
-#   ab/dlate    the deferred build with LLCOMM_SIG_DEFER_LATE: the verdict branch-free after the sends, the slow path
-#               after the kernel's last __syncthreads (round 8; the product default since, so a second control).
-#   ab/cur      LLCOMM_SIG_CURRENT: the current-epoch check (round 2's placement: the product default before round 8).
-# Since round 8 the kernels' default is the deferred check (abi.cuh): the trees of the current-epoch build's knobs
-# (r1, noarm, publow, r2, tail, nowait) define LLCOMM_SIG_CURRENT too, and ab/defer LLCOMM_SIG_DEFER_INPLACE (round
-# 4's deferred check, the slow path in place).
 # Round 6 (the slow paths out of line) is research/scripts/probe/signature-patches/round6-cold-slow-paths.patch:
 # apply it to a copy of the kernels (its LLCOMM_SIG_INLINE_SLOW builds them inlined again); measured no gain for
 # the product placement (research/notes/signature-cost.md, round 6), so the product kernels do not carry it. Round 7
@@ -64,22 +58,17 @@ grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cu
 grep -q 'defined(LLCOMM_SIG_NOWAIT)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOLOAD)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOCOMPARE)' packages/llcomm/kernels/llcomm/signature.cuh
-grep -q 'defined(LLCOMM_SIG_DEFER_LATE)' packages/llcomm/kernels/llcomm/signature.cuh
-grep -q 'defined(LLCOMM_SIG_CURRENT)' packages/llcomm/kernels/llcomm/abi.cuh
-grep -q 'defined(LLCOMM_SIG_DEFER_INPLACE)' packages/llcomm/kernels/llcomm/abi.cuh
 make_tree nosig LLCOMM_NO_SIGNATURE
 rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
-make_tree r1 LLCOMM_SIG_CURRENT LLCOMM_SIG_ARM_PLAIN
-make_tree noarm LLCOMM_SIG_CURRENT LLCOMM_SIG_NO_ARM
+make_tree r1 LLCOMM_SIG_ARM_PLAIN
+make_tree noarm LLCOMM_SIG_NO_ARM
 make_tree pubonly LLCOMM_SIG_PUBLISH_ONLY
-make_tree publow LLCOMM_SIG_CURRENT LLCOMM_SIG_PUBLISH_LOW
-make_tree r2 LLCOMM_SIG_CURRENT LLCOMM_SIG_R2
-make_tree tail LLCOMM_SIG_CURRENT LLCOMM_SIG_TAIL
-make_tree defer LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_INPLACE
-make_tree cur LLCOMM_SIG_CURRENT
-make_tree nowait LLCOMM_SIG_CURRENT LLCOMM_SIG_NOWAIT
+make_tree publow LLCOMM_SIG_PUBLISH_LOW
+make_tree r2 LLCOMM_SIG_R2
+make_tree tail LLCOMM_SIG_TAIL
+make_tree defer LLCOMM_SIG_DEFERRED
+make_tree nowait LLCOMM_SIG_NOWAIT
 make_tree dnoload LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOLOAD
 make_tree dnocmp LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOCOMPARE
-make_tree dlate LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_LATE
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,cur,nowait,dnoload,dnocmp,dlate} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"

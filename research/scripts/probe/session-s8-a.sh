@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran once at e2da90b (round 8); its trees (cur, and sig = the candidate default) are that commit's make-signature-trees.sh and
+# kernels (kept as research/scripts/probe/signature-patches/round8-defer-late-default.patch after the revert).
 # One device step (2026-12-02, session 8): the signature A/B of round 8 on the four algorithms the signature
 # changes or bounds (oneshot-ll, twoshot-sentinel, oneshot-sentinel, oneshot-barrier) at 8 B, 8 KB and 64 KB, bf16
 # and f32, 2 and 8 virtual ranks (issue 18's closing table): sig = the product kernels (since round 8 the deferred

@@ -11,9 +11,7 @@
 #   publow   ab/publow  the packets stored by threads 0..nranks-1 (round 0's publishers), the checkers unchanged
 #   r2       ab/r2      round 2's placement of the serial paths' check (the product default since 2026-12-01 d)
 #   tail     ab/tail    round 3's tail check (every wait armed; measured slower)
-#   defer    ab/defer   round 4: kernel e checks epoch e - 1, the slow path in place (LLCOMM_SIG_DEFER_INPLACE)
-#   cur      ab/cur     the current-epoch check (LLCOMM_SIG_CURRENT: the product before round 8)
-#   dnocmp   ab/dnocmp  round 5: the deferred check's loads, no comparison
+#   defer    ab/defer   round 4: kernel e checks epoch e - 1 (LLCOMM_SIG_DEFERRED; the host checks the last launch)
 # The same host code for all; interleaved rounds (ab-kernels.sh, one round a call, the variant order rotated each
 # round so no variant always runs first), 2 and 8 virtual ranks of GPU 0. Prints the median over rounds per variant
 # and the ratio variant / nosig per case, then each variant's median and max ratio (research/notes/

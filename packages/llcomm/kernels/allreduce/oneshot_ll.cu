@@ -59,7 +59,6 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
         });
     if (s < slots) llcStorePayload<DT, W>(call.output, 4ull * W * s, call.bytes, sum.w);
     ch.blockAdvanceEpoch();
-    Sig::deferEnd(p, call.role.rank, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
     return;
   }
   // Serial path: the data waits look at their peer's signature in their slow path (signature.cuh, arm); a peer that
@@ -85,7 +84,6 @@ __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& 
   else
     Sig::finish(p, call.role.rank, ch, sig);
   ch.blockAdvanceEpoch();
-  Sig::deferEnd(p, call.role.rank, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
 }
 
 #define LLC_FMT_ll16 LlcLL16

@@ -66,7 +66,6 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
       if (!sigChecked) Sig::blockCheck(p, call.role.rank, ch);
     if (hasWord) llcStorePayload<DT, 1>(call.output, 4ull * t, call.bytes, &sum);
     ch.blockAdvanceEpoch();
-    Sig::deferEnd(p, call.role.rank, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
     return;
   }
   for (llc_u32 s = threadIdx.x; s < slots; s += blockDim.x) {
@@ -86,7 +85,6 @@ __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReducePa
     llcStorePayload<DT, 4>(call.output, 16ull * s, call.bytes, sum.w);
   }
   ch.blockAdvanceEpoch();
-  Sig::deferEnd(p, call.role.rank, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
 }
 
 #define LLCOMM_VARIANT_oneshot_sentinel(protocol, dtype, op)                                                        \

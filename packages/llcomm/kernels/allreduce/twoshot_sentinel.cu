@@ -248,7 +248,6 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     }
     LLC_PHASE_MARK(5); // thread 0's all-gather polls done, its output stored
     ch.blockAdvanceEpoch();
-    Sig::deferEnd(p, me, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
     LLC_PHASE_MARK(6); // the block's last __syncthreads passed
     return;
   }
@@ -270,9 +269,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // data wait is armed. The default, LLCOMM_SIG_R2 (round 2's placement):
   LlcSigPacket sig;
   const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytes;
-  if constexpr (Sig::kDeferLate) {
-    // nothing here: every checker forms the verdict at the end (below)
-  } else if constexpr (Sig::kDeferred) {
+  if constexpr (Sig::kDeferred) {
     if (sigNow) Sig::deferCheck(p, me, ch, sigPrev); // the others compare at the end
   }
   if constexpr (!Sig::kTail && !Sig::kDeferred) {
@@ -403,11 +400,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     Sig::tail(p, me, ch);
   else if (!sigNow) {
     Sig::finish(p, me, ch, sig);
-    if constexpr (!Sig::kDeferLate) Sig::deferCheck(p, me, ch, sigPrev);
+    Sig::deferCheck(p, me, ch, sigPrev);
   }
-  if constexpr (Sig::kDeferLate) Sig::deferCheck(p, me, ch, sigPrev);
   ch.blockAdvanceEpoch();
-  Sig::deferEnd(p, me, ch, sigPrev); // LLCOMM_SIG_DEFER_LATE: the slow path, if pending
 }
 
 #define LLCOMM_VARIANT_twoshot_sentinel(protocol, dtype, op)                                                        \

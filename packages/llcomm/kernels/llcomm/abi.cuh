@@ -12,26 +12,6 @@
 #pragma once
 #include "llcomm/types.cuh"
 
-// The call signature's build (llcomm/signature.cuh). The default (issue 18; research/notes/signature-cost.md,
-// round 8): the deferred check, kernel e checking epoch e - 1's packets with its verdict formed without a branch and
-// its slow path after the kernel's last __syncthreads (LLCOMM_SIG_DEFERRED + LLCOMM_SIG_DEFER_LATE); the host checks
-// each channel's last launch (src/backends/cuda/latest-signature.ts). Other builds, for A/B runs and tests:
-// LLCOMM_SIG_CURRENT the current-epoch check (the default before; the host: LLCOMM_SIG_DEFERRED=0 in the
-// environment), LLCOMM_SIG_DEFER_INPLACE the deferred check with its slow path where the verdict is formed (round 4).
-// The builds without a check (LLCOMM_NO_SIGNATURE, LLCOMM_SIG_PUBLISH_ONLY) are neither.
-#if defined(LLCOMM_SIG_CURRENT) && defined(LLCOMM_SIG_DEFERRED)
-#error "LLCOMM_SIG_CURRENT and LLCOMM_SIG_DEFERRED are two builds of the signature check: define one"
-#endif
-#if !defined(LLCOMM_SIG_CURRENT) && !defined(LLCOMM_NO_SIGNATURE) && !defined(LLCOMM_SIG_PUBLISH_ONLY)
-#if !defined(LLCOMM_SIG_DEFERRED)
-#define LLCOMM_SIG_DEFERRED 1
-#endif
-#if !defined(LLCOMM_SIG_DEFER_INPLACE) && !defined(LLCOMM_SIG_DEFER_NOLOAD) && !defined(LLCOMM_SIG_DEFER_NOCOMPARE) && \
-    !defined(LLCOMM_SIG_DEFER_LATE)
-#define LLCOMM_SIG_DEFER_LATE 1
-#endif
-#endif
-
 #define LLCOMM_MAX_RANKS 64
 #define LLCOMM_MAX_CHANNELS 16
 #define LLCOMM_THREADS 512
@@ -50,7 +30,7 @@
 #define LLCOMM_SCRATCH_SIGNATURE_OFFSET (LLCOMM_SCRATCH_RING_OFFSET + LLCOMM_MAX_CHANNELS * LLCOMM_SCRATCH_RING_STRIDE * 4)
 // Call signatures (kernels/llcomm/signature.cuh): per channel, per slot, per sender one 16-byte LL16-style packet.
 // LLCOMM_SIG_SLOTS slots per channel; a call of epoch e uses slot e & LLCOMM_SIG_EPOCH_MASK: 2 of them (epoch parity)
-// in the current-epoch build (LLCOMM_SIG_CURRENT), all 4 with LLCOMM_SIG_DEFERRED (the default) (the epoch e - 1 check in kernel e: its packets must survive
+// in the default build, all 4 with LLCOMM_SIG_DEFERRED (the epoch e - 1 check in kernel e: its packets must survive
 // while a peer stores e + 1 and e + 2; the bound is argued in signature.cuh). The region has room for 4 in every build
 // so that the host (abi.ts) allocates the same scratch whichever kernel tree it loads.
 #define LLCOMM_SIG_SLOTS 4

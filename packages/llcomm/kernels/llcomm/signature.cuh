@@ -320,7 +320,6 @@ LLC_DEVICE bool llcTryCheckSignature(const LlcommAllReduceParams& p, llc_u32 me,
 // current epoch's slot e & 3 (the armed looks read it): a peer stores into it again at e + 4.
 struct LlcSigPrev {
   LlcSigPacket peer, own;
-  llc_u32 pending; // LLCOMM_SIG_DEFER_LATE: deferCheck's verdict (1: the slow path runs after the last barrier)
 };
 #if defined(LLCOMM_SIG_DEFERRED)
 
@@ -331,7 +330,6 @@ LLC_DEVICE void llcDeferLoadSignature(const LlcommAllReduceParams& p, llc_u32 me
                                       LlcSigPrev& x) {
   const llc_u32 k = blockDim.x - 1 - threadIdx.x;
   x.peer.a = x.peer.b = x.own.a = x.own.b = 0; // the zero fill: never a call's epoch
-  x.pending = 0;
 #if defined(LLCOMM_SIG_DEFER_NOLOAD)
   // A/B knob (round 5, ab/dnoload; checks nothing): no loads; both packets made equal to a packet of epoch prev from
   // registers, passed through an empty asm so that the compiler cannot fold the comparison in deferCheck away. What
@@ -394,45 +392,11 @@ LLC_DEVICE void llcDeferCheckSignature(const LlcommAllReduceParams& p, llc_u32 m
   asm volatile("" ::"l"(differs));
   return;
 #endif
-#if defined(LLCOMM_SIG_DEFER_LATE)
-  // A/B knob (round 8, ab/dlate): the same verdict, formed without a branch (predicates and a select), and the slow
-  // path it may call moved after the kernel's last __syncthreads (deferEnd). The empty asm fixes the point where the
-  // loads are consumed (here, as in ab/dnocmp), so that the packets' registers do not live on to the kernel's end;
-  // one register (the verdict) does.
-  const bool checkable = k + 1 < p.nranks && ch.prev != 0 && llcSignatureArrived(x.own, ch.prev);
-  const bool settled = x.peer.a == x.own.a && x.peer.b == x.own.b && k + blockDim.x + 1 >= p.nranks;
-  llc_u32 pending = checkable && !settled ? 1u : 0u;
-#if !defined(LLCOMM_HOST_EMULATION)
-  asm volatile("" : "+r"(pending));
-#endif
-  x.pending = pending;
-  return;
-#endif
   // No own packet of epoch prev (none, or kernel prev stored none): nothing to compare with, for any peer-round.
   if (k + 1 >= p.nranks || ch.prev == 0 || !llcSignatureArrived(x.own, ch.prev)) return;
   // The same epoch and words, and no second peer-round: checked.
   if (x.peer.a == x.own.a && x.peer.b == x.own.b && k + blockDim.x + 1 >= p.nranks) return;
   llcDeferCheckSlow(p, me, ch, x);
-}
-
-// Every thread calls it, after the kernel's last __syncthreads (blockAdvanceEpoch): with LLCOMM_SIG_DEFER_LATE, a
-// checker whose verdict was pending runs the slow path here, with both packets loaded again (relaxed, as in
-// deferLoad: each element carries its epoch; neither slot is stored again while this kernel runs: the overwrite bound
-// above). Nothing after the barrier waits for it but the kernel's completion, and only in a call whose check did not
-// settle at once. Empty in the other deferred builds (deferCheck ran the slow path in place).
-LLC_DEVICE void llcDeferEndSignature(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch,
-                                     LlcSigPrev& x) {
-#if defined(LLCOMM_SIG_DEFER_LATE)
-  if (x.pending) {
-    const llc_u32 slot = ch.prev & LLCOMM_SIG_EPOCH_MASK, k = blockDim.x - 1 - threadIdx.x;
-    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, slot, llcSignaturePeer(me, p.nranks, k)),
-                           x.peer.a, x.peer.b);
-    llcLoadRelaxedSysV2u64(llcSignatureSlot(p.scratch[me], ch.index, slot, me), x.own.a, x.own.b);
-    llcDeferCheckSlow(p, me, ch, x);
-  }
-#else
-  (void)p, (void)me, (void)ch, (void)x;
-#endif
 }
 #endif // LLCOMM_SIG_DEFERRED
 
@@ -488,15 +452,9 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 //   LLCOMM_SIG_NOWAIT         the current-epoch checks look once and never poll (llcSignatureAwait).
 //   LLCOMM_SIG_DEFER_NOLOAD   with LLCOMM_SIG_DEFERRED: the deferred check's code without its loads.
 //   LLCOMM_SIG_DEFER_NOCOMPARE with LLCOMM_SIG_DEFERRED: its loads, consumed by an empty asm, without its code.
-// Round-8 knob (research/notes/signature-cost.md, round 8; checks what the deferred build checks):
-//   LLCOMM_SIG_DEFER_LATE     with LLCOMM_SIG_DEFERRED: the verdict branch-free where the deferred check stands, its
-//                             slow path after the kernel's last __syncthreads (deferEnd).
 #if defined(LLCOMM_HOST_EMULATION) && \
     (defined(LLCOMM_SIG_NOWAIT) || defined(LLCOMM_SIG_DEFER_NOLOAD) || defined(LLCOMM_SIG_DEFER_NOCOMPARE))
 #error "the round-5 signature knobs are GPU A/B builds (inline asm), not for the host emulator"
-#endif
-#if defined(LLCOMM_SIG_DEFER_LATE) && !defined(LLCOMM_SIG_DEFERRED)
-#error "LLCOMM_SIG_DEFER_LATE modifies the deferred build: define LLCOMM_SIG_DEFERRED too"
 #endif
 #if (defined(LLCOMM_SIG_DEFER_NOLOAD) || defined(LLCOMM_SIG_DEFER_NOCOMPARE)) && !defined(LLCOMM_SIG_DEFERRED)
 #error "LLCOMM_SIG_DEFER_NOLOAD / _NOCOMPARE modify the deferred build: define LLCOMM_SIG_DEFERRED too"
@@ -513,10 +471,8 @@ LLC_DEVICE void llcBlockSignatureBarrier(const LlcommAllReduceParams& p, llc_u32
 // The steps of the deferred check where the build has none (every build but LLCOMM_SIG_DEFERRED): empty.
 struct LlcSigNoDefer {
   static constexpr bool kDeferred = false;
-  static constexpr bool kDeferLate = false;
   LLC_DEVICE static void deferLoad(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
-  LLC_DEVICE static void deferEnd(const LlcommAllReduceParams&, llc_u32, const LlcChannel&, LlcSigPrev&) {}
 };
 // The packet stores and oneshot-barrier's signature barrier: the same in every build that has a signature.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
@@ -546,13 +502,6 @@ struct LlcSigNoCurrentCheck {
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature : LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentCheck {
   static constexpr bool kDeferred = true;
-  // LLCOMM_SIG_DEFER_LATE: deferCheck only forms the verdict (no branch), so a kernel may call it where every
-  // thread's loads are back at little cost, and deferEnd runs the slow path.
-#if defined(LLCOMM_SIG_DEFER_LATE)
-  static constexpr bool kDeferLate = true;
-#else
-  static constexpr bool kDeferLate = false;
-#endif
   LLC_DEVICE static void arm(LlcWaiter& w, const LlcChannel& ch) { w.sigEpochWord = ch.epochWord; }
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch) {
     llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
@@ -562,9 +511,6 @@ struct LlcCallSignature : LlcSigPublisher<kAlg, kProtocol, DT>, LlcSigNoCurrentC
   }
   LLC_DEVICE static void deferCheck(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
     llcDeferCheckSignature(p, me, ch, x);
-  }
-  LLC_DEVICE static void deferEnd(const LlcommAllReduceParams& p, llc_u32 me, const LlcChannel& ch, LlcSigPrev& x) {
-    llcDeferEndSignature(p, me, ch, x);
   }
 };
 #elif !defined(LLCOMM_NO_SIGNATURE) && defined(LLCOMM_SIG_PUBLISH_ONLY)

@@ -263,9 +263,6 @@ test('f32 accumulation: ring halves its f16/bf16 capacity per launch; twoshot-at
   assert.deepEqual(kernelBuildDefines({}), [])
   assert.deepEqual(kernelBuildDefines({ ringF32Partials: true, atomicF32Lines: true }), [])
   assert.deepEqual(kernelBuildDefines({ atomicF32Lines: false }), ['-DLLCOMM_ATOMIC_F32_LINES=0'])
-  // The deferred signature check is abi.cuh's default: only the current-epoch build needs a define.
-  assert.deepEqual(kernelBuildDefines({ signatureDeferred: true }), [])
-  assert.deepEqual(kernelBuildDefines({ signatureDeferred: false }), ['-DLLCOMM_SIG_CURRENT=1'])
 })
 
 test('launchShape is a pure function of (variant, nranks, count, bufferBytes)', () => {

@@ -429,19 +429,19 @@ export interface KernelBuildOptions {
   /** The kernels were built with LLCOMM_ATOMIC_F32_LINES=1 (or 0). */
   atomicF32Lines?: boolean
   /**
-   * The kernels were built with LLCOMM_SIG_DEFERRED, abi.cuh's default (kernels/llcomm/signature.cuh: kernel e
-   * checks epoch e - 1's call signatures; the host checks each channel's last launch, latest-signature.ts); false:
-   * with LLCOMM_SIG_CURRENT (the current-epoch check). No capacity rule depends on it; checkDeviceError does.
+   * The kernels were built with LLCOMM_SIG_DEFERRED (kernels/llcomm/signature.cuh: kernel e checks epoch e - 1's
+   * call signatures; the host checks each channel's last launch, latest-signature.ts). No capacity rule depends on
+   * it; the communicators' checkDeviceError does.
    */
   signatureDeferred?: boolean
 }
 
 /**
- * Whether the communicators build their kernels with the deferred signature check (default on, as abi.cuh; the
- * host then checks each channel's last launch in checkDeviceError): LLCOMM_SIG_DEFERRED=0 in the environment builds
- * the current-epoch check instead (NVRTC -DLLCOMM_SIG_CURRENT=1), for its A/B and GPU tests.
+ * Whether the communicators build their kernels with the deferred signature check (default off, as abi.cuh):
+ * LLCOMM_SIG_DEFERRED=1 in the environment turns it on (NVRTC -DLLCOMM_SIG_DEFERRED=1, and the host's check of
+ * each channel's last launch in checkDeviceError), for its A/B and GPU tests.
  */
-export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED !== '0'
+export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED === '1'
 
 /**
  * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
@@ -459,7 +459,7 @@ export function kernelBuildDefines(o: KernelBuildOptions): string[] {
     out.push(`-DLLCOMM_RING_F32_PARTIALS=${o.ringF32Partials ? 1 : 0}`)
   if (o.atomicF32Lines !== undefined && o.atomicF32Lines !== (LLCOMM_ATOMIC_F32_LINES !== 0))
     out.push(`-DLLCOMM_ATOMIC_F32_LINES=${o.atomicF32Lines ? 1 : 0}`)
-  if (o.signatureDeferred === false) out.push('-DLLCOMM_SIG_CURRENT=1')
+  if (o.signatureDeferred) out.push('-DLLCOMM_SIG_DEFERRED=1')
   return out
 }
 
