@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp/llcomm-sass}
 mkdir -p "$out/sass"
-dir_of() { if [ "$1" = cur ]; then echo packages/llcomm/kernels; else echo "ab/$1"; fi; }
+dir_of() { if [ "$1" = cur ] || [ "$1" = sig ]; then echo packages/llcomm/kernels; else echo "ab/$1"; fi; }
 for v in ${SASS_TREES:-nosig dnocmp defer dlate cur}; do
   d=$(dir_of "$v")
   for f in oneshot_ll oneshot_sentinel twoshot_sentinel; do
