@@ -46,8 +46,10 @@ const TWOSHOT_SMALLER = encodeSignature({
 
 const region = () => new Uint32Array(SIGNATURE_REGION_WORDS)
 
-/** Stores a packet as the device does: [word0, epoch, word1, epoch] (two u64 {word | epoch << 32}). */
-/** Stores a packet into the slot of `epoch` (epoch & slotMask: 1 for the current-epoch build, 3 for the deferred). */
+/**
+ * Stores a packet as the device does: [word0, epoch, word1, epoch] (two u64 {word | epoch << 32}), into the slot of
+ * `epoch` (epoch & slotMask: 1 for the default current-epoch build, 3 for the deferred build).
+ */
 function put(
   r: Uint32Array,
   channel: number,
@@ -275,7 +277,7 @@ test('per-process checkDeviceError: a device TIMEOUT with a differing peer packe
   const { CudaProcessCommunicator } = await import('../../../src/backends/cuda/process-communicator.js')
   const { LLCOMM_SCRATCH_BYTES, LLCOMM_SCRATCH_SIGNATURE_OFFSET } = await import('../../../src/backends/cuda/abi.js')
   const { SIGNATURE_DEFERRED } = await import('../../../src/backends/cuda/kernel-table.js')
-  // The slots the communicator's kernels use: epoch & 3 in the deferred build (the default), epoch & 1 otherwise.
+  // The slots the communicator's kernels use: epoch & 1 (the default build), epoch & 3 with LLCOMM_SIG_DEFERRED=1.
   const slotMask = SIGNATURE_DEFERRED ? 3 : 1
   const ERROR_AT = 0x1000
   const SCRATCH_AT = 0x100000
