@@ -23,6 +23,9 @@ constexpr int kTwoshotSpreadBatch = 4;
 // The pull kernel's all-gather: owners whose published slots one thread loads back to back before storing them (as
 // LLCOMM_RECV_BATCH: 8 ranks in one batch).
 constexpr int kTwoshotPullBatch = 8;
+// The spread path's shared words for the owner's sums (4 a slot of my part): at most blockDim.x, which the launch
+// bounds cap at LLCOMM_THREADS (abi.cuh).
+constexpr int kTwoshotSumWords = LLCOMM_THREADS;
 
 // LLCOMM_PHASE_PROBE (an A/B knob for a research build, research/scripts/probe/phase-probe.sh; not part of the ABI,
 // never set in the product): thread 0 of each block of the spread path reads %globaltimer and clock64 at the phase
@@ -165,7 +168,11 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const LlBuffer<Fmt> rs = llcMakeBuffer<Fmt>(p.recvBuf, base, laneBytes, me, n, ch, &waiter);
   const LlBuffer<Fmt> ag = llcMakeBuffer<Fmt>(p.recvBuf, base + n * laneBytes, laneBytes, me, n, ch, &waiter);
   if (spread) {
-    LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS);
+    // The reduce's stage, then the owner's canonicalized sums (4 words a slot of my part, at most blockDim.x words:
+    // the spread path has 4 * slotsPerPart <= blockDim.x) for the block-wide broadcast below. One array: the
+    // emulator gives a block one shared buffer.
+    LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS + kTwoshotSumWords);
+    llc_u32* const sums = stage + LLCOMM_PEER_STAGE_WORDS;
     for (llc_u32 k0 = first; k0 < n; k0 += kTwoshotSpreadBatch * groups) {
       if (k0 != first) loadBatch(k0); // the first batch was loaded before the epoch
 #pragma unroll
@@ -192,19 +199,32 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     // the owner's broadcast, before the all-gather's polls (below).
     Sig::arm(waiter, ch);
     // Owner: my part's words reduced block-wide (LlBuffer::blockRecvReduceSpreadWords: pollers re-arm what they
-    // read; rank order 0..n-1 in f32 element by element, so the same bits as the serial path), and each reducing
-    // thread broadcasts its own word at once: no __syncthreads between the sums and the broadcast (the slot-wide
-    // broadcast needed two, to pass the sums through the stage), and the broadcast is the only thing between a
-    // reducing thread's sum and the peers' all-gather polls. Each peer's slot is written by the 4 threads of its
-    // words (LlBuffer::sendWord: why that is as safe as one v4 store).
+    // read; rank order 0..n-1 in f32 element by element, so the same bits as the serial path); each reducing thread
+    // stores its output word and puts its canonicalized sum in `sums`, and after one __syncthreads the senders of
+    // the reduce-scatter broadcast (thread t: slot s of my part to the owners k = first, first + groups, ...: every
+    // (slot, peer) pair once), one v4 store (Fmt::write) a pair, so one store a thread wherever groups = n - 1.
+    // Why not each reducing thread's own word to every peer: one warp's stores to n - 1 peers go one after another,
+    // about 40 ns each (the phase probe: 0.64 us for 31 peers at 32 ranks 8 KB, research/notes/scale-2026-12-01.md,
+    // session 7), and the all-gather's polls waited behind them.
+    // Ordering: the sums reach the broadcasting threads through shared memory and the __syncthreads (block scope);
+    // a peer receives the slot's four canonicalized words (the bits this rank stores as its output) in one v4 store
+    // (Fmt::write), as the serial path broadcasts a slot: each element single-copy atomic and each checked on
+    // acceptance (sentinel.cuh), so the all-gather's acceptance and re-arm arguments are the serial path's.
     if (mineSlots > 0) { // uniform; 0 < mineSlots <= slotsPerPart, so spreadGroups(mineSlots) > 1
       const llc_u32 sum = rs.template blockRecvReduceSpreadWords<DT, kTwoshotSpreadBatch>(
           mineSlots, rs.spreadGroups(mineSlots), own, stage, [] {});
       LLC_PHASE_MARK(2); // the owner's reduce done (every peer's slots received: its __syncthreads)
       if (t < 4u * mineSlots) {
         const llc_u32 w = Fmt::canonicalize(sum); // my output = the bits peers receive
-        ag.bcastWord(ownSlot, ownWord, w);
+        sums[t] = w;
         if (ownOffset < mineBytes) llcStorePayload<DT, 1>(call.output + mine.begin * eb, ownOffset, mineBytes, &w);
+      }
+      __syncthreads(); // uniform (mineSlots is): the sums are in `sums`
+      if (sender && s < mineSlots) {
+        Value v;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v.w[j] = sums[4u * s + j];
+        for (llc_u32 k = first; k < n; k += groups) ag.send(ownerOf(k), s, v);
       }
     }
     // The checkers (top of the block) check every peer (every peer makes this call, else MISMATCH) after the

@@ -270,29 +270,6 @@ struct LlBuffer {
     return out;
   }
 
-  // One 4-byte word of a slot: word `word` of `peer`'s lane `me`, slot `slot`, canonicalized as Fmt::write does.
-  // Sentinel formats only. Ordering: none needed beyond the v4 send's. A sentinel slot is accepted only when each of
-  // its four elements has left the sentinel (Fmt::accept tests every element), and each element is single-copy
-  // atomic on its own in the v4 store too (packets.cuh), so four word stores, from four threads, in any order and
-  // landing at any time, look to the poller exactly like one v4 store whose elements land one by one: no torn or
-  // stale element can be taken for data. The re-arm argument (Fmt::rearm: next write at epoch + 2) is per slot and
-  // does not care how many stores wrote it.
-  // (A member template, so that the explicit instantiations of LlBuffer for the LL formats do not instantiate it.)
-  template <class F = Fmt>
-  LLC_DEVICE void sendWord(llc_u32 peer, llc_u32 slot, llc_u32 word, llc_u32 w) const {
-    static_assert(F::kRearm, "word stores: sentinel formats only (an LL packet's flag rides with its data)");
-    llcStoreRelaxedSys(reinterpret_cast<llc_u32*>(slotPtr(peer, me, slot)) + word, Fmt::canonicalize(w));
-  }
-  // bcast of one word (every rank but me, starting after me).
-  template <class F = Fmt>
-  LLC_DEVICE void bcastWord(llc_u32 slot, llc_u32 word, llc_u32 w) const {
-    for (llc_u32 k = 1; k < nranks; ++k) {
-      llc_u32 peer = me + k;
-      peer = peer >= nranks ? peer - nranks : peer;
-      sendWord<F>(peer, slot, word, w);
-    }
-  }
-
   // blockRecvReduceSpread with the reduce spread over words: the same pollers, stage layout and windows, but after a
   // window's __syncthreads thread t < slots * kWords reduces word t % kWords of slot t / kWords (one accumulator word,
   // two elements for 16-bit types), in rank order 0..nranks-1 in f32, its own contribution `ownWord` (word t of my
