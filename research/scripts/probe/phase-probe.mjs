@@ -30,13 +30,22 @@ const count = Number(o.bytes) / 2 // bf16
 const comm = await createCommunicator({ backend: 'cuda', devices: Array(ranks).fill(0) })
 // Marks 0-6 the phases in order; 7-9 the prologue's (twoshot_sentinel.cu: entry, epoch arrived, first input arrived;
 // 0 in a tree built before they existed).
-const MARKS = 10
+// 10: the scratch pointer (a kernel parameter, run-time index) arrived; 11: the epoch word loaded again (0 in trees
+// before 2026-12-02, session 9); 12: the element split and thread roles computed; 13: the first input loads issued.
+const MARKS = 14
 const PHASES = 7
 const names = ['start', 'sends', 'reduced', 'bcast', 'sigcheck', 'allgather', 'end']
 const prologue = [
   ['entry -> start', 7, 0],
   ['start -> epoch', 0, 8],
+  ['start -> scrptr', 0, 10],
+  ['start -> setup', 0, 12],
+  ['setup -> issued', 12, 13],
+  ['issued -> scrptr', 13, 10],
+  ['scrptr -> epoch', 10, 8],
+  ['epoch reload', 8, 11],
   ['epoch -> input', 8, 9],
+  ['reload -> input', 11, 9],
   ['input -> sends', 9, 1],
 ]
 try {

@@ -43,7 +43,8 @@ constexpr int kTwoshotSumWords = LLCOMM_THREADS;
   } while (0)
 // The prologue's marks (timer only, kept in registers until the address is known; stored with mark 1): 7 the
 // kernel's entry (before llcBeginCall's parameter loads), 8 the epoch word arrived, 9 thread 0's first input word
-// arrived. "Arrived": LLC_PHASE_AFTER branches on the value (a branch never taken, on a value no call has), so the
+// arrived, 10 the scratch pointer (a parameter) arrived, 11 the epoch word reloaded, 12 the element split and thread
+// roles computed, 13 the first batch's input loads issued. "Arrived": LLC_PHASE_AFTER branches on the value (a branch never taken, on a value no call has), so the
 // timer read after it waits for the load; without it a mark says when a load was issued, not when it returned.
 #if defined(LLCOMM_HOST_EMULATION)
 #define LLC_PHASE_AFTER(v) ((void)(v))
@@ -118,6 +119,12 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const bool sender = spread && t < groups * slotsPerPart;
   const llc_u32 s = sender ? t % slotsPerPart : 0u, first = sender ? 1u + t / slotsPerPart : n;
   const auto ownerOf = [&](llc_u32 k) { return me + k < n ? me + k : me + k - n; };
+#if defined(LLCOMM_PHASE_PROBE)
+  // Mark 12: the element split and the spread path's thread roles computed (integer arithmetic on the parameters,
+  // divisions by run-time values among it); the branch on them makes the timer wait for the arithmetic.
+  LLC_PHASE_AFTER(first + groups + s + slotsPerPart + static_cast<llc_u32>(mineBytes) + static_cast<llc_u32>(spread));
+  const llc_u64 phaseSetupTimer = llcGlobalTimerNs(); // mark 12
+#endif
   // Reduce-scatter, send side: the input loads of kTwoshotSpreadBatch owners issued before their sends (a send is
   // an asm store with a memory clobber: a load after it would wait for it).
   Value x[kTwoshotSpreadBatch];
@@ -144,10 +151,20 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     loadBatch(first);
     if (ownOffset < mineBytes) llcLoadPayload<DT, 1>(call.input + mine.begin * eb, ownOffset, mineBytes, &own);
   }
+#if defined(LLCOMM_PHASE_PROBE)
+  const llc_u64 phaseIssuedTimer = llcGlobalTimerNs(); // mark 13: the first batch's input loads issued
+  // Mark 10: this rank's scratch pointer (a kernel parameter read with a run-time index) arrived; waiting for it here
+  // splits the epoch's time into the parameter read and the epoch word's own load.
+  LLC_PHASE_AFTER(static_cast<llc_u32>(p.scratch[me]));
+  const llc_u64 phaseScratchTimer = llcGlobalTimerNs(); // mark 10
+#endif
   LlcChannel ch(p.scratch[me], call.role.channel);
 #if defined(LLCOMM_PHASE_PROBE)
   LLC_PHASE_AFTER(ch.epoch);
   const llc_u64 phaseEpochTimer = llcGlobalTimerNs(); // mark 8
+  // Mark 11: the same epoch word loaded again (its line now in L2 for this SM): one round trip of a warm line.
+  LLC_PHASE_AFTER(llcLoadRelaxedSys(ch.epochWord));
+  const llc_u64 phaseReloadTimer = llcGlobalTimerNs(); // mark 11
   LLC_PHASE_AFTER(spread ? x[0].w[0] : 0u);
   const llc_u64 phaseInputTimer = llcGlobalTimerNs(); // mark 9
 #endif
@@ -191,6 +208,10 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
       phaseOut[14] = phaseEntryTimer;
       phaseOut[16] = phaseEpochTimer;
       phaseOut[18] = phaseInputTimer;
+      phaseOut[20] = phaseScratchTimer;
+      phaseOut[22] = phaseReloadTimer;
+      phaseOut[24] = phaseSetupTimer;
+      phaseOut[26] = phaseIssuedTimer;
     }
 #endif
     LLC_PHASE_MARK(1); // thread 0's reduce-scatter sends issued (after the epoch load they needed)
