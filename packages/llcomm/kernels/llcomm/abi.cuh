@@ -108,13 +108,11 @@ struct LlcommRegion {
   llc_u64 channelHalfBytes;
 };
 
-// Field order: the scalars and launchRanks first, then the rank-indexed pointer arrays. Every kernel reads the
-// scalars and launchRanks at its start, and each first read of a constant-cache line of the parameters in a launch
-// misses and stalls the warp (Nsight Compute, twoshot-sentinel at 16 and 32 virtual ranks: the largest single
-// stalls of the prologue are the first two lines read, the driver's words below the parameters and the scalars after
-// 2 KB of arrays; research/notes/scale-2026-12-01.md, session 9). In front, they share the first lines with the
-// driver's words.
 struct LlcommAllReduceParams {
+  llc_u64 input[LLCOMM_MAX_RANKS];   // device pointers, by global rank
+  llc_u64 output[LLCOMM_MAX_RANKS];  // device pointers, by global rank
+  llc_u64 recvBuf[LLCOMM_MAX_RANKS]; // each rank's receive buffer (peer-mapped), by global rank
+  llc_u64 scratch[LLCOMM_MAX_RANKS]; // each rank's scratch (LLCOMM_SCRATCH_BYTES, peer-mapped), by global rank
   llc_u64 errorWord;                 // LlcommErrorWord* (device memory, visible to every device of the launch)
   llc_u64 count;                     // elements per rank in this call
   llc_u64 timeoutNs;                 // deadline of every single wait, in %globaltimer nanoseconds
@@ -129,10 +127,6 @@ struct LlcommAllReduceParams {
   // signatureChunkBits); bits 0..9 must be 0 (the kernel ORs in its compile-time algorithm, dtype, op and protocol).
   llc_u32 signatureChunk;
   llc_u8 launchRanks[LLCOMM_MAX_RANKS]; // global rank of each rank slot of this launch
-  llc_u64 input[LLCOMM_MAX_RANKS];   // device pointers, by global rank
-  llc_u64 output[LLCOMM_MAX_RANKS];  // device pointers, by global rank
-  llc_u64 recvBuf[LLCOMM_MAX_RANKS]; // each rank's receive buffer (peer-mapped), by global rank
-  llc_u64 scratch[LLCOMM_MAX_RANKS]; // each rank's scratch (LLCOMM_SCRATCH_BYTES, peer-mapped), by global rank
 };
 
 // llcomm_spin_ns: every block of rank r spins (thread 0) for min(delayNs[r], maxDelayNs) before exiting.

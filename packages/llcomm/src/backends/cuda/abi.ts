@@ -119,8 +119,11 @@ const region = (name: string): FieldSpec[] => [
   { name: `${name}.channelHalfBytes`, kind: 'u64' },
 ]
 
-// The scalars and launchRanks first, the rank-indexed pointer arrays after them (abi.cuh says why).
 export const ALL_REDUCE_PARAMS_LAYOUT = layOut('LlcommAllReduceParams', [
+  { name: 'input', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'output', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'recvBuf', kind: 'u64', count: LLCOMM_MAX_RANKS },
+  { name: 'scratch', kind: 'u64', count: LLCOMM_MAX_RANKS },
   { name: 'errorWord', kind: 'u64' },
   { name: 'count', kind: 'u64' },
   { name: 'timeoutNs', kind: 'u64' },
@@ -133,10 +136,6 @@ export const ALL_REDUCE_PARAMS_LAYOUT = layOut('LlcommAllReduceParams', [
   { name: 'blocksPerRank', kind: 'u32' },
   { name: 'signatureChunk', kind: 'u32' },
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
-  { name: 'input', kind: 'u64', count: LLCOMM_MAX_RANKS },
-  { name: 'output', kind: 'u64', count: LLCOMM_MAX_RANKS },
-  { name: 'recvBuf', kind: 'u64', count: LLCOMM_MAX_RANKS },
-  { name: 'scratch', kind: 'u64', count: LLCOMM_MAX_RANKS },
 ])
 
 export const SPIN_PARAMS_LAYOUT = layOut('LlcommSpinParams', [
