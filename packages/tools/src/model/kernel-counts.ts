@@ -574,7 +574,10 @@ function structureCounts(
  *   over the part's slots (spreadGroups(N, slots) groups, windows of ranks that fit the shared stage, each closed by
  *   a __syncthreads), then thread t < 4·slots reduces word t % 4 of slot t / 4 over the N ranks: N × elements per
  *   word read back from the stage, not N × elements per slot;
- * - broadcast (LlBuffer::bcastWord): each reducing thread stores its own word to every peer, N−1 word stores, with
+ * - broadcast, as the shipped fit's files ran it (LlBuffer::bcastWord, before 4e5f9c1; since then the kernel puts the
+ *   sums in shared memory and, after one __syncthreads, the reduce-scatter's senders store one slot a (slot, peer)
+ *   pair, which these counts do not describe yet: a refit on files measured with that kernel comes first): each
+ *   reducing thread stores its own word to every peer, N−1 word stores, with
  *   no stage and no __syncthreads between the sums and the stores (no window of its own); the block issues 4·slots
  *   × (N−1) store instructions, four per slot and peer;
  * - all-gather: each sender thread polls its P owners TWOSHOT_SPREAD_BATCH at a time (LlBuffer::pollBatch, every load

@@ -200,11 +200,15 @@ describe('kernel structure of the latency model', () => {
     // T / SPREAD_MIN_GROUPS)
     assert.match(twoshot, /llcSpreadGroups\(n, slotsPerPart, 4u\) > 1 && 4u \* slotsPerPart <= blockDim\.x/)
     assert.ok(SPREAD_MIN_GROUPS >= 4)
-    // the spread2 structure the counts follow: the owner's reduce over words, each reducing thread broadcasting its
-    // own word (no stage, no __syncthreads between the sums and the broadcast)
+    // the owner's reduce over words (spread2, fd9724f), which the counts follow; and the broadcast since 4e5f9c1
+    // (bspread): the sums through shared memory, one __syncthreads, then a slot a (slot, peer) pair from the
+    // reduce-scatter's senders. The counts still describe the broadcast before it (each reducing thread's word to
+    // every peer, LlBuffer::bcastWord), which every file of the shipped fit ran (kernel-counts.ts
+    // twoshotSpreadCounts): a refit on files measured with 4e5f9c1's kernel comes first.
     assert.match(twoshot, /blockRecvReduceSpreadWords</)
-    assert.match(twoshot, /ag\.bcastWord\(ownSlot, ownWord, w\)/)
-    assert.doesNotMatch(twoshot, /blockBcastSpread/)
+    assert.match(twoshot, /sums\[t\] = w;/)
+    assert.match(twoshot, /ag\.send\(ownerOf\(k\), s, v\)/)
+    assert.doesNotMatch(twoshot, /bcastWord|blockBcastSpread/)
   })
 
   it("counts twoshot-sentinel's spread path from 8 ranks up for parts of at most 512 / 4 slots", () => {
