@@ -42,7 +42,8 @@ export interface CalibrationRow {
   /** Element type of the measured call (launch shapes depend on it slightly); default bf16. */
   dtype?: Dtype
   /**
-   * How its launches are counted (the buffer, block targets, all-gather kernel and accumulation its file ran);
+   * How its launches are counted (the buffer, block targets, all-gather kernel, accumulation and twoshot-sentinel
+   * broadcast its file ran);
    * absent fields: the model's own (kernel-counts.ts modelCounting).
    */
   counting?: LaunchCounting
@@ -652,7 +653,7 @@ function calibrateTunerRows(
  * Groups a bench file's usable rows by platform; rows of algorithms the model lacks are counted apart. Each cuda row
  * is counted at the buffer it ran with (rowBufferBytes: the file's bufferBytes, 1 MiB for a file without one).
  * `counting`: the rest of how the file's launches are counted (the caller knows the build it measured: block targets,
- * all-gather kernel, accumulation); absent fields, the model's own.
+ * all-gather kernel, accumulation, twoshot-sentinel broadcast); absent fields, the model's own.
  */
 export function calibrationRowsByPlatform(
   file: BenchFile,

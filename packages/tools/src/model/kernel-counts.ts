@@ -26,12 +26,17 @@
  *                of the part's S slots > 1): g = min(T / S, N−1) sender groups, each thread P = min(ceil((N−1)/g), K')
  *                owners, polled TWOSHOT_SPREAD_BATCH (4) at a time; the owner's reduce spread over 4-byte words
  *                (LlBuffer::blockRecvReduceSpreadWords: the one-shots' pollers and windows, min(T / S, N) groups;
- *                thread t < 4S reduces word t % 4 of slot t / 4); each reducing thread broadcasts its own word (no
- *                stage, no block barrier); pollRounds windows·ceil(peers per poller / 4) + ceil(P / 4)
- *                (all-gather), storeRounds P + (N−1) (reduce-scatter slot sends, broadcast word sends),
- *                storeLaneRounds (S·K' + 4S·(N−1)) / T (on virtual), rearms = peerLoads = windows·peers per poller
- *                + P, spreadWindows windows, stagedReduces N × elements per word, serialRecvs 0; the broadcast's
- *                bytes and the own part's input and output in 4-byte accesses (blockAccesses)
+ *                thread t < 4S reduces word t % 4 of slot t / 4); pollRounds windows·ceil(peers per poller / 4) +
+ *                ceil(P / 4) (all-gather), rearms = peerLoads = windows·peers per poller + P, spreadWindows windows,
+ *                stagedReduces N × elements per word, serialRecvs 0, the own part's input and output in 4-byte
+ *                accesses; the owner's broadcast by twoshotBroadcast (MODEL_TWOSHOT_BROADCAST):
+ *                'words' (LlBuffer::bcastWord, before 4e5f9c1): each reducing thread its own word to every peer (no
+ *                stage, no block barrier): storeRounds P + (N−1), storeLaneRounds (S·K' + 4S·(N−1)) / T (on
+ *                virtual), the broadcast's bytes in 4-byte accesses too (blockAccesses);
+ *                'slots' (since 4e5f9c1, bspread): the sums through shared memory and one __syncthreads (not a
+ *                window: no count), then each sender thread one 16-byte slot store to each of its Q = ceil((N−1)/g)
+ *                peers: storeRounds P + Q, storeLaneRounds (S·K' + S·(N−1)) / T (on virtual), the broadcast's bytes
+ *                in 16-byte accesses
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
  *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
@@ -52,7 +57,8 @@
  *                blockAccesses: blockBytes / ACCESS_BYTES (8 B per LL8 packet, else 16 B; 4 B for word accesses), the
  *                block's memory requests;
  *                halfWordSentinelSlots: sentinel stores + loads in a 16-bit dtype (two elements per word to check;
- *                twoshot-sentinel's spread path: its slot stores and loads, plus its canonicalized words in slots)
+ *                twoshot-sentinel's spread path: its reduce-scatter slot stores and its loads, plus its broadcast's
+ *                canonicalized words in slots: 2/4 'words', 1 + 1/4 'slots')
  */
 import type { Accumulation, Dtype } from 'llcomm/internal'
 import {
@@ -74,9 +80,10 @@ export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
 
 /**
  * How one call's launches are counted: the build and communicator settings the kernels ran with. Every field absent
- * takes the model's own (MODEL_BUFFER_BYTES, MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION: what
- * the shipped fit measured); a bench file measured with others is counted with its own (calibrate.ts: the file's
- * bufferBytes; `llcomm model --block-targets / --twoshot-allgather / --accumulation`).
+ * takes the model's own (MODEL_BUFFER_BYTES, MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION,
+ * MODEL_TWOSHOT_BROADCAST: what the shipped fit measured); a bench file measured with others is counted with its own
+ * (calibrate.ts: the file's bufferBytes; `llcomm model --block-targets / --twoshot-allgather / --accumulation /
+ * --twoshot-broadcast`).
  */
 export interface LaunchCounting {
   /** The communicator's receive buffer (CommunicatorOptions.bufferBytes): launchShape's capacity per launch. */
@@ -87,7 +94,17 @@ export interface LaunchCounting {
   allGather?: TwoshotAllGatherMode
   /** f16/bf16 accumulation of ring and twoshot-atomic (the communicator option `accumulation`). */
   accumulation?: Accumulation
+  /** twoshot-sentinel's spread-path broadcast the kernel ran (TwoshotBroadcast; kernel versions, not a setting). */
+  twoshotBroadcast?: TwoshotBroadcast
 }
+
+/**
+ * twoshot-sentinel's spread-path broadcast of the owner's sums (twoshot_sentinel.cu), by kernel version: 'words'
+ * (LlBuffer::bcastWord, before 4e5f9c1): each reducing thread stores its own 4-byte word to every peer; 'slots' (since
+ * 4e5f9c1, bspread): the sums through shared memory and one __syncthreads, then each reduce-scatter sender stores
+ * one 16-byte slot to each of its peers (twoshotSpreadCounts).
+ */
+export type TwoshotBroadcast = 'words' | 'slots'
 
 /**
  * The receive buffer the model's launches are counted at: 4 MiB, the library's cuda default since 3e1244f, which the
@@ -155,15 +172,26 @@ export const MODEL_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'auto'
 export const MODEL_ACCUMULATION: Accumulation = 'f32'
 
 /**
+ * twoshot-sentinel's spread-path broadcast the counts follow by default: 'words', as the shipped fit's files (the
+ * 2026-12-02c grid, 3e1244f) ran it. The library's kernel broadcasts 'slots' since the bspread merge (issue 22,
+ * 4e5f9c1), so until a refit the model counts a broadcast the library no longer runs: a refit on a grid measured with
+ * the 'slots' kernel switches this default (and is what its constants then describe). Files before 4e5f9c1 are
+ * counted with 'words'.
+ */
+export const MODEL_TWOSHOT_BROADCAST: TwoshotBroadcast = 'words'
+
+/**
  * How the bench files up to 2026-11-29 ran (the 11-29h / 11-29k grids, the 2-GPU files, the fits before the
  * 2026-12-02c one): a 1 MiB buffer, the block targets before the sweep, the push all-gather (the only kernel then),
- * ring and twoshot-atomic with 16-bit partials and lines.
+ * ring and twoshot-atomic with 16-bit partials and lines, twoshot-sentinel's 'words' broadcast (where its spread path
+ * ran at all).
  */
 export const COUNTING_2026_11_29: Required<LaunchCounting> = {
   bufferBytes: BENCH_BUFFER_BYTES_BEFORE_FIELD,
   blockTargets: BLOCK_TARGETS_BEFORE_SWEEP,
   allGather: 'push',
   accumulation: 'dtype',
+  twoshotBroadcast: 'words',
 }
 
 /** A counting with every absent field at the model's own value. */
@@ -173,6 +201,7 @@ export function modelCounting(counting: LaunchCounting = {}): Required<LaunchCou
     blockTargets: counting.blockTargets ?? MODEL_BLOCK_TARGETS,
     allGather: counting.allGather ?? MODEL_TWOSHOT_ALLGATHER,
     accumulation: counting.accumulation ?? MODEL_ACCUMULATION,
+    twoshotBroadcast: counting.twoshotBroadcast ?? MODEL_TWOSHOT_BROADCAST,
   }
 }
 
@@ -346,7 +375,10 @@ type StructureCounts = Omit<KernelCounts, 'storeLaneRounds' | 'halfWordSentinelS
   wordAccessBytes?: number
 }
 
-/** Bytes of one word access (twoshot-sentinel's spread path: its broadcast and its own part's input and output). */
+/**
+ * Bytes of one word access (twoshot-sentinel's spread path: its own part's input and output, and with the 'words'
+ * broadcast the broadcast's stores).
+ */
 const WORD_ACCESS_BYTES = 4
 
 /** Counts of one launch of `count` elements per rank. */
@@ -487,7 +519,7 @@ function structureCounts(
       }
       const partSlots = Math.ceil(partBytes / payload)
       if (variant.algorithm === 'twoshot-sentinel' && spreadGroups(ranks, partSlots, threads, SLOT_WORDS.sentinel) > 1)
-        return twoshotSpreadCounts(none, ranks, partSlots, threads, otherOwners, {
+        return twoshotSpreadCounts(none, ranks, partSlots, threads, otherOwners, counting.twoshotBroadcast, {
           blockBytes: partBytes * (peers * 6) + 3 * pieceBytes,
           rearmBytes: (2 * peers * rankBytes) / ranks,
           partBytes,
@@ -574,20 +606,33 @@ function structureCounts(
  *   over the part's slots (spreadGroups(N, slots) groups, windows of ranks that fit the shared stage, each closed by
  *   a __syncthreads), then thread t < 4·slots reduces word t % 4 of slot t / 4 over the N ranks: N × elements per
  *   word read back from the stage, not N × elements per slot;
- * - broadcast, as the shipped fit's files ran it (LlBuffer::bcastWord, before 4e5f9c1; since then the kernel puts the
- *   sums in shared memory and, after one __syncthreads, the reduce-scatter's senders store one slot a (slot, peer)
- *   pair, which these counts do not describe yet: a refit on files measured with that kernel comes first): each
- *   reducing thread stores its own word to every peer, N−1 word stores, with
- *   no stage and no __syncthreads between the sums and the stores (no window of its own); the block issues 4·slots
- *   × (N−1) store instructions, four per slot and peer;
+ * - broadcast, by `broadcast` (TwoshotBroadcast; MODEL_TWOSHOT_BROADCAST is the shipped fit's 'words'):
+ *   - 'words' (LlBuffer::bcastWord, the kernel before 4e5f9c1, which every file of the shipped fit ran): each reducing
+ *     thread stores its own word to every peer, N−1 word stores, with no stage and no __syncthreads between the sums
+ *     and the stores (no window of its own); the block issues 4·slots × (N−1) store instructions, four per slot and
+ *     peer;
+ *   - 'slots' (since 4e5f9c1, bspread): each reducing thread puts its canonicalized word in the shared `sums` (and
+ *     stores its output word, as before), one __syncthreads, then each sender thread with s < slots reads the slot's
+ *     4 words back and sends one 16-byte slot (Fmt::write) to each of its peers ownerOf(k), k = first, first + g, …:
+ *     Q = ceil((N−1)/g) slot stores a thread (not capped at K': every peer needs my part; 1 where g = N−1), the block
+ *     slots × (N−1) store instructions, one per slot and peer. The __syncthreads is not counted: it is no window
+ *     (nothing polled or staged by rank before it; the threads arrive from the same reduce, just out of its last
+ *     window's barrier, so a window's fitted price would overstate it), and `barriers` are global barriers (priced
+ *     barrier(N)); the count has no term for a bare block barrier, so its cost (with the 4 shared loads) is left to
+ *     the fit's other terms;
  * - all-gather: each sender thread polls its P owners TWOSHOT_SPREAD_BATCH at a time (LlBuffer::pollBatch, every load
- *   before any inspection: batched polls, not serial receives) and re-arms each slot it read.
+ *   before any inspection: batched polls, not serial receives) and re-arms each slot it read. pollRounds, rearms,
+ *   peerLoads, spreadWindows and stagedReduces are the same under both broadcasts.
  * The signature check after the broadcast (off the path between the sums and the peers' polls) has no count here,
  * as the check had none before it moved. Bytes (blockBytes, rearmBytes) are the serial path's: the same slots move,
- * only the threads differ; the broadcast's bytes and the owner's own input and output words move in 4-byte accesses.
- * 16-bit words to check or canonicalize: the slot stores and loads count whole slots as elsewhere; the N−1
- * broadcast word stores send one word canonicalized twice (in the kernel and in sendWord), both hoisted out of the
- * store loop (nvcc -ptx, sm_90, the bf16 kernel): 2 words = 2/4 of a slot.
+ * only the threads differ; the owner's own input and output words move in 4-byte accesses, and with 'words' the
+ * broadcast's bytes too ('slots': in 16-byte slot stores, as the other slots).
+ * 16-bit words to check or canonicalize: the reduce-scatter's slot stores and every slot load count whole slots as
+ * elsewhere; the broadcast ('words'): the N−1 word stores send one word canonicalized twice (in the kernel and in
+ * sendWord), both hoisted out of the store loop (nvcc -ptx, sm_90, the bf16 kernel): 2 words = 2/4 of a slot;
+ * ('slots'): the reducing thread's word canonicalized once (into `sums`), and the sender's slot once more in
+ * Fmt::write, hoisted out of its Q stores (the same slot to every peer; nvcc -ptx, sm_90, the bf16 kernel at
+ * 4e5f9c1): 1 + 1/4 of a slot, whatever Q.
  */
 function twoshotSpreadCounts(
   none: StructureCounts,
@@ -595,6 +640,7 @@ function twoshotSpreadCounts(
   slots: number,
   threads: number,
   otherOwners: number,
+  broadcast: TwoshotBroadcast,
   bytes: { blockBytes: number; rearmBytes: number; partBytes: number; elementsPerWord: number },
 ): StructureCounts {
   const peers = ranks - 1
@@ -609,23 +655,41 @@ function twoshotSpreadCounts(
   const peersPerPoller = Math.ceil(window / pollGroups)
   const ownerLoads = windows * peersPerPoller
   const peerLoads = ownerLoads + ownersPerThread
-  // the broadcast's word, canonicalized twice (kernel, sendWord) before its store loop
-  const canonicalizedWords = 2
-  return {
+  const common: StructureCounts = {
     ...none,
     pollRounds:
       windows * Math.ceil(peersPerPoller / TWOSHOT_SPREAD_BATCH) + Math.ceil(ownersPerThread / TWOSHOT_SPREAD_BATCH),
-    // reduce-scatter slot sends, then the reducing thread's word to every peer
-    storeRounds: ownersPerThread + peers,
-    // the block's store instructions: slots × K' reduce-scatter sends and 4·slots × (N−1) broadcast word sends over T
-    storeLaneRounds: (slots * otherOwners + words * slots * peers) / threads,
     rearms: peerLoads,
     rearmBytes: bytes.rearmBytes,
     peerLoads,
     spreadWindows: windows,
     stagedReduces: ranks * bytes.elementsPerWord,
-    sentinelSlotsChecked: ownersPerThread + peerLoads + canonicalizedWords / words,
     blockBytes: bytes.blockBytes,
+  }
+  if (broadcast === 'slots') {
+    // one slot store to each of the sender's peers k = first, first + g, … (every peer, with data or not)
+    const broadcastStores = Math.ceil(peers / senderGroups)
+    return {
+      ...common,
+      // reduce-scatter slot sends, then the sender's broadcast slot sends
+      storeRounds: ownersPerThread + broadcastStores,
+      // the block's store instructions: slots × K' reduce-scatter sends and slots × (N−1) broadcast slot sends over T
+      storeLaneRounds: (slots * otherOwners + slots * peers) / threads,
+      // the reducing thread's word (1/4 of a slot) and the sender's slot (Fmt::write, hoisted out of its stores)
+      sentinelSlotsChecked: ownersPerThread + peerLoads + 1 + 1 / words,
+      // my part's input loaded and output stored word by word; the broadcast in 16-byte slots
+      wordAccessBytes: bytes.partBytes * 2,
+    }
+  }
+  // the broadcast's word, canonicalized twice (kernel, sendWord) before its store loop
+  const canonicalizedWords = 2
+  return {
+    ...common,
+    // reduce-scatter slot sends, then the reducing thread's word to every peer
+    storeRounds: ownersPerThread + peers,
+    // the block's store instructions: slots × K' reduce-scatter sends and 4·slots × (N−1) broadcast word sends over T
+    storeLaneRounds: (slots * otherOwners + words * slots * peers) / threads,
+    sentinelSlotsChecked: ownersPerThread + peerLoads + canonicalizedWords / words,
     // the broadcast's bytes, and my part's input loaded and output stored word by word
     wordAccessBytes: bytes.partBytes * (peers + 2),
   }
@@ -640,8 +704,8 @@ export interface LaunchGroup {
 /**
  * The launches of one call of `bytes` per rank: full launches of maxCountPerCall elements, then the remainder.
  * A call of 0 bytes is counted as one launch of one element (the kernel still runs its handshake). `counting`: the
- * buffer, block targets, all-gather kernel and accumulation the launches are counted with (absent fields: the model's
- * own, modelCounting).
+ * buffer, block targets, all-gather kernel, accumulation and twoshot-sentinel broadcast the launches are counted with
+ * (absent fields: the model's own, modelCounting).
  */
 export function kernelLaunches(
   algorithm: string,

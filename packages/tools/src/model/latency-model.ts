@@ -115,7 +115,8 @@ export function barrierCountTerms(ranks: number): { fixed: number; perPeer: numb
 
 /**
  * Structure 'kernel' also takes LaunchCounting (kernel-counts.ts): the buffer, block targets, twoshot-sentinel
- * all-gather and accumulation the launches are counted with; each absent one is the model's own (modelCounting).
+ * all-gather, accumulation and twoshot-sentinel spread-path broadcast the launches are counted with; each absent one
+ * is the model's own (modelCounting).
  */
 export interface FeatureOptions extends LaunchCounting {
   /** 'kernel': count launches, poll rounds, store rounds and ring steps from llcomm's launch shapes. */
@@ -134,11 +135,11 @@ function checkCall(ranks: number, bytes: number): void {
 
 /**
  * kernelLaunches' / kernelCounts' arguments for one call of `alg`: its kernel shape, and the dtype and counting
- * (buffer, block targets, all-gather kernel, accumulation) of `options`.
+ * (buffer, block targets, all-gather kernel, accumulation, twoshot-sentinel broadcast) of `options`.
  */
 function countingArgs(alg: AlgorithmStructure, ranks: number, bytes: number, options: FeatureOptions) {
-  const { bufferBytes, blockTargets, allGather, accumulation } = options
-  const counting: LaunchCounting = { bufferBytes, blockTargets, allGather, accumulation }
+  const { bufferBytes, blockTargets, allGather, accumulation, twoshotBroadcast } = options
+  const counting: LaunchCounting = { bufferBytes, blockTargets, allGather, accumulation, twoshotBroadcast }
   return [alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype, counting] as const
 }
 

@@ -122,7 +122,7 @@ describe('llcomm model (CLI)', () => {
     assert.match(bad.stderr, /--fit: unknown parameter "nonsense"/)
   })
 
-  it("counts a file's launches as it ran with --block-targets, --twoshot-allgather and --accumulation (the 12-02b files)", () => {
+  it("counts a file's launches as it ran with --block-targets, --twoshot-allgather, --accumulation and --twoshot-broadcast (the 12-02b files)", () => {
     const files = [2, 8, 16, 32, 64].map((n) => repoPath(`bench/results/cuda-h200-bench-scale-v${n}-2026-12-02b.json`))
     const asRan = run([
       '--calibrate',
@@ -135,11 +135,13 @@ describe('llcomm model (CLI)', () => {
       'auto',
       '--accumulation',
       'f32',
+      '--twoshot-broadcast',
+      'words',
     ])
     assert.equal(asRan.status, 0, asRan.stderr)
     assert.match(
       asRan.stdout,
-      /counted with: block targets library, twoshot-sentinel all-gather auto, accumulation f32/,
+      /counted with: block targets library, twoshot-sentinel all-gather auto, accumulation f32, twoshot-sentinel broadcast words/,
     )
     assert.match(asRan.stdout, /nothing fitted\): 79\/85 within ±15%/)
     // without the flags, with the model's own (MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION: the
@@ -169,5 +171,16 @@ describe('llcomm model (CLI)', () => {
     const badMode = run(['--calibrate', files[0], '--twoshot-allgather', 'both'])
     assert.notEqual(badMode.status, 0)
     assert.match(badMode.stderr, /--twoshot-allgather both: push, pull or auto/)
+    // the 'slots' broadcast (the kernel since 4e5f9c1), which these files did not run: only twoshot-sentinel's spread
+    // rows move (16-64 ranks; the option alone, the rest the model's own)
+    const asSlots = run(['--calibrate', ...files, '--fit', 'none', '--twoshot-broadcast', 'slots'])
+    assert.equal(asSlots.status, 0, asSlots.stderr)
+    assert.match(
+      asSlots.stdout,
+      /counted with: block targets model, twoshot-sentinel all-gather auto, accumulation f32, twoshot-sentinel broadcast slots/,
+    )
+    const badBroadcast = run(['--calibrate', files[0], '--twoshot-broadcast', 'word'])
+    assert.notEqual(badBroadcast.status, 0)
+    assert.match(badBroadcast.stderr, /--twoshot-broadcast word: words or slots/)
   })
 })

@@ -21,6 +21,7 @@ import {
   MODEL_BLOCK_TARGETS,
   MODEL_BUFFER_BYTES,
   MODEL_TWOSHOT_ALLGATHER,
+  MODEL_TWOSHOT_BROADCAST,
   ONESHOT_SENTINEL_WORDS_BATCH,
   PEER_STAGE_WORDS,
   RECV_BATCH,
@@ -200,25 +201,31 @@ describe('kernel structure of the latency model', () => {
     // T / SPREAD_MIN_GROUPS)
     assert.match(twoshot, /llcSpreadGroups\(n, slotsPerPart, 4u\) > 1 && 4u \* slotsPerPart <= blockDim\.x/)
     assert.ok(SPREAD_MIN_GROUPS >= 4)
-    // the owner's reduce over words (spread2, fd9724f), which the counts follow; and the broadcast since 4e5f9c1
-    // (bspread): the sums through shared memory, one __syncthreads, then a slot a (slot, peer) pair from the
-    // reduce-scatter's senders. The counts still describe the broadcast before it (each reducing thread's word to
-    // every peer, LlBuffer::bcastWord), which every file of the shipped fit ran (kernel-counts.ts
-    // twoshotSpreadCounts): a refit on files measured with 4e5f9c1's kernel comes first.
+    // the owner's reduce over words (spread2, fd9724f), which the counts follow; and the broadcast the library's
+    // kernel runs, twoshotBroadcast 'slots' (4e5f9c1, bspread): the reducing thread's canonicalized word into the
+    // shared sums, one __syncthreads, then the reduce-scatter's senders (slot s, owners k = first, first + groups, …)
+    // one slot store to each of their peers. The 'words' broadcast (LlBuffer::bcastWord, each reducing thread's word
+    // to every peer), which every file of the shipped fit ran, is gone from the kernel; the model still counts it by
+    // default (MODEL_TWOSHOT_BROADCAST) until a refit on files measured with 'slots'.
     assert.match(twoshot, /blockRecvReduceSpreadWords</)
-    assert.match(twoshot, /sums\[t\] = w;/)
-    assert.match(twoshot, /ag\.send\(ownerOf\(k\), s, v\)/)
+    assert.match(twoshot, /const llc_u32 w = Fmt::canonicalize\(sum\);[\s\S]*?sums\[t\] = w;/)
+    assert.match(
+      twoshot,
+      /sums\[t\] = w;[\s\S]*?\n\s+}\n\s+__syncthreads\(\);[^\n]*\n\s+if \(sender && s < mineSlots\) \{[\s\S]*?v\.w\[j\] = sums\[4u \* s \+ j\];\n\s+for \(llc_u32 k = first; k < n; k \+= groups\) ag\.send\(ownerOf\(k\), s, v\);/,
+    )
     assert.doesNotMatch(twoshot, /bcastWord|blockBcastSpread/)
+    assert.doesNotMatch(llBuffer, /bcastWord|sendWord/)
   })
 
   it("counts twoshot-sentinel's spread path from 8 ranks up for parts of at most 512 / 4 slots", () => {
-    // The spread2 structure (fd9724f). 64 ranks, 64 KB of bf16: 2 blocks a rank, 32 KB pieces, parts of 512 B = 32
-    // sentinel slots: 16 sender groups of 4 owners each (one batch of 4), the owner reduce in one window of 64 ranks
-    // with 16 groups of 4 peers (one batch), reduced by 4 × 32 threads one word each, each of which stores its word to
-    // the 63 peers
+    // The spread2 structure (fd9724f) with the 'words' broadcast (before 4e5f9c1; the shipped fit's files). 64 ranks,
+    // 64 KB of bf16: 2 blocks a rank, 32 KB pieces, parts of 512 B = 32 sentinel slots: 16 sender groups of 4 owners
+    // each (one batch of 4), the owner reduce in one window of 64 ranks with 16 groups of 4 peers (one batch), reduced
+    // by 4 × 32 threads one word each, each of which stores its word to the 63 peers
+    const words = { twoshotBroadcast: 'words' } as const
     const v = selectKernel('twoshot-sentinel', 'bf16', 'sum')
     assert.equal(launchShape(v, 64, 32768).blocksPerRank, 2)
-    const k = kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536)
+    const k = kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536, 'bf16', words)
     assert.equal(TWOSHOT_SPREAD_BATCH, 4)
     assert.equal(k.pollRounds, 1 + 1, 'owner reduce, all-gather: one batch of 4 each')
     assert.equal(k.storeRounds, 4 + 63, 'reduce-scatter slot sends, broadcast word sends to every peer')
@@ -232,7 +239,7 @@ describe('kernel structure of the latency model', () => {
     // the broadcast's 512 × 63 bytes and my part's input and output (2 × 512) in 4-byte accesses, the rest in 16
     assert.equal(k.blockAccesses, (k.blockBytes - 512 * 65) / 16 + (512 * 65) / 4)
     // f32: one element per word
-    assert.equal(kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536, 'f32').stagedReduces, 64)
+    assert.equal(kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536, 'f32', words).stagedReduces, 64)
     // the serial path keeps its counts: 7 ranks (below SPREAD_MIN_RANKS), 64 KB
     const serial = kernelCounts('twoshot-sentinel', 'twoshot', 7, 65536)
     assert.equal(serial.spreadWindows, 0)
@@ -247,10 +254,52 @@ describe('kernel structure of the latency model', () => {
     assert.equal(at1M.serialRecvs, 2 * 7)
     // 8 B at 16 ranks: one owner with data (K' = 1), one slot: every thread one owner, one poll each; the owner's
     // 4 reducing threads store their words to the 15 peers
-    const tiny = kernelCounts('twoshot-sentinel', 'twoshot', 16, 8)
+    const tiny = kernelCounts('twoshot-sentinel', 'twoshot', 16, 8, 'bf16', words)
     assert.deepEqual([tiny.pollRounds, tiny.storeRounds, tiny.rearms, tiny.spreadWindows], [2, 1 + 15, 2, 1])
     // twoshot-atomic keeps its own structure (no spread path)
     assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 64, 65536).spreadWindows, 0)
+    // the model's default is the shipped fit's broadcast
+    assert.deepEqual(kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536), k)
+  })
+
+  it("counts twoshot-sentinel's 'slots' broadcast (4e5f9c1, bspread): a slot a (slot, peer) pair from the senders", () => {
+    // 64 ranks, 64 KB of bf16 as above: parts of 32 slots, 16 sender groups. After the reduce (unchanged) and one
+    // __syncthreads, sender thread t (slot t % 32, peers k = 1 + t / 32 + 16 j) stores the slot to ceil(63 / 16) = 4
+    // peers: 4 reduce-scatter sends and 4 broadcast sends a thread, 32 × 63 slot stores of the block for each
+    const slots = { twoshotBroadcast: 'slots' } as const
+    const k = kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536, 'bf16', slots)
+    const w = kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536, 'bf16', { twoshotBroadcast: 'words' })
+    assert.equal(k.storeRounds, 4 + 4, "reduce-scatter slot sends, broadcast slot sends to the sender's peers")
+    assert.equal(k.storeLaneRounds, (32 * 63 + 32 * 63) / 512, 'one slot store per slot and peer')
+    // the reduce and the all-gather are the same; the __syncthreads is no window (nothing staged by rank before it)
+    for (const key of ['pollRounds', 'rearms', 'peerLoads', 'spreadWindows', 'stagedReduces', 'serialRecvs'] as const)
+      assert.equal(k[key], w[key], key)
+    assert.deepEqual([k.pollRounds, k.spreadWindows, k.barriers], [1 + 1, 1, 0])
+    // slot stores and loads (4 + 8), the reducing thread's word (1/4 of a slot) and the sender's slot canonicalized
+    // once in Fmt::write (hoisted out of its 4 stores)
+    assert.equal(k.halfWordSentinelSlots, 4 + 8 + 1 + 1 / 4)
+    // the same bytes; only my part's input and output (2 × 512) in 4-byte accesses, the broadcast in 16-byte slots
+    assert.equal(k.blockBytes, w.blockBytes)
+    assert.equal(k.rearmBytes, w.rearmBytes)
+    assert.equal(k.blockAccesses, (k.blockBytes - 512 * 2) / 16 + (512 * 2) / 4)
+    // f32: no 16-bit work
+    assert.equal(kernelCounts('twoshot-sentinel', 'twoshot', 64, 65536, 'f32', slots).halfWordSentinelSlots, 0)
+    // 8 B at 16 ranks: 15 sender groups, one peer each (g = N − 1): one broadcast slot store a thread
+    const tiny = kernelCounts('twoshot-sentinel', 'twoshot', 16, 8, 'bf16', slots)
+    assert.deepEqual([tiny.pollRounds, tiny.storeRounds, tiny.rearms, tiny.spreadWindows], [2, 1 + 1, 2, 1])
+    // the serial path, the pull kernel and the other algorithms ignore it
+    for (const [alg, shape, ranks, bytes] of [
+      ['twoshot-sentinel', 'twoshot', 7, 65536],
+      ['twoshot-sentinel', 'twoshot', 8, 1 << 20],
+      ['twoshot-sentinel', 'twoshot', 4, 8192],
+      ['oneshot-sentinel', 'oneshot', 64, 8192],
+      ['twoshot-atomic', 'twoshot', 64, 65536],
+    ] as const)
+      assert.deepEqual(
+        kernelCounts(alg, shape, ranks, bytes, 'bf16', slots),
+        kernelCounts(alg, shape, ranks, bytes, 'bf16', { twoshotBroadcast: 'words' }),
+        `${alg} ${ranks} ranks ${bytes} B`,
+      )
   })
 
   it("counts twoshot-sentinel's pull kernel where the host picks it (the model's default, 'auto') or when forced", () => {
@@ -346,6 +395,14 @@ describe('kernel structure of the latency model', () => {
     assert.equal(parseTwoshotAllGather(undefined), MODEL_TWOSHOT_ALLGATHER, refit)
     assert.equal(MODEL_ACCUMULATION, 'f32')
     assert.deepEqual(accumulationBuild(MODEL_ACCUMULATION), {}, "f32 accumulation is abi.cuh's default build")
+  })
+
+  it("lags the library's twoshot-sentinel broadcast until a refit: 'words' counted, 'slots' run since 4e5f9c1", () => {
+    // Not a setting but a kernel version: the shipped fit's files (the 12-02c grid, 3e1244f) ran 'words'; the kernel
+    // broadcasts 'slots' since the bspread merge (issue 22, 4e5f9c1; the source test above pins its structure). A
+    // refit on a grid measured with the 'slots' kernel switches MODEL_TWOSHOT_BROADCAST to 'slots'.
+    assert.equal(MODEL_TWOSHOT_BROADCAST, 'words')
+    assert.equal(COUNTING_2026_11_29.twoshotBroadcast, 'words')
   })
 
   it('counts ring and twoshot-atomic in f16/bf16 with f32 accumulation (ring.cu f32 partials, f32 atomic lines)', () => {
@@ -524,7 +581,14 @@ describe('kernel structure of the latency model', () => {
   // COUNTING_2026_11_29; the 12-01 scale and spread2 files the same build but f32 accumulation (42e4626); the 12-02b
   // files and the 12-02c grid the library's block targets and the host's all-gather choice as well.
   const COUNTING_12_01: LaunchCounting = { ...COUNTING_2026_11_29, accumulation: 'f32' }
-  const COUNTING_12_02B: LaunchCounting = { blockTargets: BLOCK_TARGETS, allGather: 'auto', accumulation: 'f32' }
+  // Every one of these files ran twoshot-sentinel's 'words' broadcast (before 4e5f9c1): counted so explicitly, so that
+  // a switch of MODEL_TWOSHOT_BROADCAST does not move their figures.
+  const COUNTING_12_02B: LaunchCounting = {
+    blockTargets: BLOCK_TARGETS,
+    allGather: 'auto',
+    accumulation: 'f32',
+    twoshotBroadcast: 'words',
+  }
   // Rows of files measured before a kernel change the counts follow, which describe a kernel that no longer runs
   // there: twoshot-sentinel where the kernel now takes its spread path (af2b920; the 11-29 files measured the serial
   // path), oneshot-sentinel on its peer-parallel path (reduced by words since ac2b151; the files before measured its

@@ -27,6 +27,8 @@ import {
   MODEL_ACCUMULATION,
   MODEL_BLOCK_TARGETS,
   MODEL_TWOSHOT_ALLGATHER,
+  MODEL_TWOSHOT_BROADCAST,
+  type TwoshotBroadcast,
 } from '../../model/kernel-counts.js'
 import {
   FIT_PARAMS,
@@ -74,6 +76,7 @@ interface ModelOptions {
   blockTargets?: string
   twoshotAllgather?: string
   accumulation?: string
+  twoshotBroadcast?: string
   json?: boolean
 }
 
@@ -85,12 +88,24 @@ const BLOCK_TARGET_CHOICES = {
 }
 
 /**
- * --block-targets, --twoshot-allgather and --accumulation: how the --calibrate files' launches are counted (the build
- * they measured; each file's buffer is its own bufferBytes). Absent: the model's own (kernel-counts.ts
- * MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION); undefined when none is given.
+ * --block-targets, --twoshot-allgather, --accumulation and --twoshot-broadcast: how the --calibrate files' launches
+ * are counted (the build they measured; each file's buffer is its own bufferBytes). Absent: the model's own
+ * (kernel-counts.ts MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION, MODEL_TWOSHOT_BROADCAST);
+ * undefined when none is given.
  */
-function parseCounting(blockTargets?: string, allGather?: string, accumulation?: string): LaunchCounting | undefined {
-  if (blockTargets === undefined && allGather === undefined && accumulation === undefined) return undefined
+function parseCounting(
+  blockTargets?: string,
+  allGather?: string,
+  accumulation?: string,
+  twoshotBroadcast?: string,
+): LaunchCounting | undefined {
+  if (
+    blockTargets === undefined &&
+    allGather === undefined &&
+    accumulation === undefined &&
+    twoshotBroadcast === undefined
+  )
+    return undefined
   const counting: LaunchCounting = {}
   if (blockTargets !== undefined) {
     if (!Object.hasOwn(BLOCK_TARGET_CHOICES, blockTargets))
@@ -112,6 +127,13 @@ function parseCounting(blockTargets?: string, allGather?: string, accumulation?:
         value: allGather,
       })
     counting.allGather = allGather as TwoshotAllGatherMode
+  }
+  if (twoshotBroadcast !== undefined) {
+    if (twoshotBroadcast !== 'words' && twoshotBroadcast !== 'slots')
+      throw new LlcommError('INVALID_ARGUMENT', `--twoshot-broadcast ${twoshotBroadcast}: words or slots`, {
+        value: twoshotBroadcast,
+      })
+    counting.twoshotBroadcast = twoshotBroadcast as TwoshotBroadcast
   }
   return counting
 }
@@ -416,6 +438,10 @@ export function register(program: Command): void {
       '--accumulation <mode>',
       "with --calibrate: f16/bf16 accumulation of ring and twoshot-atomic the files ran with, f32 (the library's default since 42e4626) or dtype (16-bit: files before 42e4626); default the shipped fit's",
     )
+    .option(
+      '--twoshot-broadcast <mode>',
+      "with --calibrate: twoshot-sentinel's spread-path broadcast the files ran, words (each reducing thread's word to every peer: files before 4e5f9c1) or slots (a 16-byte slot a (slot, peer) pair: the kernel since 4e5f9c1); default the shipped fit's (words)",
+    )
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
     .option('--decode', 'decode cost model instead of the latency table')
@@ -455,10 +481,10 @@ export function register(program: Command): void {
         const explicit = new Set(o.calibrate)
         const only = o.algorithms ? new Set(o.algorithms.split(',').map((s) => s.trim())) : undefined
         const fitList = o.fit === undefined ? undefined : parseFitList(o.fit)
-        const counting = parseCounting(o.blockTargets, o.twoshotAllgather, o.accumulation)
+        const counting = parseCounting(o.blockTargets, o.twoshotAllgather, o.accumulation, o.twoshotBroadcast)
         if (counting)
           text.push(
-            `counted with: block targets ${o.blockTargets ?? 'model'}, twoshot-sentinel all-gather ${counting.allGather ?? MODEL_TWOSHOT_ALLGATHER}, accumulation ${counting.accumulation ?? MODEL_ACCUMULATION}; each file's own buffer`,
+            `counted with: block targets ${o.blockTargets ?? 'model'}, twoshot-sentinel all-gather ${counting.allGather ?? MODEL_TWOSHOT_ALLGATHER}, accumulation ${counting.accumulation ?? MODEL_ACCUMULATION}, twoshot-sentinel broadcast ${counting.twoshotBroadcast ?? MODEL_TWOSHOT_BROADCAST}; each file's own buffer`,
           )
         for (const path of benchFilesFrom(o.calibrate)) {
           // a file named on the command line must be a bench document; in a folder, other documents are skipped
