@@ -703,8 +703,8 @@ test("twoshot-sentinel's pull kernel: exact on its serial path, alone and after 
   // 237-slot parts); the emulator runs 32-thread blocks, where parts of more than 8 slots take the serial path, so the
   // cases name the pull kernel directly. 2 and 3 ranks: the serial path at every count; 8 ranks, 64 KB buffer: 16 to
   // 128-slot parts, 1 to 8 channels (owners without data at '8' and '40': the last parts of a short channel); 8 ranks
-  // at '8' and 5 ranks at '2': 1-slot parts, the spread path at 8 ranks (the pull kernel's spread path is the push
-  // kernel's code).
+  // at '8' and 5 ranks at '2': 1-slot parts, which the push kernel spreads at 8 ranks and the pull kernel, which has
+  // no spread path, takes serially.
   const seq: Record<Dtype, Record<number, string[]>> = {
     bf16: {
       2: ['max', '3', 'max:inplace', '1000'],

@@ -5,7 +5,10 @@
 // Two kernels per dtype (kPull below; the host picks one per launch: kernel-table.ts twoshotAllGather): the push
 // kernel (llcomm_twoshot_sentinel_*), where the owner broadcasts its result into every peer's AG lane, and the pull
 // kernel (llcomm_twoshot_sentinel_pull_*), whose serial path publishes it once in the owner's own plain region for
-// every peer to pull after the owner's publish flag. The spread path is the same code in both.
+// every peer to pull after the owner's publish flag. The pull kernel has no spread path: the host picks it only for
+// launches whose parts take the serial path (kernel-table.ts twoshotAllGather), and a short last channel of such a
+// launch, whose parts would spread, takes the serial path too (correct at every shape; without the spread code the
+// pull kernel's f32 build fits 128 registers, which it did not with the 32-bit spread arithmetic: ptxas, sm_90).
 // Two paths, chosen uniformly per block: the spread path where the owner's reduce can be spread as the one-shots'
 // (LlBuffer::spreadGroups of a part's slots > 1: from LLCOMM_SPREAD_MIN_RANKS ranks, at most blockDim.x /
 // LLCOMM_SPREAD_MIN_GROUPS slots a part; small messages at many ranks), where every phase's (slot, peer) pairs are
@@ -98,12 +101,13 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const llc_u32 me = call.role.rank, n = p.nranks;
   // The element split and the path need no epoch: computed before the epoch load, so that the spread path's first
   // input loads are in flight together with it (below).
-  const llc_u64 chanElems = call.range.size();
-  const llc_u64 partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
-  const llc_u32 slotsPerPart = static_cast<llc_u32>(llcCeilDiv(partElems * eb, 16u));
-  const LlcRange mine = llcPieceAt(chanElems, partElems, me);
-  const llc_u64 mineBytes = mine.size() * eb;
-  const llc_u32 mineSlots = static_cast<llc_u32>(llcCeilDiv(mineBytes, 16u));
+  // In 32 bits (LlcParts: a launch's bytes are < 2^31), the owners' part ranges recomputed in every phase cost a few
+  // instructions each: the whole block runs this arithmetic before its first send, 16 warps on 4 schedulers, so its
+  // instruction count is the prologue's time (Nsight Compute, research/notes/scale-2026-12-01.md, session 10).
+  const LlcParts parts(static_cast<llc_u32>(call.range.size()), n, LLCOMM_ALIGN_BYTES / eb);
+  const llc_u32 slotsPerPart = (parts.per * eb + 15u) / 16u;
+  const llc_u32 mineBegin = parts.begin(me), mineBytes = parts.size(me) * eb;
+  const llc_u32 mineSlots = (mineBytes + 15u) / 16u;
   // Spread path: thread t serves slot t % slotsPerPart of every part for the peers k = 1 + t / slotsPerPart +
   // j * groups (k-th owner after me when sending, k-th owner after me when receiving). spreadGroups > 1 implies
   // n >= 4 and at least 4 threads a slot, so groups >= 3, and that the owner's word-spread reduce has a thread per
@@ -113,12 +117,38 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // this rank's reduce-scatter value for it, which was loaded from the input before it was sent: the write is
   // causally after the read, whichever threads do them; part me's output word is written by the thread that loaded
   // its input word (program order), and no other thread reads part me of the input.
-  const bool spread = llcSpreadGroups(n, slotsPerPart, 4u) > 1 && 4u * slotsPerPart <= blockDim.x; // uniform
-  const llc_u32 groups = spread ? (blockDim.x / slotsPerPart < n - 1 ? blockDim.x / slotsPerPart : n - 1) : 1u;
+  // spread == (llcSpreadGroups(n, slotsPerPart, 4) > 1 && 4 * slotsPerPart <= blockDim.x), with the one division
+  // (blockDim.x / slotsPerPart) that it and `groups` share; 4 * slotsPerPart <= blockDim.x implies spreadGroups'
+  // slots < blockDim.x. Uniform over the block.
+  bool spread = false;
+  llc_u32 groups = 1u, reduceGroups = 1u; // reduceGroups: spreadGroups(slotsPerPart), the owner reduce's for a full part
+  if (!kPull && n >= LLCOMM_SPREAD_MIN_RANKS && slotsPerPart != 0 && 4u * slotsPerPart <= blockDim.x &&
+      4u * slotsPerPart <= LLCOMM_PEER_STAGE_WORDS) {
+    const llc_u32 g = blockDim.x / slotsPerPart;
+    reduceGroups = g < n ? g : n;
+    spread = reduceGroups >= LLCOMM_SPREAD_MIN_GROUPS && reduceGroups > 1;
+    groups = g < n - 1 ? g : n - 1;
+  }
   const llc_u32 t = threadIdx.x;
   const bool sender = spread && t < groups * slotsPerPart;
-  const llc_u32 s = sender ? t % slotsPerPart : 0u, first = sender ? 1u + t / slotsPerPart : n;
+  llc_u32 s = 0u, first = n; // slot t % slotsPerPart, first owner 1 + t / slotsPerPart: one division for both
+  if (sender) {
+    const llc_u32 q = t / slotsPerPart;
+    s = t - q * slotsPerPart;
+    first = 1u + q;
+  }
   const auto ownerOf = [&](llc_u32 k) { return me + k < n ? me + k : me + k - n; };
+  // The serial path's 64-bit split (llcPieceAt), computed here, before the epoch load, as before the spread path's
+  // 32-bit one existed (after it, at 2 ranks, +0.1-0.24 us). Assigned in the uniform !spread branch only, so the
+  // spread path neither computes nor keeps it.
+  llc_u64 chanElems = 0, partElems = 0, mineBytesSerial = 0;
+  LlcRange mine{0, 0};
+  if (!spread) {
+    chanElems = call.range.size();
+    partElems = llcPieceElems(chanElems, n, LLCOMM_ALIGN_BYTES / eb);
+    mine = llcPieceAt(chanElems, partElems, me);
+    mineBytesSerial = mine.size() * eb;
+  }
 #if defined(LLCOMM_PHASE_PROBE)
   // Mark 12: the element split and the spread path's thread roles computed (integer arithmetic on the parameters,
   // divisions by run-time values among it); the branch on them makes the timer wait for the arithmetic.
@@ -132,15 +162,15 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
 #pragma unroll
     for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
       const llc_u32 k = k0 + j * groups;
-      const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k));
-      if (k < n && 16ull * s < part.size() * eb)
-        llcLoadPayload<DT, 4>(call.input + part.begin * eb, 16ull * s, part.size() * eb, x[j].w);
+      if (k >= n) break; // k grows with j: no owner after this one (and no arithmetic for it)
+      const llc_u32 o = ownerOf(k), bytes = parts.size(o) * eb;
+      if (16u * s < bytes) llcLoadPayload32<DT, 4>(call.input + parts.begin(o) * eb, 16u * s, bytes, x[j].w);
     }
   };
   // The owner's word-spread reduce (LlBuffer::blockRecvReduceSpreadWords): thread t holds word t % 4 of slot t / 4
   // of my part.
   const llc_u32 ownSlot = t / 4u, ownWord = t % 4u;
-  const llc_u64 ownOffset = 16ull * ownSlot + 4u * ownWord;
+  const llc_u32 ownOffset = 16u * ownSlot + 4u * ownWord;
   llc_u32 own = 0; // words past the end of my part are 0, as llcLoadPayload's tail gives them
   // Issued before the epoch load (LlcChannel's constructor): the first batch of the reduce-scatter's input and my
   // own input word. They depend on the call only (pointers, element split), not on the epoch, so the input round trip
@@ -149,7 +179,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // reads the same bytes. In place, the output words that alias it are written only after the exchanges (above).
   if (spread) {
     loadBatch(first);
-    if (ownOffset < mineBytes) llcLoadPayload<DT, 1>(call.input + mine.begin * eb, ownOffset, mineBytes, &own);
+    if (ownOffset < mineBytes) llcLoadPayload32<DT, 1>(call.input + mineBegin * eb, ownOffset, mineBytes, &own);
   }
 #if defined(LLCOMM_PHASE_PROBE)
   const llc_u64 phaseIssuedTimer = llcGlobalTimerNs(); // mark 13: the first batch's input loads issued
@@ -195,8 +225,9 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
 #pragma unroll
       for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
         const llc_u32 k = k0 + j * groups;
-        const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k));
-        if (k < n && 16ull * s < part.size() * eb) rs.send(ownerOf(k), s, x[j]);
+        if (k >= n) break;
+        const llc_u32 o = ownerOf(k);
+        if (16u * s < parts.size(o) * eb) rs.send(o, s, x[j]);
       }
     }
 #if defined(LLCOMM_PHASE_PROBE)
@@ -232,13 +263,14 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
     // (Fmt::write), as the serial path broadcasts a slot: each element single-copy atomic and each checked on
     // acceptance (sentinel.cuh), so the all-gather's acceptance and re-arm arguments are the serial path's.
     if (mineSlots > 0) { // uniform; 0 < mineSlots <= slotsPerPart, so spreadGroups(mineSlots) > 1
+      // spreadGroups(mineSlots): reduceGroups for a full part (no second division), else computed.
       const llc_u32 sum = rs.template blockRecvReduceSpreadWords<DT, kTwoshotSpreadBatch>(
-          mineSlots, rs.spreadGroups(mineSlots), own, stage, [] {});
+          mineSlots, mineSlots == slotsPerPart ? reduceGroups : rs.spreadGroups(mineSlots), own, stage, [] {});
       LLC_PHASE_MARK(2); // the owner's reduce done (every peer's slots received: its __syncthreads)
       if (t < 4u * mineSlots) {
         const llc_u32 w = Fmt::canonicalize(sum); // my output = the bits peers receive
         sums[t] = w;
-        if (ownOffset < mineBytes) llcStorePayload<DT, 1>(call.output + mine.begin * eb, ownOffset, mineBytes, &w);
+        if (ownOffset < mineBytes) llcStorePayload32<DT, 1>(call.output + mineBegin * eb, ownOffset, mineBytes, &w);
       }
       __syncthreads(); // uniform (mineSlots is): the sums are in `sums`
       if (sender && s < mineSlots) {
@@ -267,7 +299,8 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
 #pragma unroll
       for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
         const llc_u32 k = k0 + j * groups;
-        if (k < n && 16ull * s < llcPieceAt(chanElems, partElems, ownerOf(k)).size() * eb) want |= 1u << j;
+        if (k >= n) break;
+        if (16u * s < parts.size(ownerOf(k)) * eb) want |= 1u << j;
       }
       const auto slotOf = [&](int j) { return ag.slotPtr(me, ownerOf(k0 + j * groups), s); };
       Value got[kTwoshotSpreadBatch]; // pollBatch fills the members whose bit is set
@@ -281,8 +314,8 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
 #pragma unroll
       for (int j = 0; j < kTwoshotSpreadBatch; ++j) {
         if (!((want >> j) & 1u)) continue;
-        const LlcRange part = llcPieceAt(chanElems, partElems, ownerOf(k0 + j * groups));
-        llcStorePayload<DT, 4>(call.output + part.begin * eb, 16ull * s, part.size() * eb, got[j].w);
+        const llc_u32 o = ownerOf(k0 + j * groups);
+        llcStorePayload32<DT, 4>(call.output + parts.begin(o) * eb, 16u * s, parts.size(o) * eb, got[j].w);
         // The thread that read the slot re-arms it, after its read; ordering argument at Fmt::rearm() (sentinel.cuh).
         if (Fmt::kRearm) Fmt::rearm(slotOf(j));
       }
@@ -309,7 +342,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // With LLCOMM_SIG_TAIL (Sig::kTail): nothing here; threads 0..n-2 check at the tail, after their stores, and every
   // data wait is armed. The default, LLCOMM_SIG_R2 (round 2's placement):
   LlcSigPacket sig;
-  const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytes;
+  const bool sigNow = !Sig::kTail && 16ull * threadIdx.x >= mineBytesSerial;
   if constexpr (Sig::kDeferred) {
     if (sigNow) Sig::deferCheck(p, me, ch, sigPrev); // the others compare at the end
   }
@@ -335,12 +368,12 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   // reduce-scatter lanes are re-armed as before, in both kernels).
   [[maybe_unused]] llc_u64 publishOffset = 0;
   if constexpr (kPull) publishOffset = ch.regionOffset(p.plain);
-  for (llc_u32 s = threadIdx.x; 16ull * s < mineBytes; s += blockDim.x) {
-    llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytes, v.w);
+  for (llc_u32 s = threadIdx.x; 16ull * s < mineBytesSerial; s += blockDim.x) {
+    llcLoadPayload<DT, 4>(call.input + mine.begin * eb, 16ull * s, mineBytesSerial, v.w);
     Value sum = rs.template recvReduce<DT>(s, v); // rank order 0..n-1; re-arms the RS slots it read
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum.w[i] = Fmt::canonicalize(sum.w[i]); // my output = the bits peers receive
-    llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * s, mineBytes, sum.w);
+    llcStorePayload<DT, 4>(call.output + mine.begin * eb, 16ull * s, mineBytesSerial, sum.w);
     if constexpr (!kPull) {
       ag.bcast(s, sum);
     } else {

@@ -55,6 +55,29 @@ LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u3
   return llcPieceAt(count, llcPieceElems(count, parts, alignElems), index);
 }
 
+// The same split in 32 bits, for the kernels that walk parts in their hot index arithmetic (twoshot-sentinel's
+// spread path: a part's begin and size per (slot, owner) pair, in every phase). 32 bits hold it: a launch moves at
+// most its receive buffer's bytes (the capacity rules, kernel-table.ts), and bufferBytes <= MAX_BUFFER_BYTES = 2^31
+// (options.ts), so total * element bytes < 2^31, and per * index <= total + parts * alignElems (per <= ceil(total /
+// parts) + alignElems, index < parts <= LLCOMM_MAX_RANKS) has no wrap either. The 64-bit split costs a 64-bit
+// multiply and two 64-bit minimums a part (some 25 SASS instructions, counted by Nsight Compute at 16 ranks 64 KB:
+// research/notes/scale-2026-12-01.md, session 10); these are four 32-bit ones. Same formula, same boundaries.
+LLC_DEVICE llc_u32 llcDivCount32(llc_u32 a, llc_u32 n) { return (n & (n - 1)) == 0 ? a >> (__ffs(n) - 1) : a / n; }
+struct LlcParts {
+  llc_u32 total; // elements split
+  llc_u32 per;   // elements a part, llcPieceElems(total, parts, alignElems)
+  LLC_DEVICE LlcParts(llc_u32 count, llc_u32 parts, llc_u32 alignElems)
+      : total(count), per((llcDivCount32(count + parts - 1, parts) + alignElems - 1) / alignElems * alignElems) {}
+  LLC_DEVICE llc_u32 begin(llc_u32 index) const {
+    const llc_u32 b = per * index;
+    return b < total ? b : total;
+  }
+  LLC_DEVICE llc_u32 size(llc_u32 index) const {
+    const llc_u32 rest = total - begin(index);
+    return rest < per ? rest : per;
+  }
+};
+
 // The epoch of one channel of one rank. The word lives in the rank's scratch and is written only by this block,
 // at the end of the call; the next call (a later kernel in stream/graph order) reads it. The kernel boundary orders
 // that store before that load, so relaxed accesses suffice. Epoch 0 is the zero fill: calls use 1, 2, 3, ...

@@ -54,6 +54,17 @@
 #define LLC_SHARED_WORDS(name, n) __shared__ llc_u32 name[n]
 #endif
 
+// Ranks of one window of blockRecvReduceSpreadWords' shared stage: min(LLCOMM_PEER_STAGE_WORDS / perRank, nranks), with the
+// division only where the stage does not hold every rank (the small messages the spread path serves take the
+// multiply; perRank <= LLCOMM_PEER_STAGE_WORDS on the spread path and nranks <= LLCOMM_MAX_RANKS, so it does not
+// wrap): a division by a run-time value is some 20 dependent instructions, and every warp of the block runs it
+// before its first poll.
+LLC_DEVICE llc_u32 llcStageWindow(llc_u32 perRank, llc_u32 nranks) {
+  if (perRank * nranks <= LLCOMM_PEER_STAGE_WORDS) return nranks;
+  const llc_u32 w = LLCOMM_PEER_STAGE_WORDS / perRank;
+  return w < nranks ? w : nranks;
+}
+
 // LlBuffer::spreadGroups without a buffer (the kernels that decide their path before the epoch is known).
 LLC_DEVICE llc_u32 llcSpreadGroups(llc_u32 nranks, llc_u32 slots, llc_u32 words) {
   if (nranks < LLCOMM_SPREAD_MIN_RANKS || slots == 0 || slots >= blockDim.x || slots * words > LLCOMM_PEER_STAGE_WORDS)
@@ -178,7 +189,7 @@ struct LlBuffer {
   LLC_DEVICE void blockBcastSpread(llc_u32 slots, llc_u32 groups, Load load) const {
     const llc_u32 t = threadIdx.x;
     if (t >= groups * slots) return;
-    const llc_u32 slot = t % slots, group = t / slots;
+    const llc_u32 group = t / slots, slot = t - group * slots; // one division for both (t % slots)
     if (group + 1 >= nranks) return;
     Value v;
     load(slot, v);
@@ -204,12 +215,15 @@ struct LlBuffer {
                                          Done done) const {
     const llc_u32 t = threadIdx.x;
     const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
+    // The division, not llcStageWindow: with it oneshot-ll (this function's kernel) was 0.3 / 0.8 / 1.8 us slower at
+    // 16 / 32 / 64 ranks, 8 B (its polls and last barrier waited longer, Nsight Compute; the Words variant below
+    // gained; research/results/prologue-h200-2026-12-03/session-s10-b.txt).
     llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
     window = window < nranks ? window : nranks;
     const llc_u32 g = groups < window ? groups : window; // groups beyond the window would have nothing to poll
     const bool poller = t < g * slots;
     if (!poller) idle();
-    const llc_u32 slot = poller ? t % slots : 0, group = poller ? t / slots : 0;
+    const llc_u32 group = poller ? t / slots : 0, slot = poller ? t - group * slots : 0; // one division (t % slots)
     LlcAcc<DT, Fmt::kWords> acc;
     for (llc_u32 base = 0; base < nranks; base += window) {
       const llc_u32 end = base + window < nranks ? base + window : nranks;
@@ -285,12 +299,11 @@ struct LlBuffer {
                                                 Idle idle) const {
     const llc_u32 t = threadIdx.x;
     const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
-    llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
-    window = window < nranks ? window : nranks;
+    const llc_u32 window = llcStageWindow(perRank, nranks);
     const llc_u32 g = groups < window ? groups : window;
     const bool poller = t < g * slots;
     if (!poller) idle();
-    const llc_u32 slot = poller ? t % slots : 0, group = poller ? t / slots : 0;
+    const llc_u32 group = poller ? t / slots : 0, slot = poller ? t - group * slots : 0; // one division (t % slots)
     LlcAcc<DT, 1> acc;
     for (llc_u32 base = 0; base < nranks; base += window) {
       const llc_u32 end = base + window < nranks ? base + window : nranks;
@@ -402,6 +415,42 @@ LLC_DEVICE void llcStorePayload(char* base, llc_u64 offset, llc_u64 totalBytes, 
     }
   } else {
     llcStoreTail<DT, W>(base + offset, w, static_cast<llc_u32>(totalBytes - offset));
+  }
+}
+
+// llcLoadPayload / llcStorePayload with 32-bit offsets, for index-heavy paths (twoshot-sentinel's spread path):
+// offset < totalBytes < 2^31 (a launch's bytes: LlcParts), so offset + 4 W does not wrap.
+template <int DT, int W>
+LLC_DEVICE void llcLoadPayload32(const char* base, llc_u32 offset, llc_u32 totalBytes, llc_u32* w) {
+  if (offset + 4u * W <= totalBytes) {
+    if (W == 4) {
+      const LlcWords4 v = llcLoadWeakV4(base + offset);
+#pragma unroll
+      for (int i = 0; i < W; ++i) w[i] = v.w[i];
+    } else if (W == 2) {
+      llcLoadWeak2(base + offset, w);
+    } else {
+      llcLoadWeak1(base + offset, w);
+    }
+  } else {
+    llcLoadTail<DT, W>(base + offset, totalBytes - offset, w);
+  }
+}
+template <int DT, int W>
+LLC_DEVICE void llcStorePayload32(char* base, llc_u32 offset, llc_u32 totalBytes, const llc_u32* w) {
+  if (offset + 4u * W <= totalBytes) {
+    if (W == 4) {
+      LlcWords4 v;
+#pragma unroll
+      for (int i = 0; i < W; ++i) v.w[i] = w[i];
+      llcStoreWeakV4(base + offset, v);
+    } else if (W == 2) {
+      llcStoreWeak2(base + offset, w);
+    } else {
+      llcStoreWeak1(base + offset, w);
+    }
+  } else {
+    llcStoreTail<DT, W>(base + offset, w, totalBytes - offset);
   }
 }
 

@@ -592,8 +592,8 @@ export const TWOSHOT_PULL_MIN_SLOTS = 3072
  * count, blocksPerRank, mode) only: the same at every rank of a matched call (launchShape is). A mismatched call
  * (another count or dtype at one rank) may pick the other kernel there: its signature (twoshot-sentinel either way)
  * still differs, and both kernels' all-gather waits are armed, so it ends in MISMATCH (or TIMEOUT), never a hang (the
- * emulator test runs such pairs). The other channels of the launch run the same kernel; a short last channel whose parts take the spread
- * path runs the pull kernel's spread path, the push kernel's code.
+ * emulator test runs such pairs). The other channels of the launch run the same kernel; a short last channel whose parts
+ * would spread takes the pull kernel's serial path (the pull kernel has no spread path).
  */
 export function twoshotAllGather(
   dtype: Dtype,
