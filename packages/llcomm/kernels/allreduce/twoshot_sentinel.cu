@@ -140,7 +140,8 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
   const auto ownerOf = [&](llc_u32 k) { return me + k < n ? me + k : me + k - n; };
   // The serial path's 64-bit split (llcPieceAt), computed here, before the epoch load, as before the spread path's
   // 32-bit one existed (after it, at 2 ranks, +0.1-0.24 us). Assigned in the uniform !spread branch only, so the
-  // spread path neither computes nor keeps it.
+  // spread path neither computes nor keeps it. Not LlcParts: walked in 32 bits, the serial path spilled 16-36 bytes in
+  // the push kernels and 84 in the pull f32 kernel at the 128-register cap (ptxas, sm_90).
   llc_u64 chanElems = 0, partElems = 0, mineBytesSerial = 0;
   LlcRange mine{0, 0};
   if (!spread) {
