@@ -383,9 +383,11 @@ LLC_DEVICE LlBuffer<Fmt> llcMakeBuffer(const llc_u64* recvBuf, llc_u64 baseOffse
   return b;
 }
 
-// Payload of `W` words at byte `offset` of a message of `totalBytes` bytes (zero-padded past the end).
-template <int DT, int W>
-LLC_DEVICE void llcLoadPayload(const char* base, llc_u64 offset, llc_u64 totalBytes, llc_u32* w) {
+// Payload of `W` words at byte `offset` of a message of `totalBytes` bytes (zero-padded past the end), and its store.
+// `Off`: llc_u64, or llc_u32 for index-heavy paths (twoshot-sentinel's spread path: offset < totalBytes < 2^31, a
+// launch's bytes, LlcParts, so offset + 4 W does not wrap).
+template <int DT, int W, class Off>
+LLC_DEVICE void llcLoadPayloadAt(const char* base, Off offset, Off totalBytes, llc_u32* w) {
   if (offset + 4 * W <= totalBytes) {
     if (W == 4) {
       const LlcWords4 v = llcLoadWeakV4(base + offset);
@@ -400,8 +402,8 @@ LLC_DEVICE void llcLoadPayload(const char* base, llc_u64 offset, llc_u64 totalBy
     llcLoadTail<DT, W>(base + offset, static_cast<llc_u32>(totalBytes - offset), w);
   }
 }
-template <int DT, int W>
-LLC_DEVICE void llcStorePayload(char* base, llc_u64 offset, llc_u64 totalBytes, const llc_u32* w) {
+template <int DT, int W, class Off>
+LLC_DEVICE void llcStorePayloadAt(char* base, Off offset, Off totalBytes, const llc_u32* w) {
   if (offset + 4 * W <= totalBytes) {
     if (W == 4) {
       LlcWords4 v;
@@ -417,41 +419,21 @@ LLC_DEVICE void llcStorePayload(char* base, llc_u64 offset, llc_u64 totalBytes, 
     llcStoreTail<DT, W>(base + offset, w, static_cast<llc_u32>(totalBytes - offset));
   }
 }
-
-// llcLoadPayload / llcStorePayload with 32-bit offsets, for index-heavy paths (twoshot-sentinel's spread path):
-// offset < totalBytes < 2^31 (a launch's bytes: LlcParts), so offset + 4 W does not wrap.
+template <int DT, int W>
+LLC_DEVICE void llcLoadPayload(const char* base, llc_u64 offset, llc_u64 totalBytes, llc_u32* w) {
+  llcLoadPayloadAt<DT, W, llc_u64>(base, offset, totalBytes, w);
+}
+template <int DT, int W>
+LLC_DEVICE void llcStorePayload(char* base, llc_u64 offset, llc_u64 totalBytes, const llc_u32* w) {
+  llcStorePayloadAt<DT, W, llc_u64>(base, offset, totalBytes, w);
+}
 template <int DT, int W>
 LLC_DEVICE void llcLoadPayload32(const char* base, llc_u32 offset, llc_u32 totalBytes, llc_u32* w) {
-  if (offset + 4u * W <= totalBytes) {
-    if (W == 4) {
-      const LlcWords4 v = llcLoadWeakV4(base + offset);
-#pragma unroll
-      for (int i = 0; i < W; ++i) w[i] = v.w[i];
-    } else if (W == 2) {
-      llcLoadWeak2(base + offset, w);
-    } else {
-      llcLoadWeak1(base + offset, w);
-    }
-  } else {
-    llcLoadTail<DT, W>(base + offset, totalBytes - offset, w);
-  }
+  llcLoadPayloadAt<DT, W, llc_u32>(base, offset, totalBytes, w);
 }
 template <int DT, int W>
 LLC_DEVICE void llcStorePayload32(char* base, llc_u32 offset, llc_u32 totalBytes, const llc_u32* w) {
-  if (offset + 4u * W <= totalBytes) {
-    if (W == 4) {
-      LlcWords4 v;
-#pragma unroll
-      for (int i = 0; i < W; ++i) v.w[i] = w[i];
-      llcStoreWeakV4(base + offset, v);
-    } else if (W == 2) {
-      llcStoreWeak2(base + offset, w);
-    } else {
-      llcStoreWeak1(base + offset, w);
-    }
-  } else {
-    llcStoreTail<DT, W>(base + offset, w, totalBytes - offset);
-  }
+  llcStorePayloadAt<DT, W, llc_u32>(base, offset, totalBytes, w);
 }
 
 #endif // LLC_HAS_DEVICE
