@@ -198,8 +198,13 @@ describe('kernel structure of the latency model', () => {
     assert.equal(ONESHOT_SENTINEL_WORDS_BATCH[2], RECV_BATCH)
     // the kernel's gate (fd9724f: decided before the epoch load, without a buffer): spreadGroups of a part's slots
     // > 1, and a thread per word of the part for the word-spread reduce (implied: spreadGroups > 1 gives slots <=
-    // T / SPREAD_MIN_GROUPS)
-    assert.match(twoshot, /llcSpreadGroups\(n, slotsPerPart, 4u\) > 1 && 4u \* slotsPerPart <= blockDim\.x/)
+    // T / SPREAD_MIN_GROUPS). Since e1b554c written out with the one division it shares with `groups` (the same
+    // predicate: n >= SPREAD_MIN_RANKS, 4 slots <= T and <= the stage, min(T / slots, n) >= SPREAD_MIN_GROUPS and > 1),
+    // and only in the push kernel (the pull kernel, which the host picks for serial launches only, has no spread path)
+    assert.match(
+      twoshot,
+      /if \(!kPull && n >= LLCOMM_SPREAD_MIN_RANKS && slotsPerPart != 0 && 4u \* slotsPerPart <= blockDim\.x &&\s+4u \* slotsPerPart <= LLCOMM_PEER_STAGE_WORDS\) \{\s+const llc_u32 g = blockDim\.x \/ slotsPerPart;\s+reduceGroups = g < n \? g : n;\s+spread = reduceGroups >= LLCOMM_SPREAD_MIN_GROUPS && reduceGroups > 1;\s+groups = g < n - 1 \? g : n - 1;/,
+    )
     assert.ok(SPREAD_MIN_GROUPS >= 4)
     // the owner's reduce over words (spread2, fd9724f), which the counts follow; and the broadcast the library's
     // kernel runs, twoshotBroadcast 'slots' (4e5f9c1, bspread): the reducing thread's canonicalized word into the
