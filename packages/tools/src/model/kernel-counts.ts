@@ -108,7 +108,7 @@ export type TwoshotBroadcast = 'words' | 'slots'
 
 /**
  * The receive buffer the model's launches are counted at: 4 MiB, the library's cuda default since 3e1244f, which the
- * shipped fit's files measured (the 2026-12-02c grid). Its own constant, so that a later change of the library's
+ * shipped fit's files measured (the 2026-12-03 grid, as the 12-02c one before it). Its own constant, so that a later change of the library's
  * default cannot silently recount the fit's launches (a refit on bench files measured with the new default comes
  * first). Rows of bench files are counted at their own buffer (calibrate.ts, rowBufferBytes).
  */
@@ -140,7 +140,7 @@ export const BLOCK_TARGETS_BEFORE_SWEEP: BlockTargets = {
 
 /**
  * The block targets the model's launches are counted with: the library's BLOCK_TARGETS (kernel-table.ts) as the
- * shipped fit's files (the 2026-12-02c grid) ran with them, copied here for the same reason as MODEL_BUFFER_BYTES
+ * shipped fit's files (the 2026-12-03 grid, as the 12-02c one before it) ran with them, copied here for the same reason as MODEL_BUFFER_BYTES
  * (test/model/kernel-structure.test.ts fails when the library's move: a refit on files measured with the new ones
  * comes first).
  */
@@ -172,13 +172,11 @@ export const MODEL_TWOSHOT_ALLGATHER: TwoshotAllGatherMode = 'auto'
 export const MODEL_ACCUMULATION: Accumulation = 'f32'
 
 /**
- * twoshot-sentinel's spread-path broadcast the counts follow by default: 'words', as the shipped fit's files (the
- * 2026-12-02c grid, 3e1244f) ran it. The library's kernel broadcasts 'slots' since the bspread merge (issue 22,
- * 4e5f9c1), so until a refit the model counts a broadcast the library no longer runs: a refit on a grid measured with
- * the 'slots' kernel switches this default (and is what its constants then describe). Files before 4e5f9c1 are
- * counted with 'words'.
+ * twoshot-sentinel's spread-path broadcast the counts follow by default: 'slots', the library's kernel since the
+ * bspread merge (issue 22, 4e5f9c1), which the shipped fit's files (the 2026-12-03 grid, e1b554c's kernels) ran. Files
+ * before 4e5f9c1 (the 12-02c grid and older) ran 'words' and are counted so (`--twoshot-broadcast words`).
  */
-export const MODEL_TWOSHOT_BROADCAST: TwoshotBroadcast = 'words'
+export const MODEL_TWOSHOT_BROADCAST: TwoshotBroadcast = 'slots'
 
 /**
  * How the bench files up to 2026-11-29 ran (the 11-29h / 11-29k grids, the 2-GPU files, the fits before the
@@ -606,8 +604,8 @@ function structureCounts(
  *   over the part's slots (spreadGroups(N, slots) groups, windows of ranks that fit the shared stage, each closed by
  *   a __syncthreads), then thread t < 4·slots reduces word t % 4 of slot t / 4 over the N ranks: N × elements per
  *   word read back from the stage, not N × elements per slot;
- * - broadcast, by `broadcast` (TwoshotBroadcast; MODEL_TWOSHOT_BROADCAST is the shipped fit's 'words'):
- *   - 'words' (LlBuffer::bcastWord, the kernel before 4e5f9c1, which every file of the shipped fit ran): each reducing
+ * - broadcast, by `broadcast` (TwoshotBroadcast; MODEL_TWOSHOT_BROADCAST is the shipped fit's 'slots'):
+ *   - 'words' (LlBuffer::bcastWord, the kernel before 4e5f9c1, which the 12-02c grid and older files ran): each reducing
  *     thread stores its own word to every peer, N−1 word stores, with no stage and no __syncthreads between the sums
  *     and the stores (no window of its own); the block issues 4·slots × (N−1) store instructions, four per slot and
  *     peer;

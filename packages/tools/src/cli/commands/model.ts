@@ -440,7 +440,7 @@ export function register(program: Command): void {
     )
     .option(
       '--twoshot-broadcast <mode>',
-      "with --calibrate: twoshot-sentinel's spread-path broadcast the files ran, words (each reducing thread's word to every peer: files before 4e5f9c1) or slots (a 16-byte slot a (slot, peer) pair: the kernel since 4e5f9c1); default the shipped fit's (words)",
+      "with --calibrate: twoshot-sentinel's spread-path broadcast the files ran, words (each reducing thread's word to every peer: files before 4e5f9c1) or slots (a 16-byte slot a (slot, peer) pair: the kernel since 4e5f9c1); default the shipped fit's (slots)",
     )
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
