@@ -60,8 +60,9 @@ LLC_DEVICE LlcRange llcPiece(llc_u64 count, llc_u32 parts, llc_u32 index, llc_u3
 // most its receive buffer's bytes (the capacity rules, kernel-table.ts), and bufferBytes <= MAX_BUFFER_BYTES = 2^31
 // (options.ts), so total * element bytes < 2^31, and per * index <= total + parts * alignElems (per <= ceil(total /
 // parts) + alignElems, index < parts <= LLCOMM_MAX_RANKS) has no wrap either. The 64-bit split costs a 64-bit
-// multiply and two 64-bit minimums a part (some 25 SASS instructions, counted by Nsight Compute at 16 ranks 64 KB:
-// research/notes/scale-2026-12-01.md, session 10); these are four 32-bit ones. Same formula, same boundaries.
+// multiply and two 64-bit minimums a part (about 50 SASS instructions with the address arithmetic around them,
+// Nsight Compute at 16 ranks 64 KB: research/notes/scale-2026-12-01.md, session 10); these are four 32-bit ones.
+// Same formula, same boundaries.
 LLC_DEVICE llc_u32 llcDivCount32(llc_u32 a, llc_u32 n) { return (n & (n - 1)) == 0 ? a >> (__ffs(n) - 1) : a / n; }
 struct LlcParts {
   llc_u32 total; // elements split

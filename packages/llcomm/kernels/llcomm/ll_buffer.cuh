@@ -54,9 +54,9 @@
 #define LLC_SHARED_WORDS(name, n) __shared__ llc_u32 name[n]
 #endif
 
-// Ranks of one window of blockRecvReduceSpreadWords' shared stage: min(LLCOMM_PEER_STAGE_WORDS / perRank, nranks), with the
-// division only where the stage does not hold every rank (the small messages the spread path serves take the
-// multiply; perRank <= LLCOMM_PEER_STAGE_WORDS on the spread path and nranks <= LLCOMM_MAX_RANKS, so it does not
+// Ranks of one window of blockRecvReduceSpreadWords' shared stage: min(LLCOMM_PEER_STAGE_WORDS / perRank, nranks),
+// with the division only where the stage does not hold every rank (the small messages the spread path serves take
+// the multiply; perRank <= LLCOMM_PEER_STAGE_WORDS on the spread path and nranks <= LLCOMM_MAX_RANKS, so it does not
 // wrap): a division by a run-time value is some 20 dependent instructions, and every warp of the block runs it
 // before its first poll.
 LLC_DEVICE llc_u32 llcStageWindow(llc_u32 perRank, llc_u32 nranks) {
