@@ -21,7 +21,10 @@ import { LlcommError } from '../errors.js'
 export const DEFAULT_BUFFER_BYTES: Readonly<Record<Backend, number>> = { cpu: 256 * 1024, cuda: 4 << 20 }
 /** Default per-wait deadline (CommunicatorOptionsBase.timeoutMs), both backends. */
 export const DEFAULT_TIMEOUT_MS = 10_000
-/** Largest bufferBytes either backend accepts (2 GiB): beyond it the channel sizes overflow 32-bit offsets. */
+/**
+ * Largest bufferBytes either backend accepts (2 GiB): beyond it the channel sizes overflow 32-bit offsets, and
+ * twoshot-sentinel's 32-bit part arithmetic (kernels/llcomm/channel.cuh LlcParts) would wrap.
+ */
 export const MAX_BUFFER_BYTES = 2 ** 31
 
 /** Keys of AllReduceOptions (api/types.ts). `deterministic` is validated as a boolean. */

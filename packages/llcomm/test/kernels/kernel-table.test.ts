@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { DTYPE_BYTES, DTYPES, type Dtype } from '../../src/api/types.js'
+import { MAX_BUFFER_BYTES } from '../../src/communicator/options.js'
 import {
   LLCOMM_MAX_CHANNELS,
   LLCOMM_MAX_RANKS,
@@ -196,6 +197,17 @@ function laneUse(
   }
   throw new Error(alg)
 }
+
+test('a twoshot-sentinel launch moves fewer than 2^31 bytes a rank at the largest buffer (it splits its channels in 32 bits)', () => {
+  // channel.cuh LlcParts and ll_buffer.cuh llcLoadPayload32 / llcStorePayload32 narrow a launch's element count and
+  // byte offsets to 32 bits; that holds while its launch of the largest accepted buffer stays below 2^31 bytes a rank.
+  assert.equal(MAX_BUFFER_BYTES, 2 ** 31)
+  for (const v of KERNEL_VARIANTS.filter((k) => k.algorithm === 'twoshot-sentinel'))
+    for (const n of [2, 3, 8, 64]) {
+      const full = launchShape(v, n, 1, MAX_BUFFER_BYTES).maxCountPerCall
+      assert.ok(full * DTYPE_BYTES[v.dtype] < 2 ** 31, `${v.kernelName} at ${n} ranks: ${full} elements a launch`)
+    }
+})
 
 test('launchShape: channels fit their lanes at every count up to maxCountPerCall; shapes are well formed', () => {
   // The default build and the 16-bit accumulation build (communicator option accumulation: 'dtype').
