@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { DTYPE_BYTES, DTYPES, type Dtype } from '../../src/api/types.js'
-import { MAX_BUFFER_BYTES } from '../../src/communicator/options.js'
 import {
   LLCOMM_MAX_CHANNELS,
   LLCOMM_MAX_RANKS,
@@ -40,6 +39,7 @@ import {
   twoshotPartSlots,
   twoshotSerialPath,
 } from '../../src/backends/cuda/kernel-table.js'
+import { MAX_BUFFER_BYTES } from '../../src/communicator/options.js'
 
 const KERNEL_ALGORITHMS = [
   'oneshot-ll',
