@@ -217,7 +217,7 @@ struct LlBuffer {
     const llc_u32 perRank = slots * static_cast<llc_u32>(kWords);
     // The division, not llcStageWindow: with it oneshot-ll (this function's kernel) was 0.3 / 0.8 / 1.8 us slower at
     // 16 / 32 / 64 ranks, 8 B (its polls and last barrier waited longer, Nsight Compute; the Words variant below
-    // gained; research/results/prologue-h200-2026-12-03/session-s10-b.txt).
+    // gained; bench/results/cuda-h200-ab-prologue32-2026-12-03b.txt).
     llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
     window = window < nranks ? window : nranks;
     const llc_u32 g = groups < window ? groups : window; // groups beyond the window would have nothing to poll
