@@ -38,30 +38,59 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
   const llc_u32 wordsPerPart = static_cast<llc_u32>(partElems * eb / 4u); // partElems * eb is a multiple of 16
   const llc_u32 linesPerPart = static_cast<llc_u32>(llcCeilDiv(wordsPerPart, LLCOMM_LINE_DATA_WORDS));
   const llc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  // The owners with data: parts 0 .. active - 1 (part o begins at o * partElems; those past the channel's end are
+  // empty, and of the rest only the last can be short). The loops below visit only these, so a small call at many
+  // ranks (8 B at 64 ranks: one owner) walks one owner, not nranks. 32 bits hold the element counts: a launch moves at
+  // most 2^31 bytes a rank (MAX_BUFFER_BYTES, options.ts; the kernel-table test checks the largest launch).
+  const llc_u32 active =
+      (static_cast<llc_u32>(chanElems) + static_cast<llc_u32>(partElems) - 1u) / static_cast<llc_u32>(partElems);
+  const llc_u64 fullBytes = partElems * eb;
+  const llc_u64 lastBytes = (chanElems - static_cast<llc_u64>(active - 1u) * partElems) * eb;
+  const auto partBytesOf = [&](llc_u32 o) { return o + 1u < active ? fullBytes : lastBytes; };
+  // Each rank visits the owners from its own part on (start, start + 1, ... mod active), so the ranks' adds and
+  // polls start on different owners. A rank without a part (me >= active) starts at me mod active.
+  const llc_u32 start = me < active ? me : me % active;
+  const auto ownerAt = [&](llc_u32 k) { // k < active
+    const llc_u32 o = start + k;
+    return o < active ? o : o - active;
+  };
+  constexpr int kBatch = LLCOMM_RECV_BATCH;
 
   // Reduce-scatter: one warp per line; every rank (me included, into my own memory) adds its words to every line
-  // the warp serves, then publishes them all with one fence (atomic_lines.cuh, warpPublish()).
+  // the warp serves, then publishes them all with one fence (atomic_lines.cuh, warpPublish()). The input words of
+  // kBatch owners are loaded before their adds: an add is an asm statement that clobbers memory, so a load placed
+  // after it is issued after it, and one load per add costs an input round trip per owner.
   llc_u32 warpLines = 0; // lines of a part this warp serves: L = warp, warp + warps, ...
   for (llc_u32 L = warp; L < linesPerPart; L += warps, ++warpLines) {
     const llc_u32 w = L * LLCOMM_LINE_DATA_WORDS + lane - 1u; // this lane's word in the part (lane >= 1)
-    for (llc_u32 k = 0; k < n; ++k) {
-      const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPieceAt(chanElems, partElems, o);
-      const llc_u64 partBytes = part.size() * eb;
-      if (static_cast<llc_u64>(L) * LLCOMM_LINE_DATA_WORDS * 4u >= partBytes) continue; // warp-uniform
-      const bool hasWord = lane >= 1 && 4ull * w < partBytes;
-      llc_u32 word = 0;
-      if (hasWord) llcLoadPayload<DT, 1>(call.input + part.begin * eb, 4ull * w, partBytes, &word);
-      lines.add(o, L, lane, hasWord, word);
+    const llc_u64 lineByte = static_cast<llc_u64>(L) * LLCOMM_LINE_DATA_WORDS * 4u;
+    for (llc_u32 k0 = 0; k0 < active; k0 += kBatch) {
+      llc_u32 word[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (k0 + j >= active) break;
+        const llc_u32 o = ownerAt(k0 + j);
+        const llc_u64 partBytes = partBytesOf(o);
+        word[j] = 0;
+        if (lane >= 1 && 4ull * w < partBytes)
+          llcLoadPayload<DT, 1>(call.input + o * partElems * eb, 4ull * w, partBytes, &word[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (k0 + j >= active) break;
+        const llc_u32 o = ownerAt(k0 + j);
+        const llc_u64 partBytes = partBytesOf(o);
+        if (lineByte >= partBytes) continue; // warp-uniform
+        lines.add(o, L, lane, lane >= 1 && 4ull * w < partBytes, word[j]);
+      }
     }
   }
-  // Pair i = (the warp's line i / n, owner me + i % n): counted where the loop above added to it.
-  lines.warpPublish(warpLines * n, lane, [&](llc_u32 i, llc_u32& owner, llc_u32& index) {
-    const llc_u32 k = i % n;
-    owner = me + k < n ? me + k : me + k - n;
-    index = warp + (i / n) * warps;
-    const LlcRange part = llcPieceAt(chanElems, partElems, owner);
-    return static_cast<llc_u64>(index) * LLCOMM_LINE_DATA_WORDS * 4u < part.size() * eb;
+  // Pair i = (the warp's line i / active, owner ownerAt(i % active)): counted where the loop above added to it.
+  lines.warpPublish(warpLines * active, lane, [&](llc_u32 i, llc_u32& owner, llc_u32& index) {
+    const llc_u32 q = i / active;
+    owner = ownerAt(i - q * active);
+    index = warp + q * warps;
+    return static_cast<llc_u64>(index) * LLCOMM_LINE_DATA_WORDS * 4u < partBytesOf(owner);
   });
   Sig::blockCheck(p, me, ch); // every peer makes this call, else MISMATCH
   // Owner: wait for each of my lines, re-arm it, write and broadcast the sums.
@@ -78,15 +107,42 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
       ag.bcast(w, sum);
     }
   }
-  // All-gather, receive side: word w of owner o's part, one LL8 packet each.
+  // All-gather, receive side: word w of every other owner's part, one LL8 packet each. kBatch owners are polled
+  // together (LlBuffer::pollBatch: every load issued before any is inspected), one round trip a batch instead of one
+  // an owner. LL8: the flag carries the epoch, no re-arm.
+  const llc_u32 kFirst = me < active ? 1u : 0u; // ownerAt(0) is me when I own a part
   for (llc_u32 w = threadIdx.x; w < wordsPerPart; w += blockDim.x) {
-    for (llc_u32 k = 1; k < n; ++k) {
-      const llc_u32 o = me + k < n ? me + k : me + k - n;
-      const LlcRange part = llcPieceAt(chanElems, partElems, o);
-      const llc_u64 partBytes = part.size() * eb;
-      if (4ull * w >= partBytes) continue;
-      const Value r = ag.recv(o, w);
-      llcStorePayload<DT, 1>(call.output + part.begin * eb, 4ull * w, partBytes, r.w);
+    const bool inLast = 4ull * w < lastBytes; // every full part has word w (w < wordsPerPart); the last part may not
+    for (llc_u32 k0 = kFirst; k0 < active; k0 += kBatch) {
+      if (k0 + 1u == active) { // one owner left (every batch at 2 ranks, and small calls): no batch to overlap
+        // (the 8-wide poll's address and predicate arithmetic cost 2 ranks 8 KB ~0.7 us, 951 -> 1,210 instructions a
+        // warp: research/results/atomic-batch-h200-2026-12-03/)
+        const llc_u32 o = ownerAt(k0);
+        if (o + 1u < active || inLast) {
+          const Value r = ag.recv(o, w);
+          llcStorePayload<DT, 1>(call.output + o * partElems * eb, 4ull * w, partBytesOf(o), r.w);
+        }
+        break;
+      }
+      llc_u32 want = 0;
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (k0 + j >= active) break;
+        if (ownerAt(k0 + j) + 1u < active || inLast) want |= 1u << j;
+      }
+      Value got[kBatch];
+      llc_u32 pending = want;
+      LlcSpin spin;
+      while (pending != 0) {
+        pending = ag.pollBatch<kBatch>(pending, [&](int j) { return ag.slotPtr(me, ownerAt(k0 + j), w); }, got);
+        if (pending != 0 && !waiter.keepWaiting(spin, ownerAt(k0 + __ffs(pending) - 1), LlcLL8::kWhat, w)) break;
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (!((want >> j) & 1u)) continue;
+        const llc_u32 o = ownerAt(k0 + j);
+        llcStorePayload<DT, 1>(call.output + o * partElems * eb, 4ull * w, partBytesOf(o), got[j].w);
+      }
     }
   }
   ch.blockAdvanceEpoch();
