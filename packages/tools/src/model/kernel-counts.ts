@@ -38,9 +38,12 @@
  *                peers: storeRounds P + Q, storeLaneRounds (S·K' + S·(N−1)) / T (on virtual), the broadcast's bytes
  *                in 16-byte accesses
  *                twoshot-atomic: per line round (ceil(part lines / 16 warps)): atomicLineRounds K line sends
- *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores;
- *                serialRecvs ceil(part words / T)·K'; secondLineRecvs = serialRecvs when the part has more than
- *                one line (a receiving warp's 32 words then come from two owner lines, broadcast by two warps);
+ *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores; the
+ *                all-gather by twoshotAtomicAllGather (MODEL_TWOSHOT_ATOMIC_ALLGATHER): 'serial' (before 615ecff):
+ *                serialRecvs ceil(part words / T)·K'; 'batched' (since 615ecff): pollRounds + ceil(part words /
+ *                T)·ceil(K' / 8), peerLoads ceil(part words / T)·K', serialRecvs 0; secondLineRecvs = serialRecvs
+ *                ('serial') or the batches ('batched') when the part has more than one line (a receiving warp's 32
+ *                words then come from two owner lines, broadcast by two warps);
  *                f16/bf16 on f32 lines (accumulation 'f32'): the same counts, twice the line bytes
  *                twoshot-sentinel's pull kernel (kernel-table.ts twoshotAllGather picks it per launch; counted only
  *                with allGather 'auto' or 'pull'; MODEL_TWOSHOT_ALLGATHER):
@@ -81,9 +84,9 @@ export type KernelShape = 'oneshot' | 'twoshot' | 'ring' | 'barrier'
 /**
  * How one call's launches are counted: the build and communicator settings the kernels ran with. Every field absent
  * takes the model's own (MODEL_BUFFER_BYTES, MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION,
- * MODEL_TWOSHOT_BROADCAST: what the shipped fit measured); a bench file measured with others is counted with its own
- * (calibrate.ts: the file's bufferBytes; `llcomm model --block-targets / --twoshot-allgather / --accumulation /
- * --twoshot-broadcast`).
+ * MODEL_TWOSHOT_BROADCAST, MODEL_TWOSHOT_ATOMIC_ALLGATHER: what the shipped fit measured); a bench file measured with
+ * others is counted with its own (calibrate.ts: the file's bufferBytes; `llcomm model --block-targets /
+ * --twoshot-allgather / --accumulation / --twoshot-broadcast / --twoshot-atomic-allgather`).
  */
 export interface LaunchCounting {
   /** The communicator's receive buffer (CommunicatorOptions.bufferBytes): launchShape's capacity per launch. */
@@ -96,6 +99,8 @@ export interface LaunchCounting {
   accumulation?: Accumulation
   /** twoshot-sentinel's spread-path broadcast the kernel ran (TwoshotBroadcast; kernel versions, not a setting). */
   twoshotBroadcast?: TwoshotBroadcast
+  /** twoshot-atomic's all-gather the kernel ran (TwoshotAtomicAllGather; kernel versions, not a setting). */
+  twoshotAtomicAllGather?: TwoshotAtomicAllGather
 }
 
 /**
@@ -105,6 +110,14 @@ export interface LaunchCounting {
  * one 16-byte slot to each of its peers (twoshotSpreadCounts).
  */
 export type TwoshotBroadcast = 'words' | 'slots'
+
+/**
+ * twoshot-atomic's all-gather receive (twoshot_atomic.cu), by kernel version: 'serial' (before 615ecff): each thread
+ * receives its word of one owner after another, a poll round trip an owner; 'batched' (since 615ecff, issue 22 item 1):
+ * the owners with data only, polled RECV_BATCH (8) at a time, every load of a batch in flight together (one round
+ * trip a batch; a single owner left is received alone).
+ */
+export type TwoshotAtomicAllGather = 'serial' | 'batched'
 
 /**
  * The receive buffer the model's launches are counted at: 4 MiB, the library's cuda default since 3e1244f, which the
@@ -179,10 +192,17 @@ export const MODEL_ACCUMULATION: Accumulation = 'f32'
 export const MODEL_TWOSHOT_BROADCAST: TwoshotBroadcast = 'slots'
 
 /**
+ * twoshot-atomic's all-gather the counts follow by default: 'serial', the kernel the shipped fit's files (the
+ * 2026-12-03 grid, e1b554c's kernels) ran. The library's kernel is 'batched' since 615ecff: files measured on it are
+ * counted with `--twoshot-atomic-allgather batched` until a fit on such files moves this constant.
+ */
+export const MODEL_TWOSHOT_ATOMIC_ALLGATHER: TwoshotAtomicAllGather = 'serial'
+
+/**
  * How the bench files up to 2026-11-29 ran (the 11-29h / 11-29k grids, the 2-GPU files, the fits before the
  * 2026-12-02c one): a 1 MiB buffer, the block targets before the sweep, the push all-gather (the only kernel then),
  * ring and twoshot-atomic with 16-bit partials and lines, twoshot-sentinel's 'words' broadcast (where its spread path
- * ran at all).
+ * ran at all), twoshot-atomic's 'serial' all-gather.
  */
 export const COUNTING_2026_11_29: Required<LaunchCounting> = {
   bufferBytes: BENCH_BUFFER_BYTES_BEFORE_FIELD,
@@ -190,6 +210,7 @@ export const COUNTING_2026_11_29: Required<LaunchCounting> = {
   allGather: 'push',
   accumulation: 'dtype',
   twoshotBroadcast: 'words',
+  twoshotAtomicAllGather: 'serial',
 }
 
 /** A counting with every absent field at the model's own value. */
@@ -200,6 +221,7 @@ export function modelCounting(counting: LaunchCounting = {}): Required<LaunchCou
     allGather: counting.allGather ?? MODEL_TWOSHOT_ALLGATHER,
     accumulation: counting.accumulation ?? MODEL_ACCUMULATION,
     twoshotBroadcast: counting.twoshotBroadcast ?? MODEL_TWOSHOT_BROADCAST,
+    twoshotAtomicAllGather: counting.twoshotAtomicAllGather ?? MODEL_TWOSHOT_ATOMIC_ALLGATHER,
   }
 }
 
@@ -487,10 +509,15 @@ function structureCounts(
         // twoshot-atomic: one warp per 128-byte line (LLCOMM_LINE_DATA_WORDS data words); per line round a warp
         // red.adds its line into every owner with data, then one fence and a counter bump per line publish them
         // (atomic_lines.cuh publish()); the owner waits for its lines' counters, then broadcasts each word as an LL8
-        // packet to every peer; the all-gather receives word after word, owner after owner.
+        // packet to every peer; the all-gather receives word after word: owner after owner ('serial', before
+        // 615ecff), or RECV_BATCH owners with data at a time, their loads in flight together ('batched': a poll round
+        // and a peer load each, no serial receive; one owner left is received alone, a round all the same).
         const partLines = Math.ceil(partBytes / (LLCOMM_LINE_DATA_WORDS * 4))
         const lineRounds = Math.ceil(partLines / (threads / 32))
-        const serialRecvs = rounds(partBytes / 4) * otherOwners
+        const wordRounds = rounds(partBytes / 4)
+        const batched = counting.twoshotAtomicAllGather === 'batched'
+        const agBatches = wordRounds * Math.ceil(otherOwners / RECV_BATCH)
+        const serialRecvs = batched ? 0 : wordRounds * otherOwners
         // f16/bf16 on f32 lines (atomic_lines.cuh kF32Lines): a logical line is a pair of 128-byte lines, each input
         // word added as two red.add.f32 (low element into the first, high into the second, same lane), the pair
         // counted, waited for, read and zeroed together. The same lines, rounds, fence and counter wait: only the
@@ -504,12 +531,14 @@ function structureCounts(
           ...none,
           wideReduceScatterBytes: wide16 ? rankBytes : 0,
           atomicLineRounds: lineRounds * ownersWithData,
-          pollRounds: lineRounds,
+          pollRounds: lineRounds + (batched ? agBatches : 0),
+          peerLoads: batched ? wordRounds * otherOwners : 0,
           storeRounds: lineRounds * peers,
           serialRecvs,
           // 32 consecutive words (one receiving warp) span at most two 31-word lines, and two as soon as the part
-          // has more than one line (parts are whole 16-byte units: 28 words fit one line, 32 do not)
-          secondLineRecvs: partLines > 1 ? serialRecvs : 0,
+          // has more than one line (parts are whole 16-byte units: 28 words fit one line, 32 do not): a wait for
+          // the second line a receive ('serial'), a batch ('batched')
+          secondLineRecvs: partLines > 1 ? (batched ? agBatches : serialRecvs) : 0,
           // red.add lines (128 B per 124 payload; 256 on f32 lines) to every owner; LL8 broadcast and all-gather (8 B
           // per 4)
           blockBytes: partBytes * (ownersWithData * lineBytesPerPayload + 2 * 2 * peers) + 3 * pieceBytes,

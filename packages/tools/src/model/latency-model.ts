@@ -135,11 +135,19 @@ function checkCall(ranks: number, bytes: number): void {
 
 /**
  * kernelLaunches' / kernelCounts' arguments for one call of `alg`: its kernel shape, and the dtype and counting
- * (buffer, block targets, all-gather kernel, accumulation, twoshot-sentinel broadcast) of `options`.
+ * (buffer, block targets, all-gather kernel, accumulation, twoshot-sentinel broadcast, twoshot-atomic all-gather) of
+ * `options`.
  */
 function countingArgs(alg: AlgorithmStructure, ranks: number, bytes: number, options: FeatureOptions) {
-  const { bufferBytes, blockTargets, allGather, accumulation, twoshotBroadcast } = options
-  const counting: LaunchCounting = { bufferBytes, blockTargets, allGather, accumulation, twoshotBroadcast }
+  const { bufferBytes, blockTargets, allGather, accumulation, twoshotBroadcast, twoshotAtomicAllGather } = options
+  const counting: LaunchCounting = {
+    bufferBytes,
+    blockTargets,
+    allGather,
+    accumulation,
+    twoshotBroadcast,
+    twoshotAtomicAllGather,
+  }
   return [alg.name as string, alg.kernel as KernelShape, ranks, bytes, options.dtype, counting] as const
 }
 

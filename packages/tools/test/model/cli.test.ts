@@ -185,5 +185,8 @@ describe('llcomm model (CLI)', () => {
     const badBroadcast = run(['--calibrate', files[0], '--twoshot-broadcast', 'word'])
     assert.notEqual(badBroadcast.status, 0)
     assert.match(badBroadcast.stderr, /--twoshot-broadcast word: words or slots/)
+    const badAtomic = run(['--calibrate', files[0], '--twoshot-atomic-allgather', 'batch'])
+    assert.notEqual(badAtomic.status, 0)
+    assert.match(badAtomic.stderr, /--twoshot-atomic-allgather batch: serial or batched/)
   })
 })

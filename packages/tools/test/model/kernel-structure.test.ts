@@ -21,6 +21,7 @@ import {
   MODEL_BLOCK_TARGETS,
   MODEL_BUFFER_BYTES,
   MODEL_TWOSHOT_ALLGATHER,
+  MODEL_TWOSHOT_ATOMIC_ALLGATHER,
   MODEL_TWOSHOT_BROADCAST,
   ONESHOT_SENTINEL_WORDS_BATCH,
   PEER_STAGE_WORDS,
@@ -393,6 +394,35 @@ describe('kernel structure of the latency model', () => {
     assert.equal(modelFeatures(alg, 64, 8192, 'nvswitch', { structure: 'kernel' }).serialRecvUs, 63)
   })
 
+  it("counts twoshot-atomic's 'batched' all-gather (615ecff): the owners with data, 8 a poll, as the kernel runs it", () => {
+    // the kernel (twoshot_atomic.cu): owners 0 .. active - 1 only, the reduce-scatter's input loads and the
+    // all-gather's polls kBatch = LLCOMM_RECV_BATCH owners at a time (pollBatch), a single owner left received alone
+    const atomic = readFileSync(repoPath('packages/llcomm/kernels/allreduce/twoshot_atomic.cu'), 'utf8')
+    assert.match(atomic, /constexpr int kBatch = LLCOMM_RECV_BATCH;/)
+    assert.match(atomic, /for \(llc_u32 k0 = kFirst; k0 < active; k0 \+= kBatch\)/)
+    assert.match(atomic, /ag\.pollBatch<kBatch>\(pending,/)
+    assert.match(atomic, /if \(k0 \+ 1u == active\) \{[\s\S]*?ag\.recv\(o, w\)/)
+    const batched = { twoshotAtomicAllGather: 'batched' } as const
+    const serial = { twoshotAtomicAllGather: 'serial' } as const
+    // 64 ranks, 8 KB of bf16 (one block a rank, parts of 32 words, two lines): 63 other owners, one round of words
+    const s64 = kernelCounts('twoshot-atomic', 'twoshot', 64, 8192, 'bf16', serial)
+    const b64 = kernelCounts('twoshot-atomic', 'twoshot', 64, 8192, 'bf16', batched)
+    assert.deepEqual([s64.serialRecvs, s64.secondLineRecvs, s64.pollRounds, s64.peerLoads], [63, 63, 1, 0])
+    assert.deepEqual([b64.serialRecvs, b64.secondLineRecvs, b64.pollRounds, b64.peerLoads], [0, 8, 1 + 8, 63])
+    // the reduce-scatter's line sends and broadcast stores are the same in both
+    assert.deepEqual([b64.atomicLineRounds, b64.storeRounds], [s64.atomicLineRounds, s64.storeRounds])
+    // 2 ranks, 512 B: one other owner, received alone (a poll round all the same), three lines: a second-line wait
+    const b2 = kernelCounts('twoshot-atomic', 'twoshot', 2, 512, 'bf16', batched)
+    assert.deepEqual([b2.serialRecvs, b2.secondLineRecvs, b2.pollRounds, b2.peerLoads], [0, 1, 1 + 1, 1])
+    // 64 ranks, 8 B: one owner with data (16-byte parts), as before
+    const b8 = kernelCounts('twoshot-atomic', 'twoshot', 64, 8, 'bf16', batched)
+    assert.deepEqual([b8.serialRecvs, b8.pollRounds, b8.peerLoads], [0, 1 + 1, 1])
+    // the shipped fit's files ran 'serial' (the 12-03 grid, e1b554c), and every older file
+    assert.equal(MODEL_TWOSHOT_ATOMIC_ALLGATHER, 'serial')
+    assert.equal(COUNTING_2026_11_29.twoshotAtomicAllGather, 'serial')
+    assert.deepEqual(kernelCounts('twoshot-atomic', 'twoshot', 64, 8192), s64)
+  })
+
   it("counts with the settings the shipped fit's files ran with, which are the library's defaults", () => {
     // The 2026-12-02c grid (3e1244f): when one of the library's defaults moves, the shipped constants describe another
     // build; refit on files measured with the new default, then move the model's constant (kernel-counts.ts).
@@ -589,12 +619,14 @@ describe('kernel structure of the latency model', () => {
   // files and the 12-02c grid the library's block targets and the host's all-gather choice as well.
   const COUNTING_12_01: LaunchCounting = { ...COUNTING_2026_11_29, accumulation: 'f32' }
   // Every one of these files ran twoshot-sentinel's 'words' broadcast (before 4e5f9c1): counted so explicitly, so that
-  // a switch of MODEL_TWOSHOT_BROADCAST does not move their figures.
+  // a switch of MODEL_TWOSHOT_BROADCAST does not move their figures; and twoshot-atomic's 'serial' all-gather (before
+  // 615ecff), so too.
   const COUNTING_12_02B: LaunchCounting = {
     blockTargets: BLOCK_TARGETS,
     allGather: 'auto',
     accumulation: 'f32',
     twoshotBroadcast: 'words',
+    twoshotAtomicAllGather: 'serial',
   }
   // The 12-03 files (e1b554c's kernels: the bspread broadcast, 'slots') ran the library's defaults of that day.
   const COUNTING_12_03: LaunchCounting = { ...COUNTING_12_02B, twoshotBroadcast: 'slots' }

@@ -27,7 +27,9 @@ import {
   MODEL_ACCUMULATION,
   MODEL_BLOCK_TARGETS,
   MODEL_TWOSHOT_ALLGATHER,
+  MODEL_TWOSHOT_ATOMIC_ALLGATHER,
   MODEL_TWOSHOT_BROADCAST,
+  type TwoshotAtomicAllGather,
   type TwoshotBroadcast,
 } from '../../model/kernel-counts.js'
 import {
@@ -77,6 +79,7 @@ interface ModelOptions {
   twoshotAllgather?: string
   accumulation?: string
   twoshotBroadcast?: string
+  twoshotAtomicAllgather?: string
   json?: boolean
 }
 
@@ -88,22 +91,24 @@ const BLOCK_TARGET_CHOICES = {
 }
 
 /**
- * --block-targets, --twoshot-allgather, --accumulation and --twoshot-broadcast: how the --calibrate files' launches
- * are counted (the build they measured; each file's buffer is its own bufferBytes). Absent: the model's own
- * (kernel-counts.ts MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION, MODEL_TWOSHOT_BROADCAST);
- * undefined when none is given.
+ * --block-targets, --twoshot-allgather, --accumulation, --twoshot-broadcast and --twoshot-atomic-allgather: how the
+ * --calibrate files' launches are counted (the build they measured; each file's buffer is its own bufferBytes).
+ * Absent: the model's own (kernel-counts.ts MODEL_BLOCK_TARGETS, MODEL_TWOSHOT_ALLGATHER, MODEL_ACCUMULATION,
+ * MODEL_TWOSHOT_BROADCAST, MODEL_TWOSHOT_ATOMIC_ALLGATHER); undefined when none is given.
  */
 function parseCounting(
   blockTargets?: string,
   allGather?: string,
   accumulation?: string,
   twoshotBroadcast?: string,
+  twoshotAtomicAllGather?: string,
 ): LaunchCounting | undefined {
   if (
     blockTargets === undefined &&
     allGather === undefined &&
     accumulation === undefined &&
-    twoshotBroadcast === undefined
+    twoshotBroadcast === undefined &&
+    twoshotAtomicAllGather === undefined
   )
     return undefined
   const counting: LaunchCounting = {}
@@ -134,6 +139,15 @@ function parseCounting(
         value: twoshotBroadcast,
       })
     counting.twoshotBroadcast = twoshotBroadcast as TwoshotBroadcast
+  }
+  if (twoshotAtomicAllGather !== undefined) {
+    if (twoshotAtomicAllGather !== 'serial' && twoshotAtomicAllGather !== 'batched')
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `--twoshot-atomic-allgather ${twoshotAtomicAllGather}: serial or batched`,
+        { value: twoshotAtomicAllGather },
+      )
+    counting.twoshotAtomicAllGather = twoshotAtomicAllGather as TwoshotAtomicAllGather
   }
   return counting
 }
@@ -442,6 +456,10 @@ export function register(program: Command): void {
       '--twoshot-broadcast <mode>',
       "with --calibrate: twoshot-sentinel's spread-path broadcast the files ran, words (each reducing thread's word to every peer: files before 4e5f9c1) or slots (a 16-byte slot a (slot, peer) pair: the kernel since 4e5f9c1); default the shipped fit's (slots)",
     )
+    .option(
+      '--twoshot-atomic-allgather <mode>',
+      "with --calibrate: twoshot-atomic's all-gather the files ran, serial (owner after owner: files before 615ecff) or batched (8 owners with data a poll: the kernel since 615ecff); default the shipped fit's",
+    )
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
     .option('--decode', 'decode cost model instead of the latency table')
@@ -481,10 +499,16 @@ export function register(program: Command): void {
         const explicit = new Set(o.calibrate)
         const only = o.algorithms ? new Set(o.algorithms.split(',').map((s) => s.trim())) : undefined
         const fitList = o.fit === undefined ? undefined : parseFitList(o.fit)
-        const counting = parseCounting(o.blockTargets, o.twoshotAllgather, o.accumulation, o.twoshotBroadcast)
+        const counting = parseCounting(
+          o.blockTargets,
+          o.twoshotAllgather,
+          o.accumulation,
+          o.twoshotBroadcast,
+          o.twoshotAtomicAllgather,
+        )
         if (counting)
           text.push(
-            `counted with: block targets ${o.blockTargets ?? 'model'}, twoshot-sentinel all-gather ${counting.allGather ?? MODEL_TWOSHOT_ALLGATHER}, accumulation ${counting.accumulation ?? MODEL_ACCUMULATION}, twoshot-sentinel broadcast ${counting.twoshotBroadcast ?? MODEL_TWOSHOT_BROADCAST}; each file's own buffer`,
+            `counted with: block targets ${o.blockTargets ?? 'model'}, twoshot-sentinel all-gather ${counting.allGather ?? MODEL_TWOSHOT_ALLGATHER}, accumulation ${counting.accumulation ?? MODEL_ACCUMULATION}, twoshot-sentinel broadcast ${counting.twoshotBroadcast ?? MODEL_TWOSHOT_BROADCAST}, twoshot-atomic all-gather ${counting.twoshotAtomicAllGather ?? MODEL_TWOSHOT_ATOMIC_ALLGATHER}; each file's own buffer`,
           )
         for (const path of benchFilesFrom(o.calibrate)) {
           // a file named on the command line must be a bench document; in a folder, other documents are skipped
