@@ -227,6 +227,48 @@ test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within round
     })
   // f32 8192 at 8 ranks: a row (32 KB) fills the two-shot's 8 parts of 4 KB exactly (no one-shot lane holds it).
   cases.push({ kind: 'norm', algorithm: 'twoshot', dtype: 'f32', nranks: 8, rows: 3, hidden: 8192, flags: 0, calls: 2 })
+  // The two-shot's spread path (fused_rmsnorm_twoshot.cu, twoshot_sentinel.cu's rule: 8 ranks or more, 4 threads a
+  // slot of a part and at least 4 thread groups; with 32 threads a block, parts of at most 8 slots): 8 ranks bf16 256
+  // (parts of 4 slots, 8 groups for 7 peers), 264 (5 slots: 6 groups, so a thread serves two owners; a short part and
+  // an empty one), 16 ranks f16 256 (2 slots, 15 groups), f32 64 at 8 ranks with an f32 residual (2 slots a part).
+  const spreadCases: NormCase[] = [
+    { kind: 'norm', algorithm: 'twoshot', dtype: 'bf16', nranks: 8, rows: 3, hidden: 256, flags: 0, calls: 3 },
+    {
+      kind: 'norm',
+      algorithm: 'twoshot',
+      dtype: 'bf16',
+      nranks: 8,
+      rows: 2,
+      hidden: 264,
+      flags: LLCOMM_FUSED_NO_RESIDUAL_IN,
+      calls: 3,
+    },
+    { kind: 'norm', algorithm: 'twoshot', dtype: 'f16', nranks: 16, rows: 2, hidden: 256, flags: 0, calls: 2 },
+    {
+      kind: 'norm',
+      algorithm: 'twoshot',
+      dtype: 'f32',
+      nranks: 8,
+      rows: 4,
+      hidden: 64,
+      flags: LLCOMM_FUSED_RESIDUAL_F32,
+      calls: 3,
+    },
+  ]
+  for (const c of spreadCases) {
+    // the kernel's rule on the block's message (one row a block here), so that these cases keep taking the path
+    const eb = DTYPE_BYTES[c.dtype]
+    const elems = c.hidden
+    const partSlots = Math.ceil((Math.ceil(Math.ceil(elems / c.nranks) / (16 / eb)) * (16 / eb) * eb) / 16)
+    const groups = Math.min(Math.floor(THREADS_PER_BLOCK / partSlots), c.nranks)
+    assert.ok(c.nranks >= 8 && 4 * partSlots <= THREADS_PER_BLOCK && groups >= 4, `${label(c)} takes the spread path`)
+    assert.equal(
+      planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype).launches[0].blocksPerRank,
+      c.rows,
+      `${label(c)}: one row a block`,
+    )
+    cases.push(c)
+  }
   const started = Date.now()
   const results = await runAll<NormResult>(cases)
   t.diagnostic(`${cases.length} emulated fused runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
