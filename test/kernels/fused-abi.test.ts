@@ -23,6 +23,7 @@ import {
   FUSED_SPLIT_VIRTUAL_THREADS,
   fusedRowsPerBlock,
   fusedSplitRowsPerCluster,
+  fusedTwoshotFirst,
   kernelsDirectory,
   LLCOMM_MANY_MAX_BUFFERS,
   maxBlocksPerRank,
@@ -202,7 +203,13 @@ test('planFusedNorm: every launch fits the lanes, rows are covered once, one-sho
             }
             const plan = planFusedNorm(alg, nranks, rows, hidden, dtype)
             if (alg !== 'auto') assert.equal(plan.algorithm, alg)
-            else assert.equal(plan.algorithm, k1 * maxBlocksPerRank(nranks) >= rows ? 'oneshot' : 'twoshot')
+            else
+              assert.equal(
+                plan.algorithm,
+                k1 * maxBlocksPerRank(nranks) >= rows && !fusedTwoshotFirst(nranks, rows, hidden, dtype)
+                  ? 'oneshot'
+                  : 'twoshot',
+              )
             const k = plan.algorithm === 'oneshot' ? k1 : k2
             let next = 0
             for (const l of plan.launches) {
@@ -230,11 +237,13 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
     planFusedNorm('auto', nranks, rows, hidden, 'bf16', MIB, nranks, undefined, true)
   // 8 ranks, hidden 8192: the one-shot does not fit; split (one launch) beats the two-shot at batch 1-8
   // (6.1-9.6 against 11.7-12.5 us), the two-shot keeps batch 16 (split needs two launches: 19.3 against 14.0).
-  for (const rows of [1, 2, 4, 8]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
-  assert.equal(auto(8, 16, 8192).algorithm, 'twoshot')
+  // Since 2026-12-03 (the two-shot's spread path, fusedTwoshotFirst) batch 8 of 8192 takes the two-shot.
+  for (const rows of [1, 2, 4]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
+  for (const rows of [8, 16]) assert.equal(auto(8, rows, 8192).algorithm, 'twoshot', `8r 8192 b${rows}`)
   // 8 ranks, hidden 4096: split at batch 1-4 (5.7-6.5 against 6.4-6.8), the one-shot from batch 8 (7.0 against 7.4).
   for (const rows of [1, 2, 4]) assert.equal(auto(8, rows, 4096).algorithm, 'split', `8r 4096 b${rows}`)
-  for (const rows of [8, 16]) assert.equal(auto(8, rows, 4096).algorithm, 'oneshot', `8r 4096 b${rows}`)
+  assert.equal(auto(8, 8, 4096).algorithm, 'oneshot')
+  assert.equal(auto(8, 16, 4096).algorithm, 'twoshot', 'the two-shot spread path since 2026-12-03')
   // 2 ranks: the one-shot at hidden 4096 (4.5 against 4.9 at batch 1), split at 8192 batch 1-4 (5.4-5.6 against 7.0).
   for (const rows of [1, 4, 16]) assert.equal(auto(2, rows, 4096).algorithm, 'oneshot', `2r 4096 b${rows}`)
   for (const rows of [1, 4]) assert.equal(auto(2, rows, 8192).algorithm, 'split', `2r 8192 b${rows}`)
@@ -243,13 +252,51 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
   // (14.24 against split's 15.05); 4096 as at 1 MiB.
   const autoDefault = (nranks: number, rows: number, hidden: number) =>
     planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true).algorithm
-  for (const rows of [1, 2, 4, 8]) assert.equal(autoDefault(8, rows, 8192), 'split', `8r 8192 b${rows}, 4 MiB`)
-  assert.equal(autoDefault(8, 16, 8192), 'oneshot')
+  // Since 2026-12-03 the two-shot's spread path takes 8192 batch 8-16 and 4096 batch 16-32 (fusedTwoshotFirst, below).
+  for (const rows of [1, 2, 4]) assert.equal(autoDefault(8, rows, 8192), 'split', `8r 8192 b${rows}, 4 MiB`)
+  for (const rows of [8, 16]) assert.equal(autoDefault(8, rows, 8192), 'twoshot', `8r 8192 b${rows}, 4 MiB`)
   for (const rows of [1, 2, 4]) assert.equal(autoDefault(8, rows, 4096), 'split', `8r 4096 b${rows}, 4 MiB`)
-  for (const rows of [8, 16]) assert.equal(autoDefault(8, rows, 4096), 'oneshot', `8r 4096 b${rows}, 4 MiB`)
+  assert.equal(autoDefault(8, 8, 4096), 'oneshot')
+  assert.equal(autoDefault(8, 16, 4096), 'twoshot')
   // Without the split kernels (before sm_90, or not asked): the first rule.
   assert.equal(planFusedNorm('auto', 8, 1, 8192, 'bf16', MIB).algorithm, 'twoshot')
   assert.equal(planFusedNorm('auto', 8, 1, 4096, 'bf16', MIB).algorithm, 'oneshot')
+})
+
+test("planFusedNorm 'auto' takes the two-shot where its spread path serves the rows (one H200, 8 ranks, bf16, 2026-12-03)", () => {
+  // bench/results/cuda-h200-bench-fused-bf16-v8-2026-12-03b.json (f1dd9b7: the fused two-shot's spread path), fused
+  // two-shot against the choice before: 4096 batch 16 7.38 / 8.70 us (one-shot), 32 10.63 / 14.58; 8192 batch 8
+  // 8.87 / 9.71 (split), 16 9.91 / 14.22 (one-shot). Not at 4096 batch 8 (6.69 / 6.64), nor at 8192 batch 32, whose
+  // two rows a block make parts of 256 slots (the serial path), nor below 8 ranks (no spread path).
+  const first = (nranks: number, rows: number, hidden: number) => fusedTwoshotFirst(nranks, rows, hidden, 'bf16')
+  assert.deepEqual(
+    [first(8, 16, 4096), first(8, 32, 4096), first(8, 8, 8192), first(8, 16, 8192)],
+    [true, true, true, true],
+  )
+  assert.deepEqual(
+    [
+      first(8, 8, 4096),
+      first(8, 4, 8192),
+      first(8, 32, 8192),
+      first(8, 64, 4096),
+      first(2, 16, 4096),
+      first(4, 32, 4096),
+    ],
+    [false, false, false, false, false, false],
+  )
+  // at 16 ranks (8 blocks a rank): 4096 batch 16 is two rows a block, 16 parts of 64 slots (spread); 8192 batch 32 is
+  // four rows a block, parts of 256 slots (serial)
+  assert.equal(first(16, 16, 4096), true)
+  assert.equal(first(16, 32, 8192), false)
+  for (const [nranks, rows, hidden] of [
+    [8, 16, 4096],
+    [8, 8, 8192],
+    [16, 16, 4096],
+  ] as const) {
+    const plan = planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true)
+    assert.equal(plan.algorithm, 'twoshot')
+    assert.equal(plan.launches.length, 1)
+  }
 })
 
 test('planFusedNorm split / split-ll: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {

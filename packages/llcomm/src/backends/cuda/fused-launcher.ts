@@ -37,9 +37,11 @@ import {
   deviceBufferLayout,
   type FusedKernel,
   maxBlocksPerRank,
+  pieceElems,
   selectFusedKernel,
   TARGET_BYTES_PER_BLOCK,
   TARGET_BYTES_PER_BLOCK_SCALE,
+  twoshotSerialPath,
 } from './kernel-table.js'
 import type { KernelModules } from './modules.js'
 
@@ -105,6 +107,33 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
 }
 
 /**
+ * Whether 'auto' takes the fused two-shot ahead of the one-shot and split kernels: 8 ranks or more, at least 16 rows
+ * (8 with a hidden of 8192 or more), all rows in one two-shot launch, and every block of it on the two-shot's spread
+ * path (fused_rmsnorm_twoshot.cu since f1dd9b7: parts of at most 128 slots, twoshot_sentinel.cu's rule,
+ * twoshotSerialPath). Measured once on one H200, 8 virtual ranks, bf16, 4 MiB buffer
+ * (bench/results/cuda-h200-bench-fused-bf16-v8-2026-12-03b.json; fused two-shot against the then 'auto'): hidden 4096
+ * batch 16 7.38 against the one-shot's 8.70 us, batch 32 10.63 against 14.58; hidden 8192 batch 8 8.87 against
+ * split's 9.71, batch 16 9.91 against the one-shot's 14.22. Not taken at 4096 batch 8 (6.69 against the one-shot's
+ * 6.64) nor where a block's parts take the serial path (8192 batch 32: two rows a block).
+ */
+export function fusedTwoshotFirst(
+  nranks: number,
+  rows: number,
+  hidden: number,
+  dtype: Dtype,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): boolean {
+  if (nranks < 8 || rows < (hidden >= 8192 ? 8 : 16)) return false
+  const k = fusedRowsPerBlock('twoshot', nranks, hidden, dtype, bufferBytes)
+  const blocks = maxBlocksPerRank(nranks)
+  if (k < 1 || k * blocks < rows) return false
+  const eb = DTYPE_BYTES[dtype]
+  const blockElems = Math.ceil(rows / Math.min(blocks, rows)) * hidden // the largest block's message
+  const partSlots = Math.ceil((pieceElems(blockElems, nranks, 16 / eb) * eb) / 16)
+  return !twoshotSerialPath(nranks, partSlots)
+}
+
+/**
  * Which fused kernel and which launches. 'auto' without the split kernels (`autoSplit` false: before sm_90) takes the
  * one-shot when all rows fit one launch, else the two-shot. With them, the crossovers measured on one H200 (bf16, 2
  * and 8 virtual ranks, hidden 4096/8192, batch 1-16: bench/results/cuda-h200-bench-fused-bf16-2026-12-01{b,c}.json):
@@ -117,6 +146,8 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
  * bench/results/cuda-h200-bench-fused-bf16-2026-12-02c-bb4M.json); the one-shot or two-shot otherwise (2 ranks 4096:
  * 4.5 against 4.9; batch 8 and up). Rows beyond one launch's capacity go to further launches (each a complete fused
  * call on its rows). Blocks: one row per block up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
+ * Ahead of all that, 'auto' takes the two-shot where fusedTwoshotFirst says (its spread path, 8 ranks and up, batch
+ * 8-32: measured 2026-12-03).
  */
 export function planFusedNorm(
   algorithm: FusedNormAlgorithm | 'auto',
@@ -139,8 +170,10 @@ export function planFusedNorm(
   }
   let alg: 'oneshot' | 'twoshot'
   const oneshotFits = perBlock.oneshot * maxBlocks >= rows
+  const twoshotFirst = algorithm === 'auto' && fusedTwoshotFirst(nranks, rows, hidden, dtype, bufferBytes)
   const splitFirst =
-    !oneshotFits || (rows < 8 && (nranks >= 8 || hidden >= 8192)) || (rows < 16 && nranks >= 8 && hidden >= 8192)
+    !twoshotFirst &&
+    (!oneshotFits || (rows < 8 && (nranks >= 8 || hidden >= 8192)) || (rows < 16 && nranks >= 8 && hidden >= 8192))
   if (algorithm === 'auto' && autoSplit && splitFirst) {
     let split: FusedNormPlan | undefined
     try {
@@ -152,7 +185,7 @@ export function planFusedNorm(
     }
     if (split && split.launches.length === 1) return split
   }
-  if (algorithm === 'auto') alg = oneshotFits ? 'oneshot' : 'twoshot'
+  if (algorithm === 'auto') alg = oneshotFits && !twoshotFirst ? 'oneshot' : 'twoshot'
   else alg = algorithm as 'oneshot' | 'twoshot'
   const k = perBlock[alg]
   if (k < 1) {
