@@ -284,14 +284,20 @@ test("planFusedNorm 'auto' takes the two-shot where its spread path serves the r
     ],
     [false, false, false, false, false, false],
   )
-  // at 16 ranks (8 blocks a rank): 4096 batch 16 is two rows a block, 16 parts of 64 slots (spread); 8192 batch 32 is
-  // four rows a block, parts of 256 slots (serial)
-  assert.equal(first(16, 16, 4096), true)
+  // at 16 ranks (8 blocks a rank) at every batch while it spreads (…-2026-12-03c.json: 4096 batch 1 6.59 against
+  // split's 7.07 us, batch 8 7.14 against the one-shot's 13.81): 4096 batch 16 is two rows a block, 16 parts of 64
+  // slots (spread); 8192 batch 32 is four rows a block, parts of 256 slots (serial)
+  assert.deepEqual(
+    [first(16, 1, 4096), first(16, 8, 4096), first(16, 16, 4096), first(16, 4, 8192)],
+    [true, true, true, true],
+  )
   assert.equal(first(16, 32, 8192), false)
+  assert.equal(first(64, 1, 4096), true)
   for (const [nranks, rows, hidden] of [
     [8, 16, 4096],
     [8, 8, 8192],
     [16, 16, 4096],
+    [16, 1, 4096],
   ] as const) {
     const plan = planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true)
     assert.equal(plan.algorithm, 'twoshot')
