@@ -109,7 +109,7 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
 /**
  * Whether 'auto' takes the fused two-shot ahead of the one-shot and split kernels: all rows in one two-shot launch,
  * every block of it on the two-shot's spread path (fused_rmsnorm_twoshot.cu since f1dd9b7: twoshot_sentinel.cu's
- * rule, twoshotSerialPath; 8 ranks and up), and at 8-15 ranks at least 16 rows (8 with a hidden of 8192 or more).
+ * rule, twoshotSerialPath), at 8-16 ranks, and at 8-15 ranks at least 16 rows (8 with a hidden of 8192 or more).
  * Measured once on one H200, virtual ranks, bf16, 4 MiB buffer (bench/results/cuda-h200-bench-fused-bf16-v8-2026-12-03b.json
  * and …-v8-16-2026-12-03c.json; the fused two-shot against the choice before):
  * - 8 ranks: hidden 4096 batch 16 7.38 against the one-shot's 8.70 us, batch 32 10.63 against 14.58; hidden 8192
@@ -117,7 +117,7 @@ export function checkNormShape(rows: number, hidden: number, dtype: Dtype): void
  *   the one-shot's 6.64) nor below batch 8 (split: 4096 batch 1-4 5.58 / 6.33 against 6.25 / 6.66).
  * - 16 ranks, every batch 1-32 measured: 4096 batch 1 6.59 against split's 7.07, batch 4 6.80 against 9.58, batch 8
  *   7.14 against the one-shot's 13.81; 8192 batch 1 8.81 against 8.85, batch 4 9.14 against 15.15.
- * - 32 and 64 ranks: the 16-rank rule (…-2026-12-03c.json has the run).
+ * - Above 16 ranks not measured (the session's device time ran out): the choice before stands there.
  * Not where a block's parts take the serial path (8 ranks 8192 batch 32: two rows a block, 256-slot parts).
  */
 export function fusedTwoshotFirst(
@@ -127,7 +127,7 @@ export function fusedTwoshotFirst(
   dtype: Dtype,
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
 ): boolean {
-  if (nranks < 8 || (nranks < 16 && rows < (hidden >= 8192 ? 8 : 16))) return false
+  if (nranks < 8 || nranks > 16 || (nranks < 16 && rows < (hidden >= 8192 ? 8 : 16))) return false
   const k = fusedRowsPerBlock('twoshot', nranks, hidden, dtype, bufferBytes)
   const blocks = maxBlocksPerRank(nranks)
   if (k < 1 || k * blocks < rows) return false
@@ -151,7 +151,7 @@ export function fusedTwoshotFirst(
  * 4.5 against 4.9; batch 8 and up). Rows beyond one launch's capacity go to further launches (each a complete fused
  * call on its rows). Blocks: one row per block up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
  * Ahead of all that, 'auto' takes the two-shot where fusedTwoshotFirst says (its spread path: 8 ranks and up, from
- * batch 8-16 at 8 ranks, every batch from 16 ranks; measured 2026-12-03).
+ * batch 8-16 at 8 ranks, every batch at 16 ranks; measured 2026-12-03).
  */
 export function planFusedNorm(
   algorithm: FusedNormAlgorithm | 'auto',
