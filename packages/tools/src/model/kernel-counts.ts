@@ -41,7 +41,9 @@
  *                (one fence per warp publishes them all), one counter wait, N−1 LL8 broadcast stores; the
  *                all-gather by twoshotAtomicAllGather (MODEL_TWOSHOT_ATOMIC_ALLGATHER): 'serial' (before 615ecff):
  *                serialRecvs ceil(part words / T)·K'; 'batched' (since 615ecff): pollRounds + ceil(part words /
- *                T)·ceil(K' / 8), peerLoads ceil(part words / T)·K', serialRecvs 0; secondLineRecvs = serialRecvs
+ *                T)·ceil(K' / 8), peerLoads ceil(part words / T)·K', serialRecvs 0, and the owner's broadcast
+ *                in the block's store instructions, storeLaneRounds (part lines · 32 / T)·(N−1) (on virtual;
+ *                'serial': storeRounds, one thread's count); secondLineRecvs = serialRecvs
  *                ('serial') or the batches ('batched') when the part has more than one line (a receiving warp's 32
  *                words then come from two owner lines, broadcast by two warps);
  *                f16/bf16 on f32 lines (accumulation 'f32'): the same counts, twice the line bytes
@@ -534,6 +536,12 @@ function structureCounts(
           pollRounds: lineRounds + (batched ? agBatches : 0),
           peerLoads: batched ? wordRounds * otherOwners : 0,
           storeRounds: lineRounds * peers,
+          // 'batched' (on virtual): the owner's broadcast in the block's store instructions, as the one-shots' are
+          // counted (a warp's line is one store instruction a peer, back to back, none waiting): (part lines · 32 /
+          // T)·(N−1). 'serial' keeps one thread's count (storeRounds), as the shipped fit's files were counted: there
+          // the kernel's walk over all N owners in every warp, which no count describes, rode on this term (64 ranks 8 B:
+          // 16.7 µs measured, 14.5 predicted; 5.1 measured once the walk was gone, 615ecff)
+          ...(batched ? { storeLaneRounds: ((partLines * 32) / threads) * peers } : {}),
           serialRecvs,
           // 32 consecutive words (one receiving warp) span at most two 31-word lines, and two as soon as the part
           // has more than one line (parts are whole 16-byte units: 28 words fit one line, 32 do not): a wait for

@@ -409,8 +409,10 @@ describe('kernel structure of the latency model', () => {
     const b64 = kernelCounts('twoshot-atomic', 'twoshot', 64, 8192, 'bf16', batched)
     assert.deepEqual([s64.serialRecvs, s64.secondLineRecvs, s64.pollRounds, s64.peerLoads], [63, 63, 1, 0])
     assert.deepEqual([b64.serialRecvs, b64.secondLineRecvs, b64.pollRounds, b64.peerLoads], [0, 8, 1 + 8, 63])
-    // the reduce-scatter's line sends and broadcast stores are the same in both
+    // the reduce-scatter's line sends and broadcast stores are the same in both; 'batched' counts the broadcast in the
+    // block's store instructions on virtual (two lines: 64 of 512 threads, 63 peers), 'serial' one thread's 63
     assert.deepEqual([b64.atomicLineRounds, b64.storeRounds], [s64.atomicLineRounds, s64.storeRounds])
+    assert.deepEqual([s64.storeLaneRounds, b64.storeLaneRounds], [63, (64 / 512) * 63])
     // 2 ranks, 512 B: one other owner, received alone (a poll round all the same), three lines: a second-line wait
     const b2 = kernelCounts('twoshot-atomic', 'twoshot', 2, 512, 'bf16', batched)
     assert.deepEqual([b2.serialRecvs, b2.secondLineRecvs, b2.pollRounds, b2.peerLoads], [0, 1, 1 + 1, 1])

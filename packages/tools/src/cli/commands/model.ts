@@ -80,6 +80,7 @@ interface ModelOptions {
   accumulation?: string
   twoshotBroadcast?: string
   twoshotAtomicAllgather?: string
+  leaveOneOut?: boolean
   json?: boolean
 }
 
@@ -460,6 +461,10 @@ export function register(program: Command): void {
       '--twoshot-atomic-allgather <mode>',
       "with --calibrate: twoshot-atomic's all-gather the files ran, serial (owner after owner: files before 615ecff) or batched (8 owners with data a poll: the kernel since 615ecff); default the shipped fit's",
     )
+    .option(
+      '--no-leave-one-out',
+      'with --calibrate: skip the leave-one-row-out refits (one fit a row: the slow part on a large grid); the fits holding out a rank count, a size class and a dtype still run',
+    )
     .option('--write', 'write calibrated constants back into the platform table')
     .option('--table <path>', 'platform table to read/write', fileURLToPath(PLATFORMS_URL))
     .option('--decode', 'decode cost model instead of the latency table')
@@ -540,17 +545,14 @@ export function register(program: Command): void {
         for (const [name, entry] of pooled) {
           const files = [...entry.files].join(', ')
           const platform = platformForCalibration(platforms, name, entry.topology)
-          const result = calibratePlatform(
-            name,
-            platform,
-            entry.rows,
-            algorithms,
-            fitList && {
+          const result = calibratePlatform(name, platform, entry.rows, algorithms, {
+            ...(fitList && {
               fitOnly: fitList.fitOnly,
               ncclFitOnly: fitList.ncclFitOnly,
               overlapExponents: fitList.overlapExponents,
-            },
-          )
+            }),
+            leaveOneOut: o.leaveOneOut !== false,
+          })
           calibrated[name] = result.params
           if (result.nccl) calibratedNccl[name] = result.nccl.constants
           calibrations.push({ files: [...entry.files], ...result, skippedRows: entry.skipped })
