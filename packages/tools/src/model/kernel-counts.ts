@@ -194,11 +194,11 @@ export const MODEL_ACCUMULATION: Accumulation = 'f32'
 export const MODEL_TWOSHOT_BROADCAST: TwoshotBroadcast = 'slots'
 
 /**
- * twoshot-atomic's all-gather the counts follow by default: 'serial', the kernel the shipped fit's files (the
- * 2026-12-03 grid, e1b554c's kernels) ran. The library's kernel is 'batched' since 615ecff: files measured on it are
- * counted with `--twoshot-atomic-allgather batched` until a fit on such files moves this constant.
+ * twoshot-atomic's all-gather the counts follow by default: 'batched', the library's kernel since 615ecff, which the
+ * shipped fit's files (the 2026-12-03b grid) ran. Files before 615ecff (the first 12-03 grid and older) ran 'serial'
+ * and are counted so (`--twoshot-atomic-allgather serial`).
  */
-export const MODEL_TWOSHOT_ATOMIC_ALLGATHER: TwoshotAtomicAllGather = 'serial'
+export const MODEL_TWOSHOT_ATOMIC_ALLGATHER: TwoshotAtomicAllGather = 'batched'
 
 /**
  * How the bench files up to 2026-11-29 ran (the 11-29h / 11-29k grids, the 2-GPU files, the fits before the

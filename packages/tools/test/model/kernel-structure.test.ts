@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import {
   accumulationBuild,
@@ -379,19 +379,27 @@ describe('kernel structure of the latency model', () => {
     // owner's second line
     const v = selectKernel('twoshot-atomic', 'bf16', 'sum')
     assert.equal(launchShape(v, 64, 4096).blocksPerRank, 1)
-    const k = kernelCounts('twoshot-atomic', 'twoshot', 64, 8192)
+    // (the 'serial' all-gather, before 615ecff; the 'batched' one waits once a batch: the test below)
+    const serial = { twoshotAtomicAllGather: 'serial' } as const
+    const k = kernelCounts('twoshot-atomic', 'twoshot', 64, 8192, 'bf16', serial)
     assert.equal(k.serialRecvs, 63)
     assert.equal(k.secondLineRecvs, 63)
     // 4 KB: parts of 64 B = 16 words, one line: every receiving lane's word comes from the same owner warp
-    assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 64, 4096).secondLineRecvs, 0)
+    assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 64, 4096, 'bf16', serial).secondLineRecvs, 0)
     // 2 ranks, 512 B: parts of 256 B = 64 words, three lines; one other owner
-    assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 2, 512).secondLineRecvs, 1)
+    assert.equal(kernelCounts('twoshot-atomic', 'twoshot', 2, 512, 'bf16', serial).secondLineRecvs, 1)
     // the sentinel two-shot has no lines
     assert.equal(kernelCounts('twoshot-sentinel', 'twoshot', 64, 8192).secondLineRecvs, 0)
     // priced as serial receives on virtual only: over NVLink (h200) the all-gather keeps serialRecvs
     const alg = getAlgorithm(algorithms, 'twoshot-atomic')
-    assert.equal(modelFeatures(alg, 64, 8192, 'virtual', { structure: 'kernel' }).serialRecvUs, 126)
-    assert.equal(modelFeatures(alg, 64, 8192, 'nvswitch', { structure: 'kernel' }).serialRecvUs, 63)
+    const f = (topology: 'virtual' | 'nvswitch') =>
+      modelFeatures(alg, 64, 8192, topology, { structure: 'kernel', ...serial }).serialRecvUs
+    assert.equal(f('virtual'), 126)
+    assert.equal(f('nvswitch'), 63)
+    // 'batched': no serial receive, the second-line waits a batch each (8 batches of the 63 owners), virtual only
+    const fb = (topology: 'virtual' | 'nvswitch') =>
+      modelFeatures(alg, 64, 8192, topology, { structure: 'kernel' }).serialRecvUs
+    assert.deepEqual([fb('virtual'), fb('nvswitch')], [8, 0])
   })
 
   it("counts twoshot-atomic's 'batched' all-gather (615ecff): the owners with data, 8 a poll, as the kernel runs it", () => {
@@ -419,10 +427,10 @@ describe('kernel structure of the latency model', () => {
     // 64 ranks, 8 B: one owner with data (16-byte parts), as before
     const b8 = kernelCounts('twoshot-atomic', 'twoshot', 64, 8, 'bf16', batched)
     assert.deepEqual([b8.serialRecvs, b8.pollRounds, b8.peerLoads], [0, 1 + 1, 1])
-    // the shipped fit's files ran 'serial' (the 12-03 grid, e1b554c), and every older file
-    assert.equal(MODEL_TWOSHOT_ATOMIC_ALLGATHER, 'serial')
+    // the shipped fit's files ran 'batched' (the 12-03b grid, 615ecff); the first 12-03 grid and every older file 'serial'
+    assert.equal(MODEL_TWOSHOT_ATOMIC_ALLGATHER, 'batched')
     assert.equal(COUNTING_2026_11_29.twoshotAtomicAllGather, 'serial')
-    assert.deepEqual(kernelCounts('twoshot-atomic', 'twoshot', 64, 8192), s64)
+    assert.deepEqual(kernelCounts('twoshot-atomic', 'twoshot', 64, 8192), b64)
   })
 
   it("counts with the settings the shipped fit's files ran with, which are the library's defaults", () => {
@@ -632,6 +640,8 @@ describe('kernel structure of the latency model', () => {
   }
   // The 12-03 files (e1b554c's kernels: the bspread broadcast, 'slots') ran the library's defaults of that day.
   const COUNTING_12_03: LaunchCounting = { ...COUNTING_12_02B, twoshotBroadcast: 'slots' }
+  // The 12-03b files (615ecff's kernels: twoshot-atomic's batched all-gather) ran the library's defaults of that day.
+  const COUNTING_12_03B: LaunchCounting = { ...COUNTING_12_03, twoshotAtomicAllGather: 'batched' }
   // Rows of files measured before a kernel change the counts follow, which describe a kernel that no longer runs
   // there: twoshot-sentinel where the kernel now takes its spread path (af2b920; the 11-29 files measured the serial
   // path), oneshot-sentinel on its peer-parallel path (reduced by words since ac2b151; the files before measured its
@@ -704,25 +714,65 @@ describe('kernel structure of the latency model', () => {
     maxBelow: number
   }[] = [
     {
-      // the fit's own rows (1146a05, e1b554c's kernels: the 4 MiB buffer, BLOCK_TARGETS, auto, f32 accumulation, the
-      // 'slots' broadcast), in sample
+      // the fit's own rows (615ecff's kernels: the 4 MiB buffer, BLOCK_TARGETS, auto, f32 accumulation, the 'slots'
+      // broadcast, twoshot-atomic's 'batched' all-gather), in sample
+      name: '12-03b grid',
+      paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-grid-v${n}-2026-12-03b.json`),
+      commit: '615ecfff2612071831cff70e2b7138d4ddfe8966',
+      counting: COUNTING_12_03B,
+      before: [],
+      leftOut: { spread: 0, words: 0 },
+      within: 831,
+      rows: 888,
+      perAlgorithm: {
+        'oneshot-ll': '123/148',
+        'oneshot-sentinel': '145/148',
+        'twoshot-sentinel': '139/148',
+        'twoshot-atomic': '136/148',
+        'oneshot-barrier': '147/148',
+        ring: '141/148',
+      },
+      maxBelow: 0.28,
+    },
+    {
+      // out of sample: the 12-03b scale files (the goal-table run, 615ecff)
+      name: '12-03b scale',
+      paths: [2, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-scale-v${n}-2026-12-03b.json`),
+      commit: '615ecfff2612071831cff70e2b7138d4ddfe8966',
+      counting: COUNTING_12_03B,
+      before: [],
+      leftOut: { spread: 0, words: 0 },
+      within: 81,
+      rows: 85,
+      perAlgorithm: {
+        'oneshot-ll': '15/17',
+        'oneshot-sentinel': '17/17',
+        'oneshot-barrier': '17/17',
+        'twoshot-sentinel': '16/17',
+        'twoshot-atomic': '16/17',
+      },
+      maxBelow: 0.18,
+    },
+    {
+      // the fit of the 12-03 refit's own rows (1146a05, e1b554c's kernels: twoshot-atomic 'serial'); out of sample since
+      // the 12-03b refit
       name: '12-03 grid',
       paths: [2, 4, 8, 16, 32, 64].map((n) => `bench/results/cuda-h200-bench-grid-v${n}-2026-12-03.json`),
       commit: '1146a059fed1ff81dd1ae1ccb7f4bec8269de171',
       counting: COUNTING_12_03,
       before: [],
       leftOut: { spread: 0, words: 0 },
-      within: 843,
+      within: 779,
       rows: 888,
       perAlgorithm: {
-        'oneshot-ll': '127/148',
-        'oneshot-sentinel': '146/148',
-        'twoshot-sentinel': '141/148',
-        'twoshot-atomic': '143/148',
-        'oneshot-barrier': '148/148',
+        'oneshot-ll': '123/148',
+        'oneshot-sentinel': '144/148',
+        'twoshot-sentinel': '139/148',
+        'twoshot-atomic': '89/148',
+        'oneshot-barrier': '146/148',
         ring: '138/148',
       },
-      maxBelow: 0.25,
+      maxBelow: 0.43,
     },
     {
       // out of sample: the 12-03 scale files (the goal-table run, e1b554c)
@@ -732,16 +782,16 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_12_03,
       before: [],
       leftOut: { spread: 0, words: 0 },
-      within: 84,
+      within: 75,
       rows: 85,
       perAlgorithm: {
-        'oneshot-ll': '17/17',
+        'oneshot-ll': '15/17',
         'oneshot-sentinel': '17/17',
         'oneshot-barrier': '17/17',
-        'twoshot-sentinel': '16/17',
-        'twoshot-atomic': '17/17',
+        'twoshot-sentinel': '17/17',
+        'twoshot-atomic': '9/17',
       },
-      maxBelow: 0.16,
+      maxBelow: 0.4,
     },
     {
       // the previous fit's rows (3e1244f: the 4 MiB buffer, BLOCK_TARGETS, auto, f32 accumulation, the 'words'
@@ -752,17 +802,17 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_12_02B,
       before: [],
       leftOut: { spread: 0, words: 0 },
-      within: 797,
+      within: 725,
       rows: 888,
       perAlgorithm: {
-        'oneshot-ll': '131/148',
-        'oneshot-sentinel': '145/148',
+        'oneshot-ll': '129/148',
+        'oneshot-sentinel': '143/148',
         'twoshot-sentinel': '105/148',
-        'twoshot-atomic': '146/148',
-        'oneshot-barrier': '147/148',
-        ring: '123/148',
+        'twoshot-atomic': '84/148',
+        'oneshot-barrier': '144/148',
+        ring: '120/148',
       },
-      maxBelow: 0.31,
+      maxBelow: 0.44,
     },
     {
       // out of sample: the 12-02b scale files (fadbc1a: the library's block targets, the pull kernel, oneshot-sentinel
@@ -773,16 +823,16 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_12_02B,
       before: [],
       leftOut: { spread: 0, words: 0 },
-      within: 75,
+      within: 68,
       rows: 85,
       perAlgorithm: {
-        'oneshot-ll': '14/17',
+        'oneshot-ll': '15/17',
         'oneshot-sentinel': '17/17',
         'oneshot-barrier': '17/17',
         'twoshot-sentinel': '10/17',
-        'twoshot-atomic': '17/17',
+        'twoshot-atomic': '9/17',
       },
-      maxBelow: 0.26,
+      maxBelow: 0.39,
     },
     {
       // the spread2 rows of the A/B (d3f292e with fd9724f's kernels; bench/results/model-validation-h200-virtual-2026-12-01b.txt)
@@ -792,10 +842,14 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_12_01,
       before: ['words'],
       leftOut: { spread: 0, words: 0 },
-      within: 45,
+      within: 27,
       rows: 54,
-      perAlgorithm: { 'twoshot-sentinel': '12/18', 'twoshot-atomic': '18/18', 'oneshot-barrier': '15/18' },
-      maxBelow: 0.28,
+      perAlgorithm: {
+        'twoshot-sentinel': '12/18',
+        'twoshot-atomic': '0/18',
+        'oneshot-barrier': '15/18',
+      },
+      maxBelow: 0.39,
     },
     {
       // the 12-01 scale files (ad85eac: af2b920's spread path, before spread2; bench/results/model-validation-h200-virtual-2026-12-01b.txt)
@@ -805,16 +859,16 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_12_01,
       before: ['spread', 'words'],
       leftOut: { spread: 13, words: 10 },
-      within: 59,
+      within: 51,
       rows: 62,
       perAlgorithm: {
         'oneshot-ll': '15/17',
         'oneshot-sentinel': '7/7',
-        'oneshot-barrier': '17/17',
+        'oneshot-barrier': '16/17',
         'twoshot-sentinel': '4/4',
-        'twoshot-atomic': '16/17',
+        'twoshot-atomic': '9/17',
       },
-      maxBelow: 0.22,
+      maxBelow: 0.4,
     },
     {
       // the 11-29k grid (d09257e: no call signature, the 16-bit build; bench/results/model-validation-h200-virtual-2026-11-29k.txt
@@ -825,17 +879,17 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_2026_11_29,
       before: ['spread', 'words'],
       leftOut: { spread: 92, words: 74 },
-      within: 603,
+      within: 574,
       rows: 722,
       perAlgorithm: {
-        'oneshot-ll': '75/148',
-        'oneshot-sentinel': '64/74',
-        'twoshot-sentinel': '39/56',
-        'twoshot-atomic': '140/148',
-        'oneshot-barrier': '137/148',
+        'oneshot-ll': '80/148',
+        'oneshot-sentinel': '69/74',
+        'twoshot-sentinel': '42/56',
+        'twoshot-atomic': '100/148',
+        'oneshot-barrier': '135/148',
         ring: '148/148',
       },
-      maxBelow: 0.42,
+      maxBelow: 0.48,
     },
     {
       // the 11-29h grid (5e4a711: the 11-29 fits' rows, 847 of 888 with their own constants)
@@ -845,23 +899,43 @@ describe('kernel structure of the latency model', () => {
       counting: COUNTING_2026_11_29,
       before: ['spread', 'words'],
       leftOut: { spread: 92, words: 74 },
-      within: 616,
+      within: 577,
       rows: 722,
       perAlgorithm: {
-        'oneshot-ll': '87/148',
-        'oneshot-sentinel': '65/74',
-        'twoshot-sentinel': '39/56',
-        'twoshot-atomic': '140/148',
-        'oneshot-barrier': '137/148',
+        'oneshot-ll': '90/148',
+        'oneshot-sentinel': '62/74',
+        'twoshot-sentinel': '45/56',
+        'twoshot-atomic': '96/148',
+        'oneshot-barrier': '136/148',
         ring: '148/148',
       },
-      maxBelow: 0.43,
+      maxBelow: 0.5,
     },
   ]
   for (const set of PINNED)
     it(`predicts the ${set.name} files, counted as they ran: ${set.within} of ${set.rows} within ±15%`, () => {
       const { errors, leftOut } = outOfSample(set.paths, set.commit, set.counting, set.before)
       const within = (es: { error: number }[]) => es.filter((e) => Math.abs(e.error) <= 0.15).length
+      // PIN_DUMP=FILE: append each set's figures to FILE instead of checking them (to re-pin the sets after a refit;
+      // research/notes/model-calibration-log.md)
+      if (process.env.PIN_DUMP) {
+        const algs = [...new Set(errors.map((e) => e.algorithm))]
+        const dump = {
+          name: set.name,
+          leftOut,
+          rows: errors.length,
+          within: within(errors),
+          perAlgorithm: Object.fromEntries(
+            algs.map((a) => {
+              const es = errors.filter((e) => e.algorithm === a)
+              return [a, `${within(es)}/${es.length}`]
+            }),
+          ),
+          max: Math.max(...errors.map((e) => Math.abs(e.error))),
+        }
+        appendFileSync(process.env.PIN_DUMP, `${JSON.stringify(dump)}\n`)
+        return
+      }
       assert.deepEqual(leftOut, set.leftOut)
       assert.equal(errors.length, set.rows)
       assert.equal(within(errors), set.within)
