@@ -116,7 +116,7 @@ __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReducePara
     for (llc_u32 k0 = kFirst; k0 < active; k0 += kBatch) {
       if (k0 + 1u == active) { // one owner left (every batch at 2 ranks, and small calls): no batch to overlap
         // (the 8-wide poll's address and predicate arithmetic cost 2 ranks 8 KB ~0.7 us, 951 -> 1,210 instructions a
-        // warp: research/results/atomic-batch-h200-2026-12-03/)
+        // warp: bench/results/cuda-h200-ab-twoshot-atomic-batch-2026-12-03.txt)
         const llc_u32 o = ownerAt(k0);
         if (o + 1u < active || inLast) {
           const Value r = ag.recv(o, w);
