@@ -122,6 +122,7 @@ __device__ __forceinline__ void fusedTwoshotSpread(const LlcommFusedNormParams& 
     for (int j = 0; j < kB; ++j) {
       if (!((want >> j) & 1u)) continue;
       llcResidualAddSlot<DT>(residual, parts.begin(ownerOf(k0 + j * groups)) + s * E, p.flags, got[j].w);
+      // The thread that read the slot re-arms it, after its read; ordering argument at Fmt::rearm() (sentinel.cuh).
       if (Fmt::kRearm) Fmt::rearm(slotOf(j));
     }
   }
