@@ -538,9 +538,9 @@ function structureCounts(
           storeRounds: lineRounds * peers,
           // 'batched' (on virtual): the owner's broadcast in the block's store instructions, as the one-shots' are
           // counted (a warp's line is one store instruction a peer, back to back, none waiting): (part lines · 32 /
-          // T)·(N−1). 'serial' keeps one thread's count (storeRounds), as the shipped fit's files were counted: there
-          // the kernel's walk over all N owners in every warp, which no count describes, rode on this term (64 ranks 8 B:
-          // 16.7 µs measured, 14.5 predicted; 5.1 measured once the walk was gone, 615ecff)
+          // T)·(N−1). 'serial' keeps one thread's count (storeRounds), as the files before 615ecff and their fits
+          // counted it: there the kernel's walk over all N owners in every warp, which no count describes, rode on
+          // this term (64 ranks 8 B: 16.7 µs measured, 14.5 predicted; 5.1 measured once the walk was gone, 615ecff)
           ...(batched ? { storeLaneRounds: ((partLines * 32) / threads) * peers } : {}),
           serialRecvs,
           // 32 consecutive words (one receiving warp) span at most two 31-word lines, and two as soon as the part

@@ -150,7 +150,7 @@ export function fusedTwoshotFirst(
  * bench/results/cuda-h200-bench-fused-bf16-2026-12-02c-bb4M.json); the one-shot or two-shot otherwise (2 ranks 4096:
  * 4.5 against 4.9; batch 8 and up). Rows beyond one launch's capacity go to further launches (each a complete fused
  * call on its rows). Blocks: one row per block up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
- * Ahead of all that, 'auto' takes the two-shot where fusedTwoshotFirst says (its spread path: 8 ranks and up, from
+ * Ahead of all that, 'auto' takes the two-shot where fusedTwoshotFirst says (its spread path, at 8-16 ranks: from
  * batch 8-16 at 8 ranks, every batch at 16 ranks; measured 2026-12-03).
  */
 export function planFusedNorm(
