@@ -15,6 +15,8 @@
 // Owners of one thread loaded before their sends and polled together in the spread path (twoshot_sentinel.cu's
 // kTwoshotSpreadBatch, for the same register reason).
 constexpr int kFusedTwoshotSpreadBatch = 4;
+// Where the spread path's row cache starts in its stage: above the norm's floats, on a 16-byte boundary.
+constexpr llc_u32 kFusedTwoshotCacheOffset = (LLCOMM_NORM_SHARED_FLOATS + 3u) / 4u * 4u;
 
 // The spread path of the fused two-shot: twoshot_sentinel.cu's spread path with the owner's output store and the
 // all-gather's output stores replaced by residual adds, then the block's norm pass. Thread t serves slot s = t %
@@ -82,6 +84,13 @@ __device__ __forceinline__ void fusedTwoshotSpread(const LlcommFusedNormParams& 
   LLC_SHARED_WORDS(stage, LLCOMM_PEER_STAGE_WORDS + LLCOMM_THREADS);
   llc_u32* const sums = stage + LLCOMM_PEER_STAGE_WORDS;
   static_assert(LLCOMM_NORM_SHARED_FLOATS <= LLCOMM_PEER_STAGE_WORDS, "the norm's floats reuse the stage");
+  // The row cache (rmsnorm.cuh llcCacheStoreSlot) above the norm's floats, in the stage: written only after the
+  // owner's reduce has finished with the stage (the __syncthreads after it, or no reduce at all), read by the norm
+  // pass after the last __syncthreads. `cached` (uniform): the block's residual rows fit.
+  llc_u32* const cache = stage + kFusedTwoshotCacheOffset;
+  const bool f32res = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+  const bool cached =
+      llcCacheWords(f.rows.size(), p.hidden, f32res, eb) <= LLCOMM_PEER_STAGE_WORDS - kFusedTwoshotCacheOffset;
   if (mineSlots > 0) { // uniform
     const llc_u32 ownOffset = 16u * (t / 4u) + 4u * (t % 4u);
     llc_u32 own = 0;
@@ -96,7 +105,12 @@ __device__ __forceinline__ void fusedTwoshotSpread(const LlcommFusedNormParams& 
       for (int j = 0; j < 4; ++j) v.w[j] = sums[4u * s + j];
       for (llc_u32 k = first; k < n; k += groups) ag.send(ownerOf(k), s, v);
       // after the sends (the residual's load before them spilled the 16-bit kernels at the 128-register cap)
-      if (first == 1u) llcResidualAddSlot<DT>(residual, mineBegin + s * E, p.flags, v.w);
+      if (first == 1u) {
+        const llc_u64 elem0 = mineBegin + s * E;
+        const LlcSlotFloats<DT> stored = llcResidualAfterStored<DT>(
+            residual, elem0, p.flags, llcResidualBefore<DT>(residual, elem0, p.flags), v.w);
+        if (cached) llcCacheStoreSlot<DT>(cache, elem0, f32res, stored);
+      }
     }
   }
   // All-gather, receive side: kB owners of this thread polled together (every load before any inspection), each
@@ -110,6 +124,11 @@ __device__ __forceinline__ void fusedTwoshotSpread(const LlcommFusedNormParams& 
       if (16u * s < parts.size(ownerOf(k)) * eb) want |= 1u << j;
     }
     const auto slotOf = [&](int j) { return ag.slotPtr(me, ownerOf(k0 + j * groups), s); };
+    // The first member's residual slot loaded before the poll, so that its load overlaps the wait (at 8 and 16
+    // ranks a thread serves one owner: the only member); the others after it (4 members' slots do not fit the
+    // registers at the 128 cap).
+    const llc_u64 firstElem = parts.begin(ownerOf(k0)) + s * E;
+    const LlcSlotFloats<DT> r0 = (want & 1u) ? llcResidualBefore<DT>(residual, firstElem, p.flags) : LlcSlotFloats<DT>{};
     Value got[kB];
     llc_u32 pending = want;
     LlcSpin spin;
@@ -121,13 +140,19 @@ __device__ __forceinline__ void fusedTwoshotSpread(const LlcommFusedNormParams& 
 #pragma unroll
     for (int j = 0; j < kB; ++j) {
       if (!((want >> j) & 1u)) continue;
-      llcResidualAddSlot<DT>(residual, parts.begin(ownerOf(k0 + j * groups)) + s * E, p.flags, got[j].w);
+      const llc_u64 elem0 = parts.begin(ownerOf(k0 + j * groups)) + s * E;
+      const LlcSlotFloats<DT> stored = llcResidualAfterStored<DT>(
+          residual, elem0, p.flags, j == 0 ? r0 : llcResidualBefore<DT>(residual, elem0, p.flags), got[j].w);
+      if (cached) llcCacheStoreSlot<DT>(cache, elem0, f32res, stored);
       // The thread that read the slot re-arms it, after its read; ordering argument at Fmt::rearm() (sentinel.cuh).
       if (Fmt::kRearm) Fmt::rearm(slotOf(j));
     }
   }
-  __syncthreads(); // the block's residual rows are complete (and visible to every thread of the block)
-  llcFusedNormRows<DT>(p, me, f, reinterpret_cast<float*>(stage));
+  __syncthreads(); // the block's residual rows are complete, in the cache and in global memory (visible block-wide)
+  if (cached)
+    llcFusedNormRowsCached<DT>(p, me, f, reinterpret_cast<float*>(stage), cache);
+  else
+    llcFusedNormRows<DT>(p, me, f, reinterpret_cast<float*>(stage));
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
 }
 

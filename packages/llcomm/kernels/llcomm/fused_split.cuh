@@ -107,10 +107,6 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u64 resRowBytes = static_cast<llc_u64>(p.hidden) * (f32res ? 4u : eb);
   const char* input = reinterpret_cast<const char*>(p.input[me]) + rows.begin * rowBytes;
   char* residual = reinterpret_cast<char*>(p.residual[me]) + rows.begin * resRowBytes;
-  LlcChannel ch(p.scratch[me], role.channel);
-  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
-  const llc_u64 laneBytes = llcDivCount(region.channelHalfBytes, p.nranks) / 16u * 16u;
-  const LlBuffer<Fmt> buf = llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(region), laneBytes, me, p.nranks, ch, &waiter);
   const llc_u32 t = threadIdx.x;
 
   // Threads per unit: T = kLanes * kPk, consecutive lanes of one warp. Thread h = li % kPk of the unit carries
@@ -127,10 +123,28 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
   // level-1 sums, then the rows' inverse RMS; with `spread`, the exchange's stage sits above the q's in use.
   LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
+  constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0; // see `spread` below
+
+  // This thread's first slot (unit w0 = t / T, k = kl: the first iteration of the send loop below) and its input,
+  // loaded before the channel's epoch, so that the input's round trip overlaps the epoch word's instead of following
+  // it (docs/kernels.md, "What happens before the first send"; measured 2026-12-04: the first send 0.2 us earlier,
+  // research/notes/fused-probes.md). Ordering: after llcWaitForPriorGrid (PDL), as every input read; a weak load is
+  // enough, the input is stable for the whole kernel; ptx.cuh's loads are asm volatile, so the compiler keeps the
+  // order. Not in the `spread` candidate (it loads its packets in blockBcastSpread) nor in the XCHG_ONLY probe (with
+  // x0 there ptxas spills 8 bytes; the probe keeps the exchange as it was).
+  const llc_u32 w0 = t >> tShift, rowL0 = w0 >> vShift, u0 = w0 & (V - 1u);
+  const llc_u32 j0 = kl * kVirtual + b * V + u0;
+  constexpr bool kEarlyInput = !kSpread && (kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) == 0;
+  LlcWords4 x0{};
+  if (kEarlyInput && w0 < units && kl < K && j0 < S) x0 = llcLoadWeakV4(input + rowL0 * rowBytes + 16ull * j0);
+  LlcChannel ch(p.scratch[me], role.channel);
+  LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
+  const llc_u64 laneBytes = llcDivCount(region.channelHalfBytes, p.nranks) / 16u * 16u;
+  const LlBuffer<Fmt> buf = llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(region), laneBytes, me, p.nranks, ch, &waiter);
+
   // `spread` (uniform; candidate LLC_SPLIT_SPREAD): 2 * units packets (K = 1: S == kVirtual, T = 2, so packet
   // t = 2w + h is thread t's, as below), few enough for >= LLCOMM_SPREAD_MIN_GROUPS thread groups (spreadGroups),
   // hence units <= blockDim / 8 <= 64: their q's (qs[0 .. units)) stay below the stage, which must fit the array.
-  constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0;
   const llc_u32 spreadSlots = units * kPk;
   llc_u32 groups = 1;
   if constexpr (kSpread)
@@ -153,13 +167,15 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       const llc_u32 w = s >> 1, hs = s & 1u, rowL = w >> vShift, j = b * V + (w & (V - 1u));
       llcLoadWeak2(input + rowL * rowBytes + 16ull * j + 4ull * W * hs, v.w);
     });
+  bool firstSlot = kEarlyInput; // (w0, kl): its input is x0
   for (llc_u32 w = t >> tShift; !spread && w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     for (llc_u32 k = kl; k < K; k += kLanes) {
       const llc_u32 j = k * kVirtual + b * V + u;
       if (j >= S) break;
       const llc_u32 i = (rowL * K + k) * V + u;
-      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+      const LlcWords4 x = firstSlot ? x0 : llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+      firstSlot = false;
       Value v;
 #pragma unroll
       for (int c = 0; c < W; ++c) v.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);

@@ -193,6 +193,59 @@ LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* 
   llcNormStoreSlotWeights<DT>(r, llcLoadWeakV4(weight + 16ull * j), outRow, j, inv, outE4m3, outScale);
 }
 
+// The residual row cache of a fused block, in shared memory: the block's residual rows in the global residual's
+// layout (word w = bytes 4w .. 4w + 3 of the block's first residual row; f32 with an f32 residual, else the dtype's
+// packed words). The thread that stores a residual slot to global memory also stores the same words here
+// (llcCacheStoreSlot); after a __syncthreads the norm pass reads them from here (llcRmsNormRowCached) instead of
+// reading the global residual back: the same bits, without two global round trips. Plain shared accesses (block
+// scope; the __syncthreads orders them).
+template <int DT>
+LLC_DEVICE void llcCacheStoreSlot(llc_u32* cache, llc_u64 elem0, bool f32, const LlcSlotFloats<DT>& r) {
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  if (f32 && LlcDtype<DT>::kElemBytes == 2) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) cache[elem0 + i] = __float_as_uint(r.v[i]);
+  } else {
+    llc_u32 w[4];
+    r.pack(w);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cache[elem0 * LlcDtype<DT>::kElemBytes / 4u + i] = w[i];
+  }
+}
+template <int DT>
+LLC_DEVICE void llcCacheLoadSlot(const llc_u32* cache, llc_u64 elem0, bool f32, LlcSlotFloats<DT>& r) {
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  if (f32 && LlcDtype<DT>::kElemBytes == 2) {
+#pragma unroll
+    for (int i = 0; i < E; ++i) r.v[i] = __uint_as_float(cache[elem0 + i]);
+  } else {
+    llc_u32 w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = cache[elem0 * LlcDtype<DT>::kElemBytes / 4u + i];
+    r.unpack(w);
+  }
+}
+// Words of the row cache a block's residual rows need (rows * hidden residual elements).
+LLC_DEVICE llc_u64 llcCacheWords(llc_u64 rows, llc_u32 hidden, bool f32, llc_u32 elemBytes) {
+  return rows * hidden * (f32 ? 4u : elemBytes) / 4u;
+}
+
+// The level-1 sums and the total of a row's per-thread partials red[0 .. nt) in the reference order, and inv =
+// rsqrtf(total / hidden + eps) in red[nt + 32]. Called by every thread between the caller's two __syncthreads.
+LLC_DEVICE void llcNormInverse(float* red, llc_u32 t, llc_u32 nt, llc_u32 hidden, float eps) {
+  if (t < 32u) {
+    float a = red[t];
+    for (llc_u32 k = t + 32u; k < nt; k += 32u) a = __fadd_rn(a, red[k]);
+    red[nt + t] = a;
+    __syncwarp(); // warp 0's level-1 sums are visible to thread 0
+    if (t == 0u) {
+      float total = red[nt];
+      for (llc_u32 l = 1; l < 32u && l < nt; ++l) total = __fadd_rn(total, red[nt + l]);
+      red[nt + 32u] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(hidden)), eps));
+    }
+  }
+}
+
 // RMSNorm of one row, block-wide (every thread calls it; the row's residual was written by threads of this block
 // before a __syncthreads, which makes those global stores visible here). `red`: LLCOMM_NORM_SHARED_FLOATS floats of
 // shared memory. Ends with a __syncthreads, so `red` may be reused by the next row.
@@ -212,23 +265,46 @@ LLC_DEVICE void llcRmsNormRow(const char* residualRow, bool residualF32, const c
   }
   red[t] = q;
   __syncthreads(); // every thread's partial is in shared memory
-  if (t < 32u) {
-    float a = red[t];
-    for (llc_u32 k = t + 32u; k < nt; k += 32u) a = __fadd_rn(a, red[k]);
-    red[nt + t] = a;
-    __syncwarp(); // warp 0's level-1 sums are visible to thread 0
-    if (t == 0u) {
-      float total = red[nt];
-      for (llc_u32 l = 1; l < 32u && l < nt; ++l) total = __fadd_rn(total, red[nt + l]);
-      red[nt + 32u] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(hidden)), eps));
-    }
-  }
+  llcNormInverse(red, t, nt, hidden, eps);
   __syncthreads(); // the row's inverse RMS is visible to every thread
   const float inv = red[nt + 32u];
   for (llc_u32 j = t; j < slots; j += nt) {
     LlcSlotFloats<DT> r;
     llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, residualF32, r);
     llcNormStoreSlot<DT>(r, weight, outRow, j, inv, outE4m3, outScale);
+  }
+  __syncthreads(); // `red` is read by every thread before the next row overwrites it
+}
+
+// llcRmsNormRow with the row's residual read from the block's row cache (cacheRow: this row's words, written by
+// threads of this block before a __syncthreads) instead of global memory, and the weights of the thread's first
+// slot loaded before the sum of squares, so that their load overlaps it (the order of loads changes no bit). The
+// same arithmetic in the same order as llcRmsNormRow: the same bits.
+template <int DT>
+LLC_DEVICE void llcRmsNormRowCached(const llc_u32* cacheRow, bool residualF32, const char* weight, char* outRow,
+                                    llc_u32 hidden, float eps, float* red, bool outE4m3, float outScale) {
+  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  const llc_u32 slots = hidden * eb / 16u;
+  const llc_u32 t = threadIdx.x, nt = blockDim.x;
+  LlcWords4 w0{};
+  if (t < slots) w0 = llcLoadWeakV4(weight + 16ull * t);
+  float q = 0.0f;
+  for (llc_u32 j = t; j < slots; j += nt) {
+    LlcSlotFloats<DT> r;
+    llcCacheLoadSlot<DT>(cacheRow, static_cast<llc_u64>(j) * E, residualF32, r);
+#pragma unroll
+    for (int i = 0; i < E; ++i) q = __fmaf_rn(r.v[i], r.v[i], q);
+  }
+  red[t] = q;
+  __syncthreads(); // every thread's partial is in shared memory
+  llcNormInverse(red, t, nt, hidden, eps);
+  __syncthreads(); // the row's inverse RMS is visible to every thread
+  const float inv = red[nt + 32u];
+  for (llc_u32 j = t; j < slots; j += nt) {
+    LlcSlotFloats<DT> r;
+    llcCacheLoadSlot<DT>(cacheRow, static_cast<llc_u64>(j) * E, residualF32, r);
+    llcNormStoreSlotWeights<DT>(r, j == t ? w0 : llcLoadWeakV4(weight + 16ull * j), outRow, j, inv, outE4m3, outScale);
   }
   __syncthreads(); // `red` is read by every thread before the next row overwrites it
 }
@@ -266,4 +342,20 @@ LLC_DEVICE void llcFusedNormRows(const LlcommFusedNormParams& p, llc_u32 rank, c
                       outScale);
 }
 
+// llcFusedNormRows from the block's row cache (llcCacheStoreSlot's layout, the block's first row at word 0).
+template <int DT>
+LLC_DEVICE void llcFusedNormRowsCached(const LlcommFusedNormParams& p, llc_u32 rank, const LlcFusedRows& f, float* red,
+                                       const llc_u32* cache) {
+  char* out = reinterpret_cast<char*>(p.out[rank]);
+  const char* weight = reinterpret_cast<const char*>(p.weight[rank]);
+  const bool f32 = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
+  const float eps = __uint_as_float(p.epsBits);
+  const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
+  const float outScale = __uint_as_float(p.outScaleBits);
+  const llc_u64 outRowBytes = e4m3 ? p.hidden : f.rowBytes;
+  const llc_u64 rowWords = f.resRowBytes / 4u;
+  for (llc_u64 row = f.rows.begin; row < f.rows.end; ++row)
+    llcRmsNormRowCached<DT>(cache + (row - f.rows.begin) * rowWords, f32, weight, out + row * outRowBytes, p.hidden,
+                            eps, red, e4m3, outScale);
+}
 #endif // LLC_HAS_DEVICE
