@@ -150,7 +150,7 @@ __device__ __forceinline__ void fusedTwoshotSpread(const LlcommFusedNormParams& 
   }
   __syncthreads(); // the block's residual rows are complete, in the cache and in global memory (visible block-wide)
   if (cached)
-    llcFusedNormRowsCached<DT>(p, me, f, reinterpret_cast<float*>(stage), cache);
+    llcFusedNormRows<DT, true>(p, me, f, reinterpret_cast<float*>(stage), cache);
   else
     llcFusedNormRows<DT>(p, me, f, reinterpret_cast<float*>(stage));
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)

@@ -18,7 +18,7 @@
 
 #if LLC_HAS_DEVICE
 
-// Floats of shared memory llcRmsNormRow needs (one per thread, 32 level-1 sums, the total).
+// Floats of shared memory llcRmsNormRowFrom needs (one per thread, 32 level-1 sums, the total).
 #define LLCOMM_NORM_SHARED_FLOATS (LLCOMM_THREADS + 33)
 
 // A weak 16-byte load of data other threads of this block stored before a __syncthreads: as llcLoadWeakV4, with a
@@ -159,7 +159,7 @@ LLC_DEVICE void llcResidualAddSlot(char* base, llc_u64 elem0, llc_u32 flags, con
 
 // The output of slot j of a row (16-byte slot j of x's dtype): out = dtype((r * inv) * weight), or with outE4m3
 // e4m3((r * inv) * weight * outScale) (E bytes per slot, lowest element in the lowest byte). Shared by every kernel
-// that normalizes (llcRmsNormRow, the split fused kernel), so their arithmetic is the same by construction.
+// that normalizes (llcRmsNormRowFrom, the split fused kernel), so their arithmetic is the same by construction.
 // llcNormStoreSlotWeights takes slot j's weights already loaded (wv: the 16 bytes at weight + 16 j).
 template <int DT>
 LLC_DEVICE void llcNormStoreSlotWeights(LlcSlotFloats<DT> r, const LlcWords4& wv, char* outRow, llc_u32 j, float inv,
@@ -196,7 +196,7 @@ LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* 
 // The residual row cache of a fused block, in shared memory: the block's residual rows in the global residual's
 // layout (word w = bytes 4w .. 4w + 3 of the block's first residual row; f32 with an f32 residual, else the dtype's
 // packed words). The thread that stores a residual slot to global memory also stores the same words here
-// (llcCacheStoreSlot); after a __syncthreads the norm pass reads them from here (llcRmsNormRowCached) instead of
+// (llcCacheStoreSlot); after a __syncthreads the norm pass reads them from here (llcFusedNormRows<DT, true>) instead of
 // reading the global residual back: the same bits, without two global round trips. Plain shared accesses (block
 // scope; the __syncthreads orders them).
 template <int DT>
@@ -246,53 +246,24 @@ LLC_DEVICE void llcNormInverse(float* red, llc_u32 t, llc_u32 nt, llc_u32 hidden
   }
 }
 
-// RMSNorm of one row, block-wide (every thread calls it; the row's residual was written by threads of this block
-// before a __syncthreads, which makes those global stores visible here). `red`: LLCOMM_NORM_SHARED_FLOATS floats of
-// shared memory. Ends with a __syncthreads, so `red` may be reused by the next row.
-template <int DT>
-LLC_DEVICE void llcRmsNormRow(const char* residualRow, bool residualF32, const char* weight, char* outRow,
-                              llc_u32 hidden, float eps, float* red, bool outE4m3, float outScale) {
-  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
-  constexpr int E = LlcSlotFloats<DT>::kElems;
-  const llc_u32 slots = hidden * eb / 16u;
-  const llc_u32 t = threadIdx.x, nt = blockDim.x;
-  float q = 0.0f;
-  for (llc_u32 j = t; j < slots; j += nt) {
-    LlcSlotFloats<DT> r;
-    llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, residualF32, r);
-#pragma unroll
-    for (int i = 0; i < E; ++i) q = __fmaf_rn(r.v[i], r.v[i], q);
-  }
-  red[t] = q;
-  __syncthreads(); // every thread's partial is in shared memory
-  llcNormInverse(red, t, nt, hidden, eps);
-  __syncthreads(); // the row's inverse RMS is visible to every thread
-  const float inv = red[nt + 32u];
-  for (llc_u32 j = t; j < slots; j += nt) {
-    LlcSlotFloats<DT> r;
-    llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, residualF32, r);
-    llcNormStoreSlot<DT>(r, weight, outRow, j, inv, outE4m3, outScale);
-  }
-  __syncthreads(); // `red` is read by every thread before the next row overwrites it
-}
-
-// llcRmsNormRow with the row's residual read from the block's row cache (cacheRow: this row's words, written by
-// threads of this block before a __syncthreads) instead of global memory, and the weights of the thread's first
-// slot loaded before the sum of squares, so that their load overlaps it (the order of loads changes no bit). The
-// same arithmetic in the same order as llcRmsNormRow: the same bits.
-template <int DT>
-LLC_DEVICE void llcRmsNormRowCached(const llc_u32* cacheRow, bool residualF32, const char* weight, char* outRow,
-                                    llc_u32 hidden, float eps, float* red, bool outE4m3, float outScale) {
+// RMSNorm of one row, block-wide (every thread calls it), its residual slots read by loadSlot(j, r) (slot j into r):
+// from global memory, stored by threads of this block before a __syncthreads, or from the block's row cache
+// (llcFusedNormRows). kPrefetchWeights: the weights of the thread's first slot are loaded before the sum
+// of squares, so that their load overlaps it (the order of loads changes no bit). `red`: LLCOMM_NORM_SHARED_FLOATS
+// floats of shared memory. Ends with a __syncthreads, so `red` may be reused by the next row.
+template <int DT, bool kPrefetchWeights, class LoadSlot>
+LLC_DEVICE void llcRmsNormRowFrom(const LoadSlot& loadSlot, const char* weight, char* outRow, llc_u32 hidden, float eps,
+                                  float* red, bool outE4m3, float outScale) {
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
   constexpr int E = LlcSlotFloats<DT>::kElems;
   const llc_u32 slots = hidden * eb / 16u;
   const llc_u32 t = threadIdx.x, nt = blockDim.x;
   LlcWords4 w0{};
-  if (t < slots) w0 = llcLoadWeakV4(weight + 16ull * t);
+  if (kPrefetchWeights && t < slots) w0 = llcLoadWeakV4(weight + 16ull * t);
   float q = 0.0f;
   for (llc_u32 j = t; j < slots; j += nt) {
     LlcSlotFloats<DT> r;
-    llcCacheLoadSlot<DT>(cacheRow, static_cast<llc_u64>(j) * E, residualF32, r);
+    loadSlot(j, r);
 #pragma unroll
     for (int i = 0; i < E; ++i) q = __fmaf_rn(r.v[i], r.v[i], q);
   }
@@ -303,8 +274,11 @@ LLC_DEVICE void llcRmsNormRowCached(const llc_u32* cacheRow, bool residualF32, c
   const float inv = red[nt + 32u];
   for (llc_u32 j = t; j < slots; j += nt) {
     LlcSlotFloats<DT> r;
-    llcCacheLoadSlot<DT>(cacheRow, static_cast<llc_u64>(j) * E, residualF32, r);
-    llcNormStoreSlotWeights<DT>(r, j == t ? w0 : llcLoadWeakV4(weight + 16ull * j), outRow, j, inv, outE4m3, outScale);
+    loadSlot(j, r);
+    if (kPrefetchWeights)
+      llcNormStoreSlotWeights<DT>(r, j == t ? w0 : llcLoadWeakV4(weight + 16ull * j), outRow, j, inv, outE4m3, outScale);
+    else
+      llcNormStoreSlot<DT>(r, weight, outRow, j, inv, outE4m3, outScale);
   }
   __syncthreads(); // `red` is read by every thread before the next row overwrites it
 }
@@ -326,9 +300,13 @@ LLC_DEVICE LlcFusedRows llcFusedRows(const LlcommFusedNormParams& p, llc_u32 cha
   return f;
 }
 
-// The RMSNorm pass of a fused block: every row of the block, after its residual rows were written.
-template <int DT>
-LLC_DEVICE void llcFusedNormRows(const LlcommFusedNormParams& p, llc_u32 rank, const LlcFusedRows& f, float* red) {
+// The RMSNorm pass of a fused block: every row of the block, after its residual rows were written; kCached: from the
+// block's row cache (llcCacheStoreSlot's layout, the block's first row at word 0), else from the global residual (a
+// template argument, not a run-time choice: the fused two-shot measured 0.2-0.4 us slower with the choice made per
+// row, research/notes/fused-probes.md, 2026-12-04).
+template <int DT, bool kCached = false>
+LLC_DEVICE void llcFusedNormRows(const LlcommFusedNormParams& p, llc_u32 rank, const LlcFusedRows& f, float* red,
+                                 const llc_u32* cache = nullptr) {
   const char* residual = reinterpret_cast<const char*>(p.residual[rank]);
   char* out = reinterpret_cast<char*>(p.out[rank]);
   const char* weight = reinterpret_cast<const char*>(p.weight[rank]);
@@ -337,25 +315,21 @@ LLC_DEVICE void llcFusedNormRows(const LlcommFusedNormParams& p, llc_u32 rank, c
   const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
   const float outScale = __uint_as_float(p.outScaleBits);
   const llc_u64 outRowBytes = e4m3 ? p.hidden : f.rowBytes;
-  for (llc_u64 row = f.rows.begin; row < f.rows.end; ++row)
-    llcRmsNormRow<DT>(residual + row * f.resRowBytes, f32, weight, out + row * outRowBytes, p.hidden, eps, red, e4m3,
-                      outScale);
-}
-
-// llcFusedNormRows from the block's row cache (llcCacheStoreSlot's layout, the block's first row at word 0).
-template <int DT>
-LLC_DEVICE void llcFusedNormRowsCached(const LlcommFusedNormParams& p, llc_u32 rank, const LlcFusedRows& f, float* red,
-                                       const llc_u32* cache) {
-  char* out = reinterpret_cast<char*>(p.out[rank]);
-  const char* weight = reinterpret_cast<const char*>(p.weight[rank]);
-  const bool f32 = (p.flags & LLCOMM_FUSED_RESIDUAL_F32) != 0u;
-  const float eps = __uint_as_float(p.epsBits);
-  const bool e4m3 = (p.flags & LLCOMM_FUSED_OUT_E4M3) != 0u;
-  const float outScale = __uint_as_float(p.outScaleBits);
-  const llc_u64 outRowBytes = e4m3 ? p.hidden : f.rowBytes;
-  const llc_u64 rowWords = f.resRowBytes / 4u;
-  for (llc_u64 row = f.rows.begin; row < f.rows.end; ++row)
-    llcRmsNormRowCached<DT>(cache + (row - f.rows.begin) * rowWords, f32, weight, out + row * outRowBytes, p.hidden,
-                            eps, red, e4m3, outScale);
+  constexpr int E = LlcSlotFloats<DT>::kElems;
+  for (llc_u64 row = f.rows.begin; row < f.rows.end; ++row) {
+    // Slot j of this row's residual: from the cache (written by threads of this block before a __syncthreads), with
+    // the weights prefetched; or from global memory (written by threads of this block before a __syncthreads, which
+    // makes those global stores visible here).
+    const llc_u32* cacheRow = kCached ? cache + (row - f.rows.begin) * (f.resRowBytes / 4u) : nullptr;
+    const char* residualRow = residual + row * f.resRowBytes;
+    llcRmsNormRowFrom<DT, kCached>(
+        [&](llc_u32 j, LlcSlotFloats<DT>& r) {
+          if constexpr (kCached)
+            llcCacheLoadSlot<DT>(cacheRow, static_cast<llc_u64>(j) * E, f32, r);
+          else
+            llcLoadResidualSlot<DT>(residualRow, static_cast<llc_u64>(j) * E, f32, r);
+        },
+        weight, out + row * outRowBytes, p.hidden, eps, red, e4m3, outScale);
+  }
 }
 #endif // LLC_HAS_DEVICE
