@@ -167,7 +167,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       const llc_u32 w = s >> 1, hs = s & 1u, rowL = w >> vShift, j = b * V + (w & (V - 1u));
       llcLoadWeak2(input + rowL * rowBytes + 16ull * j + 4ull * W * hs, v.w);
     });
-  bool firstSlot = kEarlyInput; // (w0, kl): its input is x0
+  // (w0, kl): its input is x0. If the loop breaks at that slot (a hole, j0 >= S), firstSlot stays set but no later
+  // slot of this thread is real either: its units' u are w0 + i * unitStride mod V (both powers of two, w0 <
+  // unitStride), so u >= u0, with the same b and k, hence j >= j0 >= S.
+  bool firstSlot = kEarlyInput;
   for (llc_u32 w = t >> tShift; !spread && w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     for (llc_u32 k = kl; k < K; k += kLanes) {
