@@ -13,7 +13,8 @@
 // barrier, 6 level-1 sum stored, 7 inv stored, 8 second arrive, 4 inv visible, 5 output; two-shot spread 1 sends,
 // 2 owner's sums, 3 all-gather added, 4 rows complete, 5 norm done; rmsnorm 1 residual written; in every norm pass
 // (llcRmsNormRow / Cached, the last row's) 6 q stored, 7 first __syncthreads, 8 inverse RMS, 9 second __syncthreads,
-// 10 output issued.
+// 10 output issued; 12 and 13 (clock64 at a block's entry and at its record) give the SM clock (GHz column; added
+// after the 2026-12-04 runs, not run yet).
 import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { createCudaCommunicator, cudaDriver, deviceBufferLayout } from 'llcomm/internal'
@@ -120,6 +121,10 @@ try {
         inst.unshift(g)
         end -= grid
       }
+      // The SM clock: clock64 cycles between a block's entry and its record (marks 12, 13) over the %globaltimer ns
+      // between its entry and its last thread's exit (the record follows that exit by a few instructions).
+      const ghz = med(recs.filter((r) => r.marks[11] !== 0n && r.marks[12] > r.marks[11] && r.exit > r.entry)
+        .map((r) => Number(r.marks[12] - r.marks[11]) / Number(r.exit - r.entry)))
       const rows_ = []
       for (let i = 1; i < inst.length; i++) {
         const g = inst[i]
@@ -142,10 +147,10 @@ try {
         marks: Array.from({ length: MARKS }, (_, k) => k).map((k) => (rs[0].marks[k] ? { med: med(rs.map((r) => r.marks[k].med)),
           max: med(rs.map((r) => r.marks[k].max)) } : null)),
       }))
-      results.push({ shape, variant: name, usPerCall, records: count, summary })
+      results.push({ shape, variant: name, usPerCall, records: count, smClockGHz: ghz, summary })
       const line = summary.map((s) => `${s.tag}[${s.grid}] gap ${s.gap} span ${s.span} skew ${s.skew}` +
-        (s.marks.some(Boolean) ? ` marks ${s.marks.map((m, k) => (m ? `${k + 1}:${m.med}/${m.max}` : '')).filter(Boolean).join(' ')}` : '')).join(' | ')
-      console.log(`${shape.padEnd(8)} ${name.padEnd(14)} ${usPerCall.toFixed(2).padStart(6)} us/call | ${line}`)
+        (s.marks.slice(0, 11).some(Boolean) ? ` marks ${s.marks.slice(0, 11).map((m, k) => (m ? `${k + 1}:${m.med}/${m.max}` : '')).filter(Boolean).join(' ')}` : '')).join(' | ')
+      console.log(`${shape.padEnd(8)} ${name.padEnd(14)} ${usPerCall.toFixed(2).padStart(6)} us/call ~${ghz.toFixed(2)} GHz | ${line}`)
     }
   }
   if (o.json) writeFileSync(o.json, JSON.stringify({ date: new Date().toISOString(), ranks, results }, null, 1))

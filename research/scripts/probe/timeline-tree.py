@@ -21,7 +21,7 @@ HEADER = r'''// Kernel-timeline probe (research build, research/scripts/probe/ti
 #if LLC_HAS_DEVICE && !defined(LLCOMM_HOST_EMULATION)
 #define LLC_TL_CAPACITY 2048u /* records of 128 bytes */
 #define LLC_TL_OFFSET 65536ull
-__shared__ unsigned long long llcTlShared[16]; // 0 entry, 1..13 marks, 14 max exit, 15 exit count
+__shared__ unsigned long long llcTlShared[16]; // 0 entry, 1..11 marks, 12 / 13 clock64 at entry / record, 14 max exit, 15 exit count
 LLC_DEVICE llc_u64 llcTlNow() {
   llc_u64 t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -52,7 +52,10 @@ struct LlcTimelineScope {
   LLC_DEVICE LlcTimelineScope(unsigned long long* r, llc_u32 tg) : ring(r), tag(tg) {
     if (threadIdx.x < 16) llcTlShared[threadIdx.x] = 0;
     __syncthreads(); // at the kernel's first instruction: every thread is here
-    if (threadIdx.x == 0) llcTlShared[0] = llcTlNow();
+    if (threadIdx.x == 0) {
+      llcTlShared[0] = llcTlNow();
+      llcTlShared[12] = static_cast<unsigned long long>(clock64()); // mark 12: the SM clock at entry
+    }
   }
   // Every thread at its exit (whatever return it took): the block's last one writes the record.
   LLC_DEVICE ~LlcTimelineScope() {
@@ -61,6 +64,7 @@ struct LlcTimelineScope {
     const unsigned long long n = atomicAdd(&llcTlShared[15], 1ull);
     if (ring == nullptr || n != blockDim.x - 1u) return;
     __threadfence_block();
+    llcTlShared[13] = static_cast<unsigned long long>(clock64()); // mark 13: the SM clock at the record
     const unsigned long long idx = atomicAdd(ring, 1ull) % LLC_TL_CAPACITY;
     unsigned long long* rec = ring + 16u + 16u * idx;
     rec[0] = tag | (static_cast<unsigned long long>(blockIdx.x) << 8) | (static_cast<unsigned long long>(gridDim.x) << 32);
@@ -124,10 +128,11 @@ def twoshot_marks(s):
     return s[:a] + body + s[b:]
 edit('allreduce/fused_rmsnorm_twoshot.cu', twoshot_marks)
 
-# The norm passes (rmsnorm.cuh llcRmsNormRow, llcRmsNormRowCached): 6 q stored, 7 first __syncthreads passed,
+# The norm passes (rmsnorm.cuh llcRmsNormRowFrom): 6 q stored, 7 first __syncthreads passed,
 # 8 inverse RMS done (thread 0 forms it), 9 second __syncthreads passed, 10 output stores issued.
 def norm_marks(s):
-    for fn in ('LLC_DEVICE void llcRmsNormRow(', 'LLC_DEVICE void llcRmsNormRowCached('):
+    # (one function since f5a3d8a; the 2026-12-04 runs marked llcRmsNormRow and llcRmsNormRowCached alike)
+    for fn in ('LLC_DEVICE void llcRmsNormRowFrom(',):
         a = s.index(fn)
         b = s.index('\n}\n', a)
         body = s[a:b]
