@@ -15,7 +15,8 @@
 // Owners of one thread loaded before their sends and polled together in the spread path (twoshot_sentinel.cu's
 // kTwoshotSpreadBatch, for the same register reason).
 constexpr int kFusedTwoshotSpreadBatch = 4;
-// Where the spread path's row cache starts in its stage: above the norm's floats, on a 16-byte boundary.
+// Where the spread path's row cache starts in its stage: above the norm's floats, rounded up to 4 words (its accesses
+// are single words, so nothing depends on the rounding).
 constexpr llc_u32 kFusedTwoshotCacheOffset = (LLCOMM_NORM_SHARED_FLOATS + 3u) / 4u * 4u;
 
 // The spread path of the fused two-shot: twoshot_sentinel.cu's spread path with the owner's output store and the

@@ -198,7 +198,7 @@ LLC_DEVICE void llcNormStoreSlot(LlcSlotFloats<DT> r, const char* weight, char* 
 // packed words). The thread that stores a residual slot to global memory also stores the same words here
 // (llcCacheStoreSlot); after a __syncthreads the norm pass reads them from here (llcFusedNormRows<DT, true>) instead of
 // reading the global residual back: the same bits (measured 2026-12-04 in the fused two-shot: -0.1..-0.3 us at 8
-// ranks batch 16, -0.4..-2.4 at 16 ranks with several rows a block, +0.1..+0.2 at batch 1-2). Plain shared accesses
+// ranks batch 16, -0.4..-2.5 at 16 ranks batch 16 (4096 x 32 too), +0.07..+0.2 at batch 1-2). Plain shared accesses
 // (block scope; the __syncthreads orders them).
 template <int DT>
 LLC_DEVICE void llcCacheStoreSlot(llc_u32* cache, llc_u64 elem0, bool f32, const LlcSlotFloats<DT>& r) {
