@@ -6,6 +6,13 @@
 //   node --expose-gc --max-semi-space-size=64 scripts/launch-overhead/profile-js.mjs [--calls 200000] [--noop]
 //
 // --noop replaces the koffi stand-in by a JS function returning 0, so what is left is llcomm's own per-call JS.
+// --evict KB: before every timed call, KB kilobytes of native memory are written (libc memset, untimed): a crude
+// model of the driver's own memory traffic between two launches, which evicts from the core's caches what the JS
+// side touches (docs/launch-overhead.md: on the GPU machine llcomm's layers cost 3-4 x their instruction cost). Each
+// call is then timed alone (performance.now() around it; the `timer floor` row is an empty call timed the same way)
+// and a row's figure is the median over calls (median of 5 repetitions); two more rows time the eager path's own
+// pieces: the communicator's open check and the eager-call cache's lookup. Only the data caches are modelled: a
+// memset evicts no instructions from L1i.
 //
 // Prints ns per call and heap bytes per call (used-heap growth over a window with no GC; -1 when a GC ran inside
 // the window) for: the bare koffi call, PreparedLaunch.launch(), prepareDeviceAllReduce().issue(),
@@ -18,9 +25,16 @@ import v8 from 'node:v8'
 import koffi from 'koffi'
 
 const { values: opts } = parseArgs({
-  options: { calls: { type: 'string', default: '200000' }, json: { type: 'boolean' }, noop: { type: 'boolean' } },
+  options: {
+    calls: { type: 'string', default: '200000' },
+    json: { type: 'boolean' },
+    noop: { type: 'boolean' },
+    evict: { type: 'string', default: '0' },
+  },
 })
 const CALLS = Number(opts.calls)
+const EVICT_BYTES = Number(opts.evict) * 1024
+if (!Number.isInteger(EVICT_BYTES) || EVICT_BYTES < 0) throw new RangeError(`--evict ${opts.evict}: kilobytes, >= 0`)
 
 const { AllReduceLauncher, deviceAllReduceCalls, FusedLauncher, fusedNormCalls, allReduceManyCalls } = await import(
   'llcomm/internal'
@@ -31,7 +45,12 @@ const { deviceBufferLayout } = await import('llcomm/internal')
 const { loadTuningTable } = await import('llcomm/internal')
 
 const libc = koffi.load('libc.so.6')
-const launchStandIn = libc.func('int memcmp(uint64_t a, uint64_t b, uint64_t n, uint64_t unused)')
+const memcmpStandIn = libc.func('int memcmp(uint64_t a, uint64_t b, uint64_t n, uint64_t unused)')
+const memset = libc.func('uint64_t memset(uint64_t s, int c, uint64_t n)')
+const evictAddress = EVICT_BYTES > 0 ? Number(koffi.address(koffi.alloc('uint8_t', EVICT_BYTES))) : 0
+let evictRound = 0
+const evict = () => memset(evictAddress, ++evictRound & 255, EVICT_BYTES)
+const launchStandIn = memcmpStandIn
 
 let launches = 0
 const fakeDriver = {
@@ -130,8 +149,32 @@ const args = {
 const prepared = comm.prepareDeviceAllReduce(args)
 prepared.issue()
 const launch = [...launcher.launches.values()][0]
+comm.deviceAllReduce(args) // packs the eager call, so that the lookup row below finds it
+
+/** --evict: every call timed alone after the caches were evicted (untimed); the median over calls. */
+function measureEvicted(name, f, calls) {
+  for (let i = 0; i < Math.min(2000, calls); i++) {
+    evict()
+    f()
+  }
+  const perRep = []
+  const ts = new Float64Array(calls)
+  for (let rep = 0; rep < 5; rep++) {
+    for (let i = 0; i < calls; i++) {
+      evict()
+      const t0 = performance.now()
+      f()
+      ts[i] = performance.now() - t0
+    }
+    ts.sort()
+    perRep.push(ts[calls >> 1] * 1e6)
+  }
+  perRep.sort((a, b) => a - b)
+  return { name, nsPerCallMedian: perRep[2], nsPerCallMin: perRep[0], heapBytesPerCall: Number.NaN }
+}
 
 function measure(name, f, calls = CALLS) {
+  if (EVICT_BYTES > 0) return measureEvicted(name, f, calls)
   for (let i = 0; i < Math.min(20000, calls); i++) f() // warm-up: let the JIT settle
   const times = []
   for (let rep = 0; rep < 5; rep++) {
@@ -152,6 +195,17 @@ function measure(name, f, calls = CALLS) {
 }
 
 const rows = [
+  ...(EVICT_BYTES > 0
+    ? [
+        measure('timer floor (an empty call)', () => 0),
+        measure('communicator open check (assertOpen)', () => comm.assertOpen()),
+        measure('eager-call cache lookup (find)', () => comm.eagerCalls.find(args)),
+        (() => {
+          const entry = comm.eagerCalls.find(args)
+          return measure('the cached entry: issue(its streams)', () => entry.prepared.issue(entry.streams))
+        })(),
+      ]
+    : []),
   measure('koffi memcmp stand-in (4 × uint64 → int)', () => launchStandIn(0x7f0000000000, 0x2000, 0, 0x7f0000000100)),
   measure('PreparedLaunch.launch()', () => launch.launch()),
   measure('prepareDeviceAllReduce().issue()', () => prepared.issue()),
@@ -252,9 +306,9 @@ comm.deviceAllReduceRmsNorm(fusedArgs)
 if (fusedField('weight', 1) !== fusedArgs.weights[1] || fusedField('epsBits') !== f32Bits(1e-5))
   throw new Error('fused cache check: switching back to the first call did not restore its params')
 console.log('fused eager-call cache check: parameters follow the arguments (4 calls)')
-if (opts.json) console.log(JSON.stringify({ node: process.version, calls: CALLS, rows }, null, 1))
+if (opts.json) console.log(JSON.stringify({ node: process.version, calls: CALLS, evictKB: EVICT_BYTES / 1024, rows }, null, 1))
 for (const r of rows) {
   console.log(
-    `${r.name.padEnd(44)} ${r.nsPerCallMedian.toFixed(1).padStart(9)} ns/call (min ${r.nsPerCallMin.toFixed(1)})  ${r.heapBytesPerCall < 0 ? 'GC in window' : `${r.heapBytesPerCall.toFixed(0)} heap bytes/call`}`,
+    `${r.name.padEnd(44)} ${r.nsPerCallMedian.toFixed(1).padStart(9)} ns/call (min ${r.nsPerCallMin.toFixed(1)})  ${Number.isNaN(r.heapBytesPerCall) ? '' : r.heapBytesPerCall < 0 ? 'GC in window' : `${r.heapBytesPerCall.toFixed(0)} heap bytes/call`}`,
   )
 }
