@@ -306,7 +306,8 @@ comm.deviceAllReduceRmsNorm(fusedArgs)
 if (fusedField('weight', 1) !== fusedArgs.weights[1] || fusedField('epsBits') !== f32Bits(1e-5))
   throw new Error('fused cache check: switching back to the first call did not restore its params')
 console.log('fused eager-call cache check: parameters follow the arguments (4 calls)')
-if (opts.json) console.log(JSON.stringify({ node: process.version, calls: CALLS, evictKB: EVICT_BYTES / 1024, rows }, null, 1))
+if (opts.json)
+  console.log(JSON.stringify({ node: process.version, calls: CALLS, evictKB: EVICT_BYTES / 1024, rows }, null, 1))
 for (const r of rows) {
   console.log(
     `${r.name.padEnd(44)} ${r.nsPerCallMedian.toFixed(1).padStart(9)} ns/call (min ${r.nsPerCallMin.toFixed(1)})  ${Number.isNaN(r.heapBytesPerCall) ? '' : r.heapBytesPerCall < 0 ? 'GC in window' : `${r.heapBytesPerCall.toFixed(0)} heap bytes/call`}`,

@@ -46,6 +46,8 @@ LLC_DEVICE unsigned long long* llcTimelineBase(const P&) { return nullptr; }
   do {                                                        \
     if (threadIdx.x == 0) llcTlShared[(i)] = llcTlNow();      \
   } while (0)
+// The latest thread of the block at this point (every thread that passes it; the slot starts at 0).
+#define LLC_TL_MAX(i) atomicMax(&llcTlShared[(i)], static_cast<unsigned long long>(llcTlNow()))
 struct LlcTimelineScope {
   unsigned long long* ring;
   llc_u32 tag;
@@ -77,6 +79,9 @@ struct LlcTimelineScope {
 #define LLC_TL_MARK(i) \
   do {                 \
   } while (0)
+#define LLC_TL_MAX(i) \
+  do {                \
+  } while (0)
 #endif
 '''
 open(f'{dst}/llcomm/timeline.cuh', 'w').write(HEADER)
@@ -102,13 +107,14 @@ for name, tag in TAGS.items():
     edit(f'allreduce/{name}.cu', wrap)
 
 # Marks. Split (fused_split.cuh): 1 sends issued, 2 receive + residual + q done, 3 first cluster barrier passed,
-# 4 inverse RMS visible (__syncthreads), 5 output stored.
+# 4 inverse RMS visible (__syncthreads), 5 output stored; 9 and 10 (since 2026-12-04, session 13): the block's latest thread at
+# 2 and at 5 (LLC_TL_MAX), so that a barrier's wait for the block's own slowest thread shows.
 def split_marks(s):
     s = s.replace('  if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {', '  LLC_TL_MARK(1);\n  if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {', 1)
-    s = s.replace('  // Units past `units` are never read.', '  LLC_TL_MARK(2);\n  // Units past `units` are never read.', 1)
+    s = s.replace('  // Units past `units` are never read.', '  LLC_TL_MARK(2);\n  LLC_TL_MAX(9);\n  // Units past `units` are never read.', 1)
     s = s.replace('  // Per row: the reference\'s level-1 and total sums', '  LLC_TL_MARK(3);\n  // Per row: the reference\'s level-1 and total sums', 1)
     s = s.replace('  __syncthreads(); // invs is visible to every thread of the block\n', '  __syncthreads(); // invs is visible to every thread of the block\n  LLC_TL_MARK(4);\n', 1)
-    s = s.replace('  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)\n  if constexpr (kBarrier)', '  LLC_TL_MARK(5);\n  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)\n  if constexpr (kBarrier)', 1)
+    s = s.replace('  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)\n  if constexpr (kBarrier)', '  LLC_TL_MARK(5);\n  LLC_TL_MAX(10);\n  ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)\n  if constexpr (kBarrier)', 1)
     assert s.count('LLC_TL_MARK') == 5, s.count('LLC_TL_MARK')
     return s
 edit('llcomm/fused_split.cuh', split_marks)
@@ -129,7 +135,8 @@ def twoshot_marks(s):
 edit('allreduce/fused_rmsnorm_twoshot.cu', twoshot_marks)
 
 # The norm passes (rmsnorm.cuh llcRmsNormRowFrom): 6 q stored, 7 first __syncthreads passed,
-# 8 inverse RMS done (thread 0 forms it), 9 second __syncthreads passed, 10 output stores issued.
+# 8 inverse RMS done (thread 0 forms it), 9 second __syncthreads passed, 10 output stores issued; 11 (since
+# 2026-12-04, session 13): the block's latest thread at 6.
 def norm_marks(s):
     # (one function since f5a3d8a; the 2026-12-04 runs marked llcRmsNormRow and llcRmsNormRowCached alike)
     for fn in ('LLC_DEVICE void llcRmsNormRowFrom(',):
@@ -137,9 +144,10 @@ def norm_marks(s):
         b = s.index('\n}\n', a)
         body = s[a:b]
         body = body.replace("  red[t] = q;\n  __syncthreads(); // every thread's partial is in shared memory\n",
-                            "  red[t] = q;\n  LLC_TL_MARK(6);\n  __syncthreads(); // every thread's partial is in shared memory\n  LLC_TL_MARK(7);\n", 1)
-        body = body.replace("  llcNormInverse(red, t, nt, hidden, eps);\n  __syncthreads(); // the row's inverse RMS is visible to every thread\n",
-                            "  llcNormInverse(red, t, nt, hidden, eps);\n  LLC_TL_MARK(8);\n  __syncthreads(); // the row's inverse RMS is visible to every thread\n  LLC_TL_MARK(9);\n", 1)
+                            "  red[t] = q;\n  LLC_TL_MARK(6);\n  LLC_TL_MAX(11);\n  __syncthreads(); // every thread's partial is in shared memory\n  LLC_TL_MARK(7);\n", 1)
+        # (nt before 2026-12-04, session 13, kNt since: the compile-time thread count)
+        body = re.sub(r"(  llcNormInverse\(red, t, k?[nN]t, hidden, eps\);\n)(  __syncthreads\(\); // the row's inverse RMS is visible to every thread\n)",
+                      r"\1  LLC_TL_MARK(8);\n\2  LLC_TL_MARK(9);\n", body, count=1)
         body = body.replace("  __syncthreads(); // `red` is read by every thread before the next row overwrites it",
                             "  LLC_TL_MARK(10);\n  __syncthreads(); // `red` is read by every thread before the next row overwrites it", 1)
         assert body.count('LLC_TL_MARK') == 5, (fn, body.count('LLC_TL_MARK'))
@@ -153,8 +161,9 @@ def split_gather_marks(s):
     s = s.replace('    level1[32u * warp + lane] = a;\n', '    level1[32u * warp + lane] = a;\n    LLC_TL_MARK(6);\n', 1)
     s = s.replace('      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));\n',
                   '      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));\n      LLC_TL_MARK(7);\n', 1)
-    s = s.replace('  if constexpr (kBarrier) llcClusterArriveRelease();\n  __syncthreads(); // invs is visible',
-                  '  if constexpr (kBarrier) llcClusterArriveRelease();\n  LLC_TL_MARK(8);\n  __syncthreads(); // invs is visible', 1)
+    # (the second arrive: release before 2026-12-04, session 13, relaxed since)
+    s = re.sub(r'(  if constexpr \(kBarrier\) llcClusterArrive(?:Release|Relaxed)\(\);\n)(  __syncthreads\(\); // invs is visible)',
+               r'\1  LLC_TL_MARK(8);\n\2', s, count=1)
     assert all(s.count(f'LLC_TL_MARK({i})') == 1 for i in (6, 7, 8))
     return s
 edit('llcomm/fused_split.cuh', split_gather_marks)
