@@ -14,7 +14,8 @@
 // 2 owner's sums, 3 all-gather added, 4 rows complete, 5 norm done; rmsnorm 1 residual written; in every norm pass
 // (llcRmsNormRow / Cached, the last row's) 6 q stored, 7 first __syncthreads, 8 inverse RMS, 9 second __syncthreads,
 // 10 output issued; 12 and 13 (clock64 at a block's entry and at its record) give the SM clock (GHz column; added
-// after the 2026-12-04 runs, not run yet).
+// after the 2026-12-04 runs, not run yet). The block's latest thread instead of thread 0 (timeline-tree.py
+// LLC_TL_MAX, added in session 13, not run yet): split 9 (at 2) and 10 (at 5), norm passes 11 (at 6).
 import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { createCudaCommunicator, cudaDriver, deviceBufferLayout } from 'llcomm/internal'

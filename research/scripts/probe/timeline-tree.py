@@ -107,8 +107,8 @@ for name, tag in TAGS.items():
     edit(f'allreduce/{name}.cu', wrap)
 
 # Marks. Split (fused_split.cuh): 1 sends issued, 2 receive + residual + q done, 3 first cluster barrier passed,
-# 4 inverse RMS visible (__syncthreads), 5 output stored; 9 and 10 (since 2026-12-04, session 13): the block's latest thread at
-# 2 and at 5 (LLC_TL_MAX), so that a barrier's wait for the block's own slowest thread shows.
+# 4 inverse RMS visible (__syncthreads), 5 output stored; 9 and 10 (added in session 13): the block's latest
+# thread at 2 and at 5 (LLC_TL_MAX), so that a barrier's wait for the block's own slowest thread shows.
 def split_marks(s):
     s = s.replace('  if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {', '  LLC_TL_MARK(1);\n  if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {', 1)
     s = s.replace('  // Units past `units` are never read.', '  LLC_TL_MARK(2);\n  LLC_TL_MAX(9);\n  // Units past `units` are never read.', 1)
@@ -135,8 +135,8 @@ def twoshot_marks(s):
 edit('allreduce/fused_rmsnorm_twoshot.cu', twoshot_marks)
 
 # The norm passes (rmsnorm.cuh llcRmsNormRowFrom): 6 q stored, 7 first __syncthreads passed,
-# 8 inverse RMS done (thread 0 forms it), 9 second __syncthreads passed, 10 output stores issued; 11 (since
-# 2026-12-04, session 13): the block's latest thread at 6.
+# 8 inverse RMS done (thread 0 forms it), 9 second __syncthreads passed, 10 output stores issued; 11 (added in
+# session 13): the block's latest thread at 6.
 def norm_marks(s):
     # (one function since f5a3d8a; the 2026-12-04 runs marked llcRmsNormRow and llcRmsNormRowCached alike)
     for fn in ('LLC_DEVICE void llcRmsNormRowFrom(',):
@@ -145,7 +145,7 @@ def norm_marks(s):
         body = s[a:b]
         body = body.replace("  red[t] = q;\n  __syncthreads(); // every thread's partial is in shared memory\n",
                             "  red[t] = q;\n  LLC_TL_MARK(6);\n  LLC_TL_MAX(11);\n  __syncthreads(); // every thread's partial is in shared memory\n  LLC_TL_MARK(7);\n", 1)
-        # (nt before 2026-12-04, session 13, kNt since: the compile-time thread count)
+        # (nt in HEAD's kernels, kNt in fused-patches/norm-unrolled.patch: the compile-time thread count)
         body = re.sub(r"(  llcNormInverse\(red, t, k?[nN]t, hidden, eps\);\n)(  __syncthreads\(\); // the row's inverse RMS is visible to every thread\n)",
                       r"\1  LLC_TL_MARK(8);\n\2  LLC_TL_MARK(9);\n", body, count=1)
         body = body.replace("  __syncthreads(); // `red` is read by every thread before the next row overwrites it",
@@ -161,7 +161,7 @@ def split_gather_marks(s):
     s = s.replace('    level1[32u * warp + lane] = a;\n', '    level1[32u * warp + lane] = a;\n    LLC_TL_MARK(6);\n', 1)
     s = s.replace('      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));\n',
                   '      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));\n      LLC_TL_MARK(7);\n', 1)
-    # (the second arrive: release before 2026-12-04, session 13, relaxed since)
+    # (the second arrive: release in HEAD's kernels, relaxed in fused-patches/split-relaxed-arrive.patch)
     s = re.sub(r'(  if constexpr \(kBarrier\) llcClusterArrive(?:Release|Relaxed)\(\);\n)(  __syncthreads\(\); // invs is visible)',
                r'\1  LLC_TL_MARK(8);\n\2', s, count=1)
     assert all(s.count(f'LLC_TL_MARK({i})') == 1 for i in (6, 7, 8))
