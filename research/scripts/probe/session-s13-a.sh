@@ -38,8 +38,12 @@ for v in base rlx; do
     nvcc -arch sm_90 -cubin -std=c++17 -I ab/$v ab/$v/allreduce/$f.cu -o /tmp/$v-$f.cubin > /dev/null 2>&1 &&
       cuobjdump -sass /tmp/$v-$f.cubin > "$out/sass/$v-$f.sass" 2>&1
   done
-  echo "sass $v: split bf16 MEMBAR $(awk '/Function : llcomm_fused_rmsnorm_split_bf16/,/Function : llcomm_fused_rmsnorm_split_f16/' "$out/sass/$v-fused_rmsnorm_split.sass" | grep -c MEMBAR)," \
-    "UCGABAR $(awk '/Function : llcomm_fused_rmsnorm_split_bf16/,/Function : llcomm_fused_rmsnorm_split_f16/' "$out/sass/$v-fused_rmsnorm_split.sass" | grep -c CGABAR)"
+  for f in fused_rmsnorm_split rmsnorm; do
+    # per kernel: MEMBAR and cluster-barrier instructions (the relaxed arrive should drop a MEMBAR in the split kernels)
+    awk -v t="$v" '/Function :/ { fn = $3 } /MEMBAR/ { m[fn]++ } /CGABAR/ { c[fn]++ }
+      END { for (f in c) printf "sass %s %s: MEMBAR %d, cluster barrier %d\n", t, f, m[f], c[f]
+            for (f in m) if (!(f in c)) printf "sass %s %s: MEMBAR %d\n", t, f, m[f] }' "$out/sass/$v-$f.sass"
+  done
 done
 for ((r = 1; r <= ${AB_ROUNDS:-3}; r++)); do
   if [ "$(( $(date +%s) - t0 ))" -ge 220 ]; then echo "round $r and later: past 220 s, skipped"; break; fi
