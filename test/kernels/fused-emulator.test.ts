@@ -114,6 +114,8 @@ interface NormCase {
   shape?: { blocksPerRank: number; clusterBlocks: number }
   /** split-ll only: run a candidate kernel of the emulator ('split-ll-<candidate>') on the split-ll plan. */
   candidate?: 'late' | 'spread' | 'late-spread'
+  /** Threads a block (default THREADS_PER_BLOCK): a power of two; the reference RMSNorm runs with as many. */
+  threads?: number
 }
 interface ManyCase {
   kind: 'many'
@@ -128,7 +130,7 @@ function argsOf(c: Case): string[] {
   const L = deviceBufferLayout(c.nranks, c.kind === 'norm' ? c.bufferBytes : undefined)
   const common = [
     String(c.nranks),
-    String(THREADS_PER_BLOCK),
+    String(c.kind === 'norm' ? (c.threads ?? THREADS_PER_BLOCK) : THREADS_PER_BLOCK),
     String(c.kind === 'norm' ? (c.timeoutMs ?? WAIT_TIMEOUT_MS) : WAIT_TIMEOUT_MS),
     String(L.recvBufBytes),
     String(L.sentinel.offset),
@@ -435,6 +437,67 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
     assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
     assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
     assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
+test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ...) in the reference order, fused, split and unfused alike', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // With one warp a block, every level-1 sum has a single term, so the level-1 sums are never exercised: a split
+  // gather that dropped a warp's q passed the one-warp test above (planted in session 13), and fails here. Here 4
+  // warps (128 threads; 2 for the model-sized row): each level-1 sum adds 4 partials, which the split kernels gather
+  // from the q's of the cluster's blocks (fused_split.cuh) and the other kernels read in llcNormInverse, as the
+  // reference does. What this cannot see: an order change of those adds. The emulator's data are multiples of 1/8,
+  // so the sums are exact in any order; the GPU test's random data and its bitwise fused = unfused check see it.
+  const cases: NormCase[] = []
+  for (const dtype of ['bf16', 'f32'] as const) {
+    const flags = dtype === 'bf16' ? LLCOMM_FUSED_RESIDUAL_F32 : 0
+    for (const algorithm of ['oneshot', 'twoshot'] as const)
+      cases.push({ kind: 'norm', algorithm, dtype, nranks: 3, rows: 3, hidden: 1064, flags, calls: 2, threads: 128 })
+    // 128 virtual threads a row over clusters of 2 and 4 (V = 64, 32): several slots a unit, holes past the row
+    for (const algorithm of ['split', 'split-ll'] as const)
+      for (const [blocksPerRank, clusterBlocks] of [
+        [2, 2],
+        [4, 4],
+      ])
+        cases.push({
+          kind: 'norm',
+          algorithm,
+          dtype,
+          nranks: 3,
+          rows: 1,
+          hidden: dtype === 'f32' ? 532 : 1064,
+          flags,
+          calls: 2,
+          threads: 128,
+          shape: { blocksPerRank, clusterBlocks },
+        })
+  }
+  cases.push({
+    kind: 'norm',
+    algorithm: 'oneshot',
+    dtype: 'bf16',
+    nranks: 2,
+    rows: 1,
+    hidden: 4096,
+    flags: 0,
+    calls: 2,
+    threads: 64,
+  })
+  const started = Date.now()
+  const results = await runAll<NormResult>(cases)
+  t.diagnostic(`${cases.length} emulated multi-warp runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
+    assert.equal(
+      r.outOutOfTolerance,
+      0,
+      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
+    )
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
     assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
     assert.ok(r.ok, label(c))
   }
