@@ -16,7 +16,7 @@ import { execFile, execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, before, test } from 'node:test'
+import { after, before, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Dtype, ErrorWordFields } from 'llcomm/internal'
 import {
@@ -188,6 +188,32 @@ async function runAll<R>(cases: Case[]): Promise<{ c: Case; r: R }[]> {
 }
 const label = (c: Case) => JSON.stringify(c)
 
+/**
+ * Runs norm cases and checks each: no wait timed out, the residual exact, the RMSNorm output within rounding of the
+ * float64 one, every rank bitwise equal and equal to AllReduce + llcomm_rmsnorm, sentinel slots re-armed, epochs
+ * counting the calls, nothing written past a buffer.
+ */
+async function runNormCases(t: TestContext, what: string, cases: NormCase[]): Promise<void> {
+  const started = Date.now()
+  const results = await runAll<NormResult>(cases)
+  t.diagnostic(`${cases.length} emulated ${what} runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
+    assert.equal(
+      r.outOutOfTolerance,
+      0,
+      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
+    )
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
+}
+
 test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   const cases: NormCase[] = []
@@ -271,24 +297,7 @@ test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within round
     )
     cases.push(c)
   }
-  const started = Date.now()
-  const results = await runAll<NormResult>(cases)
-  t.diagnostic(`${cases.length} emulated fused runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-  for (const { c, r } of results) {
-    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
-    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
-    assert.equal(
-      r.outOutOfTolerance,
-      0,
-      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
-    )
-    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
-    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
-    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
-    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
-    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
-    assert.ok(r.ok, label(c))
-  }
+  await runNormCases(t, 'fused', cases)
 })
 
 test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16): exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition', async (t) => {
@@ -422,24 +431,7 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
     cases.map((c) => planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype).launches[0].clusterBlocks),
   )
   assert.deepEqual([...clusters].sort(), [1, 2, 4, 8], 'the cases cover every cluster size')
-  const started = Date.now()
-  const results = await runAll<NormResult>(cases)
-  t.diagnostic(`${cases.length} emulated split runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-  for (const { c, r } of results) {
-    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
-    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
-    assert.equal(
-      r.outOutOfTolerance,
-      0,
-      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
-    )
-    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
-    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
-    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
-    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
-    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
-    assert.ok(r.ok, label(c))
-  }
+  await runNormCases(t, 'split', cases)
 })
 
 test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ...) in the reference order, fused, split and unfused alike', async (t) => {
@@ -485,22 +477,7 @@ test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ..
     calls: 2,
     threads: 64,
   })
-  const started = Date.now()
-  const results = await runAll<NormResult>(cases)
-  t.diagnostic(`${cases.length} emulated multi-warp runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-  for (const { c, r } of results) {
-    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
-    assert.equal(r.residualMismatches, 0, `${label(c)}: residual wrong, first: ${r.first}`)
-    assert.equal(
-      r.outOutOfTolerance,
-      0,
-      `${label(c)}: RMSNorm output off (worst ${r.worstRelError}), first: ${r.first}`,
-    )
-    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
-    assert.equal(r.diffsVsUnfused, 0, `${label(c)}: not bit-identical to AllReduce + llcomm_rmsnorm`)
-    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
-    assert.ok(r.ok, label(c))
-  }
+  await runNormCases(t, 'multi-warp', cases)
 })
 
 test('allReduceMany: bit-identical to one oneshot-sentinel call per buffer, exact, NaN in -> NaN out', async (t) => {
