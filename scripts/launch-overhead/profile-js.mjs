@@ -45,12 +45,11 @@ const { deviceBufferLayout } = await import('llcomm/internal')
 const { loadTuningTable } = await import('llcomm/internal')
 
 const libc = koffi.load('libc.so.6')
-const memcmpStandIn = libc.func('int memcmp(uint64_t a, uint64_t b, uint64_t n, uint64_t unused)')
+const launchStandIn = libc.func('int memcmp(uint64_t a, uint64_t b, uint64_t n, uint64_t unused)')
 const memset = libc.func('uint64_t memset(uint64_t s, int c, uint64_t n)')
 const evictAddress = EVICT_BYTES > 0 ? Number(koffi.address(koffi.alloc('uint8_t', EVICT_BYTES))) : 0
 let evictRound = 0
 const evict = () => memset(evictAddress, ++evictRound & 255, EVICT_BYTES)
-const launchStandIn = memcmpStandIn
 
 let launches = 0
 const fakeDriver = {
