@@ -4,9 +4,11 @@
 #   inv = fused-patches/norm-unrolled.patch: the norm passes' inverse RMS with its shared loads unrolled
 #         (llcNormThreads: the thread count a compile-time constant on the GPU) and the split gather without a branch
 #         per load;
-#   rlx = inv + fused-patches/split-relaxed-arrive.patch: the split's second cluster arrive relaxed.
+#   rlx = inv + fused-patches/split-relaxed-arrive.patch: the split's second cluster arrive relaxed in the warps that
+#         read no other block's shared memory (release in the rest).
 # Against HEAD's kernels (base). Then the kernel timeline with the SM clock and the blocks' latest-thread marks
 # (timeline-tree.py) on base and rlx, and the SASS of the barriers.
+# The patches are against da712b8's kernels (HEAD's through session 13); `make` stops if they no longer apply.
 # Here: `bash research/scripts/probe/session-s13-a.sh make` (ab/base, ab/inv, ab/rlx, ab/tl-base, ab/tl-rlx; untracked,
 # they travel); on the GPU machine, the fused GPU test on the candidate first:
 #   LLCOMM_KERNELS_DIR=$(realpath ab/rlx) LLCOMM_GPU_TESTS=fused LLCOMM_SKIP_SANITIZER=1 GPU_TEST_LIMIT_S=200 \
@@ -15,7 +17,7 @@
 # 2026-12-04 timeline is mostly serial shared loads: 15 load-add pairs in a rolled loop, then 31 in groups of four),
 # and so unfused, the fused one-shot and two-shot by the same; split (inv) -0.0..-0.3 (its gather was already issued
 # all at once, but behind a branch per load); rlx a further -0.05..-0.2 at the split shapes (batch 1-4) if the
-# release of the second arrive is a membar of its own. Ratios: two-shot cells (4096 b16, 8192 b16) ~-0.005..-0.01;
+# release of the second arrive is a membar of its own, paid per warp. Ratios: two-shot cells (4096 b16, 8192 b16) ~-0.005..-0.01;
 # split cells worse by ~0.03 unless split gains as much as the RMSNorm kernel.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -23,8 +25,8 @@ if [ "${1:-}" = make ]; then
   rm -rf ab && mkdir -p ab
   tmp=$(mktemp -d) && git archive HEAD packages/llcomm/kernels | tar -x -C "$tmp" && mv "$tmp/packages/llcomm/kernels" ab/base && rm -rf "$tmp"
   patches=research/scripts/probe/fused-patches
-  cp -a ab/base ab/inv && (cd ab/inv && patch -s -p1 < "../../$patches/norm-unrolled.patch")
-  cp -a ab/inv ab/rlx && (cd ab/rlx && patch -s -p1 < "../../$patches/split-relaxed-arrive.patch")
+  cp -a ab/base ab/inv && (cd ab/inv && patch -s -p1 < "../../$patches/norm-unrolled.patch") || exit 1
+  cp -a ab/inv ab/rlx && (cd ab/rlx && patch -s -p1 < "../../$patches/split-relaxed-arrive.patch") || exit 1
   for v in base rlx; do python3 research/scripts/probe/timeline-tree.py ab/$v ab/tl-$v; done
   exit 0
 fi

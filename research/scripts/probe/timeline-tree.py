@@ -161,9 +161,9 @@ def split_gather_marks(s):
     s = s.replace('    level1[32u * warp + lane] = a;\n', '    level1[32u * warp + lane] = a;\n    LLC_TL_MARK(6);\n', 1)
     s = s.replace('      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));\n',
                   '      invs[rowL] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(p.hidden)), eps));\n      LLC_TL_MARK(7);\n', 1)
-    # (the second arrive: release in HEAD's kernels, relaxed in fused-patches/split-relaxed-arrive.patch)
-    s = re.sub(r'(  if constexpr \(kBarrier\) llcClusterArrive(?:Release|Relaxed)\(\);\n)(  __syncthreads\(\); // invs is visible)',
-               r'\1  LLC_TL_MARK(8);\n\2', s, count=1)
+    # (right after the second arrive, whatever its form: one release in HEAD's kernels, release or relaxed by warp in
+    # fused-patches/split-relaxed-arrive.patch)
+    s = s.replace('  __syncthreads(); // invs is visible', '  LLC_TL_MARK(8);\n  __syncthreads(); // invs is visible', 1)
     assert all(s.count(f'LLC_TL_MARK({i})') == 1 for i in (6, 7, 8))
     return s
 edit('llcomm/fused_split.cuh', split_gather_marks)
