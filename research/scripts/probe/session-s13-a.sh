@@ -36,11 +36,11 @@ t0=$(date +%s)
 export NCCL_NVLS_ENABLE=0
 # SASS of the barriers and the gather (cuobjdump is on the GPU machine)
 for v in base rlx; do
-  for f in fused_rmsnorm_split rmsnorm; do
+  for f in fused_rmsnorm_split rmsnorm fused_rmsnorm_twoshot; do
     nvcc -arch sm_90 -cubin -std=c++17 -I ab/$v ab/$v/allreduce/$f.cu -o /tmp/$v-$f.cubin > /dev/null 2>&1 &&
       cuobjdump -sass /tmp/$v-$f.cubin > "$out/sass/$v-$f.sass" 2>&1
   done
-  for f in fused_rmsnorm_split rmsnorm; do
+  for f in fused_rmsnorm_split rmsnorm fused_rmsnorm_twoshot; do
     # per kernel: MEMBAR and cluster-barrier instructions (the relaxed arrive should drop a MEMBAR in the split kernels)
     awk -v t="$v" '/Function :/ { fn = $3 } /MEMBAR/ { m[fn]++ } /CGABAR/ { c[fn]++ }
       END { for (f in c) printf "sass %s %s: MEMBAR %d, cluster barrier %d\n", t, f, m[f], c[f]
