@@ -441,7 +441,8 @@ test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ..
   // warps (128 threads; 2 for the model-sized row): each level-1 sum adds 4 partials, which the split kernels gather
   // from the q's of the cluster's blocks (fused_split.cuh) and the other kernels read in llcNormInverse, as the
   // reference does. What this cannot see: an order change of those adds. The emulator's data are multiples of 1/8,
-  // so the sums are exact in any order; the GPU test's random data and its bitwise fused = unfused check see it.
+  // so the sums are exact in any order; on the GPU, random data make a split kernel whose order disagrees with
+  // llcNormInverse's differ from the unfused composition bitwise (the GPU test's check).
   const cases: NormCase[] = []
   for (const dtype of ['bf16', 'f32'] as const) {
     const flags = dtype === 'bf16' ? LLCOMM_FUSED_RESIDUAL_F32 : 0
