@@ -12,7 +12,11 @@
 # Here: `bash research/scripts/probe/session-s13-a.sh make` (ab/base, ab/inv, ab/rlx, ab/tl-base, ab/tl-rlx; untracked,
 # they travel); on the GPU machine, the fused GPU test on the candidate first:
 #   LLCOMM_KERNELS_DIR=$(realpath ab/rlx) LLCOMM_GPU_TESTS=fused LLCOMM_SKIP_SANITIZER=1 GPU_TEST_LIMIT_S=200 \
-#     SCRIPT_LIMIT_S=400 STEPS="gpu-test script:research/scripts/probe/session-s13-a.sh" bash scripts/device-session.sh
+#     SCRIPT_LIMIT_S=400 STEPS="gpu-test script:research/scripts/probe/session-s13-a.sh launch-overhead" \
+#     bash scripts/device-session.sh
+# (launch-overhead: issue 17's eager ratio in the same call, ~40 s at its default 6 repetitions. It measures
+# oneshot-ll and the empty kernel, whose sources the candidate patches do not touch, so the exported
+# LLCOMM_KERNELS_DIR gives it the same cubins as the product's.)
 # Prediction (written before any run): the RMSNorm kernel -0.2..-0.35 us (the ~0.6 us of inverse RMS in the
 # 2026-12-04 timeline is mostly serial shared loads: 15 load-add pairs in a rolled loop, then 31 in groups of four),
 # and so unfused, the fused one-shot and two-shot by the same; split (inv) -0.0..-0.3 (its gather was already issued
