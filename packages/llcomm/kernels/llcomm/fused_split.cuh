@@ -37,7 +37,7 @@
 #if LLC_HAS_DEVICE
 
 // Units (row, u) one block may own: the q's of its rows live in static shared memory (16 KB of floats).
-// kVirtual (= blockDim.x) must be a power of two >= 32 and C must divide it.
+// kVirtual (= llcNormThreads() = blockDim.x) must be a power of two >= 32 and C must divide it.
 #define LLCOMM_SPLIT_MAX_UNITS 4096
 // Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
 #define LLCOMM_SPLIT_MAX_ROWS 64
@@ -77,9 +77,12 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   constexpr llc_u32 E = 16u / eb;                 // elements per 16-byte data slot
   constexpr int W = Fmt::kWords;                  // payload words per packet
   constexpr llc_u32 kPk = 4u / W;                 // packets per data slot (sentinel 1, LL16 2)
-  // The reference kernel's threads per row: blockDim.x (LLCOMM_THREADS on the GPU; the emulator test runs both
-  // kernels with its own, smaller, power-of-two block), split over the cluster.
-  const llc_u32 kVirtual = blockDim.x;
+  // The reference kernel's threads per row (llcNormThreads: LLCOMM_THREADS on the GPU, a compile-time constant, so
+  // the gather below loads its q's with no branch between the loads; the emulator test runs both kernels with its
+  // own, smaller, power-of-two block), split over the cluster.
+  // (The LATE_RESIDUAL probes keep the run-time blockDim.x, equal on the GPU: with the constant ptxas spills 12 bytes
+  // in llcomm_fused_probe_ll_late, a bench-only candidate measured slower, research/notes/fused-probes.md.)
+  const llc_u32 kVirtual = (kProbe & LLC_SPLIT_LATE_RESIDUAL) != 0 ? blockDim.x : llcNormThreads();
   llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
   const LlcBlockRole role = llcBlockRole(p.blocksPerRank, p.launchRanks);
   constexpr bool kFlagC = (kProbe & LLC_SPLIT_PROBE_C_FROM_FLAGS) != 0;

@@ -231,17 +231,54 @@ LLC_DEVICE llc_u64 llcCacheWords(llc_u64 rows, llc_u32 hidden, bool f32, llc_u32
   return rows * hidden * (f32 ? 4u : elemBytes) / 4u;
 }
 
+// Threads of every block that normalizes: LLCOMM_THREADS on the GPU, a compile-time constant (every kernel that
+// normalizes is launched with exactly that many: fused-launcher.ts, kernel-table.ts), so that llcNormInverse's
+// level-1 and total loops unroll with every shared load issued before the first add. With blockDim.x as the bound
+// each add waited for its own load (a run-time trip count: a rolled load-add loop in the PTX), ~0.6 us of serial
+// loads per norm pass in the 2026-12-04 timeline. The host emulator runs smaller blocks: blockDim.x there.
+#if defined(LLCOMM_HOST_EMULATION)
+LLC_DEVICE llc_u32 llcNormThreads() { return blockDim.x; }
+#else
+LLC_DEVICE constexpr llc_u32 llcNormThreads() { return LLCOMM_THREADS; }
+#endif
+
 // The level-1 sums and the total of a row's per-thread partials red[0 .. nt) in the reference order, and inv =
 // rsqrtf(total / hidden + eps) in red[nt + 32]. Called by every thread between the caller's two __syncthreads.
+// nt = llcNormThreads(): a multiple of 32 (LLCOMM_THREADS on the GPU) or, in the emulator only, fewer than 32. The
+// loads come first, then the adds in the reference order: the bits are those of a rolled loop (the same fadd_rn
+// chain). Measured 2026-12-07 (one H100, 8 virtual ranks, bf16; bench/results/cuda-h100-fused-ab-2026-12-07.txt):
+// the RMSNorm kernel -0.16..-0.25 us, the fused one-shot -0.28..-0.31, two-shot -0.38..-0.44, split -0.14..-0.45.
 LLC_DEVICE void llcNormInverse(float* red, llc_u32 t, llc_u32 nt, llc_u32 hidden, float eps) {
   if (t < 32u) {
+    // Partials per level-1 sum on the GPU: 16, loaded 8 at a time, then their adds; 32 m < nt is t + 32 m < nt (nt a
+    // multiple of 32, or m = 0).
+    constexpr llc_u32 kMaxM = LLCOMM_THREADS / 32u;
     float a = red[t];
-    for (llc_u32 k = t + 32u; k < nt; k += 32u) a = __fadd_rn(a, red[k]);
+#pragma unroll
+    for (llc_u32 g = 0; g < kMaxM; g += 8u) {
+      float v[8];
+#pragma unroll
+      for (llc_u32 i = 0; i < 8u; ++i)
+        if (32u * (g + i) < nt) v[i] = red[t + 32u * (g + i)];
+#pragma unroll
+      for (llc_u32 i = 0; i < 8u; ++i)
+        if (g + i >= 1u && 32u * (g + i) < nt) a = __fadd_rn(a, v[i]);
+    }
     red[nt + t] = a;
     __syncwarp(); // warp 0's level-1 sums are visible to thread 0
     if (t == 0u) {
+      // 8 loads at a time, then their adds (all 32 at once spilled in the f32 two-shot, at its 128-register cap)
       float total = red[nt];
-      for (llc_u32 l = 1; l < 32u && l < nt; ++l) total = __fadd_rn(total, red[nt + l]);
+#pragma unroll
+      for (llc_u32 g = 0; g < 32u; g += 8u) {
+        float l1[8];
+#pragma unroll
+        for (llc_u32 i = 0; i < 8u; ++i)
+          if (g + i < nt) l1[i] = red[nt + g + i];
+#pragma unroll
+        for (llc_u32 i = 0; i < 8u; ++i)
+          if (g + i >= 1u && g + i < nt) total = __fadd_rn(total, l1[i]);
+      }
       red[nt + 32u] = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(hidden)), eps));
     }
   }
@@ -258,7 +295,9 @@ LLC_DEVICE void llcRmsNormRowFrom(const LoadSlot& loadSlot, const char* weight, 
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
   constexpr int E = LlcSlotFloats<DT>::kElems;
   const llc_u32 slots = hidden * eb / 16u;
-  const llc_u32 t = threadIdx.x, nt = blockDim.x;
+  // nt = kNt (= blockDim.x) on the GPU; the slot loops stride by the run-time blockDim.x all the same (with the
+  // constant, ptxas unrolled them and the f32 two-shot spilled 8 bytes at its 128-register cap).
+  const llc_u32 t = threadIdx.x, nt = blockDim.x, kNt = llcNormThreads();
   LlcWords4 w0{};
   if (kPrefetchWeights && t < slots) w0 = llcLoadWeakV4(weight + 16ull * t);
   float q = 0.0f;
@@ -270,9 +309,9 @@ LLC_DEVICE void llcRmsNormRowFrom(const LoadSlot& loadSlot, const char* weight, 
   }
   red[t] = q;
   __syncthreads(); // every thread's partial is in shared memory
-  llcNormInverse(red, t, nt, hidden, eps);
+  llcNormInverse(red, t, kNt, hidden, eps);
   __syncthreads(); // the row's inverse RMS is visible to every thread
-  const float inv = red[nt + 32u];
+  const float inv = red[kNt + 32u];
   for (llc_u32 j = t; j < slots; j += nt) {
     LlcSlotFloats<DT> r;
     loadSlot(j, r);
