@@ -14,8 +14,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp/llcomm-s14-a}
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0
-for tool in racecheck synccheck; do
+export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda # the GPU tests skip without it (gpu-test.sh sets it too)
+export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
+for tool in ${SAN_TOOLS:-racecheck synccheck}; do
   LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_RESULTS="$out/sanitizer-$tool.jsonl" \
     LLCOMM_GPU_CASE_PREFIX=sanitizer-$tool timeout "${SAN_LIMIT_S:-150}" \
     compute-sanitizer --tool "$tool" --error-exitcode 9 --target-processes all \
@@ -25,6 +26,7 @@ for tool in racecheck synccheck; do
   failed=$(grep -c '"passed":false' "$out/sanitizer-$tool.jsonl" 2>/dev/null)
   echo "sanitizer $tool: rc $rc, cases passed ${cases:-0}, failed ${failed:-0}; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.log" | tail -n 1)"
 done
+[ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 timeout "${BENCH_LIMIT_S:-180}" node scripts/bench-fused.mjs --ranks 2,8 --hidden 4096,8192 --batch 1,2,4,8,16,32,64 \
   --dtype bf16 --out "$out/bench-fused-bf16-v2-8.json" > "$out/bench-fused.log" 2>&1
 echo "bench-fused rc $?"
