@@ -6,6 +6,9 @@
 # the bound. Prediction (written before the run): push within 0.15 us of relx at the split shapes (8 ranks, hidden
 # 4096 / 8192, batch 1-4: relx measured -0.83..-0.96 against head), since it keeps one relaxed cluster barrier at the
 # start, an mbarrier wait and a __syncthreads more than relx.
+# Second run (TREES="head push push2" TL_TREES="head push2"): push2 = the init and the relaxed arrive after the sends
+# instead of at the kernel's start (the first run's timeline had the sends 0.22 us later than head's), C = 1 on the
+# barrier path (push lost 0.64 us there at 4096 x 16). Prediction: push2 -0.15..-0.25 us against push at batch 1-4.
 # Trees (made here): ab14/head = 31070c0's kernels, ab14/relx = head with both arrives relaxed, ab14/push = the
 # candidate (the working tree's kernels), ab14/tl-<tree> = timeline-tree.py copies. Then the timelines of head and push.
 set -uo pipefail
@@ -21,16 +24,16 @@ for ((r = 1; r <= ${AB_ROUNDS:-3}; r++)); do
     echo "$v round $r: rc $?"
   done
 done
-for v in head push; do
+for v in ${TL_TREES:-head push}; do
   LLCOMM_KERNELS_DIR=$(realpath ab14/tl-$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-14-tl-$v timeout 100 node \
     research/scripts/probe/fused-timeline.mjs --ranks 8 --shapes 4096x1,8192x1,4096x4 --json "$out/timeline-$v.json" \
     > "$out/timeline-$v.log" 2>&1
   echo "timeline $v: rc $?"
 done
-for v in head push; do echo "== timeline $v"; grep -E "fused-split|rmsnorm " "$out/timeline-$v.log" | cut -c1-230; done
+for v in ${TL_TREES:-head push}; do echo "== timeline $v"; grep -E "fused-split|rmsnorm " "$out/timeline-$v.log" | cut -c1-230; done
 # SASS of the candidate's split kernels: no MEMBAR.ALL.GPU expected after the start
 mkdir -p "$out/sass"
-for v in head push; do
+for v in ${TL_TREES:-head push}; do
   nvcc -arch sm_90 -cubin -std=c++17 -I ab14/$v ab14/$v/allreduce/fused_rmsnorm_split.cu -o /tmp/$v-split.cubin > /dev/null 2>&1 &&
     cuobjdump -sass /tmp/$v-split.cubin > "$out/sass/$v-fused_rmsnorm_split.sass" 2>&1
   awk -v t="$v" '/Function :/ { fn = $3 } /MEMBAR/ { m[fn]++ } /CGABAR_ARV/ { c[fn]++ } /SYNCS/ { y[fn]++ }

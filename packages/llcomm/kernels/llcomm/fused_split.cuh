@@ -135,23 +135,14 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // (cluster.cuh: each barrier.cluster.arrive.release is a MEMBAR.ALL.GPU, which waited +0.73 and +0.45 us for this
   // thread's earlier global stores on an H100). Every block keeps all the cluster's q's, the q of virtual thread
   // vt = bV + u of row rowL at rowL * kVirtual + vt: its own stored by the unit's thread, the other blocks' pushed
-  // into it with st.async (`remote`, C > 1), which its mbarrier counts: (C - 1) * units * 4 bytes. The cluster barrier
+  // into it with st.async, which its mbarrier counts: (C - 1) * units * 4 bytes. The cluster barrier
   // is used once, relaxed, for the mbarrier's init alone. Where R * kVirtual q's do not fit the array (R > 8 rows a
-  // cluster) and in the probes: the two barriers and the reads of the other blocks' q's as before.
-  const bool push = kProbe == 0 && R * kVirtual <= LLCOMM_SPLIT_MAX_UNITS;
-  const bool remote = push && C > 1u;
+  // cluster), with C = 1 (no other block; the barrier path measured 0.64 us faster there at 4096 x 16, unexplained)
+  // and in the probes: the two barriers and the reads of the other blocks' q's as before.
+  // (A function, not a value: evaluated where used from R and the cluster register, so that no register holds it
+  // across the exchange; the f32 sentinel kernel, at the 128-register cap, spilled 8 bytes with a value.)
+  const auto pushes = [&] { return kProbe == 0 && llcClusterNumCtas() > 1u && R * kVirtual <= LLCOMM_SPLIT_MAX_UNITS; };
   const llc_u32 mbar = llcSharedAddress(sharedWords + LLC_SPLIT_MBAR_WORD);
-  if (remote) {
-    // The block's last thread (with a unit's work least often) initializes the mbarrier with one arrival, which it
-    // makes at once with the expected bytes, then publishes the init (cluster.cuh: fence, arrive; every pusher waits
-    // on the barrier before its first push). Before the early input load, so that nothing is outstanding.
-    if (t == blockDim.x - 1u) {
-      llcMbarInit(mbar, 1u);
-      llcMbarArriveExpectTx(mbar, (C - 1u) * units * 4u);
-      llcFenceMbarrierInitCluster();
-    }
-    llcClusterArriveRelaxed();
-  }
   constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0; // see `spread` below
 
   // This thread's first slot (unit w0 = t / T, k = kl: the first iteration of the send loop below) and its input,
@@ -215,6 +206,20 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   }
 
+  // `push`: the block's last thread (with a unit's work least often) initializes the mbarrier with one arrival,
+  // which it makes at once with the expected bytes, and publishes the init (cluster.cuh: fence, then the arrive; every
+  // pusher waits on the barrier before its first push, after the receive). After the sends, so that the first send
+  // is not behind them (with the init and the arrive at the kernel's start the sends went out 0.22 us later,
+  // research/notes/fused-probes.md, 2026-12-07).
+  if (pushes()) {
+    if (t == blockDim.x - 1u) {
+      llcMbarInit(mbar, 1u);
+      llcMbarArriveExpectTx(mbar, (llcClusterNumCtas() - 1u) * units * 4u); // C, read again (kept live: spills)
+      llcFenceMbarrierInitCluster();
+    }
+    llcClusterArriveRelaxed();
+  }
+
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
     // Probe: the exchange alone; each thread stores its packet's reduced words to out (as the AllReduce does).
     for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
@@ -236,9 +241,6 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     return;
   }
 
-  // `remote`: every block's mbarrier is initialized before any push into it (cluster.cuh). The blocks arrived at
-  // their start, so by now (after the sends) the wait should find the barrier complete.
-  if (remote) llcClusterWaitAcquire();
 
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
@@ -375,19 +377,21 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
     // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference); `push`: at its place among
     // all the cluster's q's
-    if (li == 0) qs[push ? rowL * kVirtual + b * V + u : w] = q;
+    if (li == 0) qs[pushes() ? rowL * kVirtual + b * V + u : w] = q;
   }
   // Units past `units` are never read. Every q of the cluster is stored before any block reads it: `push`: this
   // block's by the __syncthreads, the other blocks' by the mbarrier's phase (waited for by the warps that read them,
   // below); otherwise by the cluster barrier, each block reading the others' q's where they were stored.
-  if (push) {
+  const bool pushed = pushes(); // (from here on a value: the receive loop is behind)
+  if (pushed) {
+    llcClusterWaitAcquire(); // every block's mbarrier is initialized (the blocks arrived ~1.8 us ago, after their sends)
     __syncthreads();
     // The pushes, spread over the block's threads (item x: unit w to block b + d, units fastest, so that neighbouring
     // threads store neighbouring words): from shared memory after the __syncthreads, not from the unit's register
     // inside the loop above (there the 16-bit sentinel kernels, at the 128-register cap, spilled 16 bytes).
     // C and b read again from the cluster registers (push is never a probe, so they are the cluster's), not kept
     // live across the receive loop (kept, they spilled 16 bytes as well).
-    if (remote) {
+    {
       const llc_u32 nc = llcClusterNumCtas(), bc = llcClusterCtaRank(), vc = kVirtual / nc;
       for (llc_u32 x = t; x < (nc - 1u) * units; x += blockDim.x) {
         const llc_u32 d = 1u + x / units, w = x - (d - 1u) * units;
@@ -405,7 +409,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
   const llc_u32 warp = t >> 5;
   const float eps = __uint_as_float(p.epsBits);
-  if (remote && warp < R) { // a warp that reads q's: every push into this block completed (phase 0 of the mbarrier)
+  if (pushed && warp < R) { // a warp that reads q's: every push into this block completed (phase 0 of the mbarrier)
     LlcSpin spin;
     while (!llcMbarTryWaitParityCluster(mbar, 0u))
       if (!waiter.keepWaiting(spin, me, LLCOMM_WAIT_BARRIER, 0u)) break;
@@ -423,7 +427,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       if (m < mCount) {
         const llc_u32 vt = lane + 32u * m;
         const llc_u32 owner = kBarrier ? vt >> vShift : b, u = vt & (V - 1u); // probe NO_BARRIER: own q's
-        vals[m] = push ? qs[rowL * kVirtual + vt]
+        vals[m] = pushed ? qs[rowL * kVirtual + vt]
                        : llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
       }
     }
@@ -442,7 +446,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   }
   // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
   if constexpr (kBarrier)
-    if (!push) llcClusterArriveRelease();
+    if (!pushed) llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
   // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
@@ -479,7 +483,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
   if constexpr (kBarrier) // no block exits while another may still read its q's (`push`: none reads another's)
-    if (!push) llcClusterWaitAcquire();
+    if (!pushed) llcClusterWaitAcquire();
 }
 
 #endif
