@@ -217,6 +217,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       llcMbarArriveExpectTx(mbar, (llcClusterNumCtas() - 1u) * units * 4u); // C, read again (kept live: spills)
       llcFenceMbarrierInitCluster();
     }
+    // Each warp whole again before the cluster barrier's arrive, and below before its wait and the __syncthreads
+    // (after the send and receive loops and the init's branch): without them compute-sanitizer's synccheck found a
+    // warp divergent at a barrier in the f16 kernel (8 ranks, 16 rows of 4096; 2026-12-07, 4891699).
+    __syncwarp();
     llcClusterArriveRelaxed();
   }
 
@@ -384,6 +388,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // below); otherwise by the cluster barrier, each block reading the others' q's where they were stored.
   const bool pushed = pushes(); // (from here on a value: the receive loop is behind)
   if (pushed) {
+    __syncwarp();
     llcClusterWaitAcquire(); // every block's mbarrier is initialized (the blocks arrived ~1.8 us ago, after their sends)
     __syncthreads();
     // The pushes, spread over the block's threads (item x: unit w to block b + d, units fastest, so that neighbouring
@@ -413,6 +418,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     LlcSpin spin;
     while (!llcMbarTryWaitParityCluster(mbar, 0u))
       if (!waiter.keepWaiting(spin, me, LLCOMM_WAIT_BARRIER, 0u)) break;
+    __syncwarp(); // the warp whole again before the gather
   }
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
     if constexpr ((kProbe & LLC_SPLIT_PROBE_NO_NORM) != 0) {
