@@ -41,9 +41,6 @@
 #define LLCOMM_SPLIT_MAX_UNITS 4096
 // Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
 #define LLCOMM_SPLIT_MAX_ROWS 64
-// The word of the shared array where `push`'s mbarrier (8 bytes, 8-aligned) lives: after the q's, the level-1 sums
-// and the inverse RMS.
-#define LLC_SPLIT_MBAR_WORD (LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS)
 
 // Probe variants (kProbe, a bit set; 0 = the shipped kernel): cost decomposition for the bench only
 // (kernels/allreduce/fused_rmsnorm_split_probe.cu, scripts/bench-fused.mjs --probes); never in the default path.
@@ -126,23 +123,9 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 unitStride = blockDim.x >> tShift;
   const llc_u32 lane = t & 31u;
 
-  // One static shared array (the emulator gives a block one shared buffer): the q's, then per warp 32 level-1 sums,
-  // then the rows' inverse RMS, then `push`'s mbarrier (8 bytes); with `spread`, the exchange's stage sits above the
-  // q's in use.
-  LLC_SHARED_WORDS_ALIGNED(sharedWords, LLC_SPLIT_MBAR_WORD + 2u);
-
-  // `push` (uniform: R and C are the same in every block of the cluster): the q's are exchanged without a release
-  // (cluster.cuh: each barrier.cluster.arrive.release is a MEMBAR.ALL.GPU, which waited +0.73 and +0.45 us for this
-  // thread's earlier global stores on an H100). Every block keeps all the cluster's q's, the q of virtual thread
-  // vt = bV + u of row rowL at rowL * kVirtual + vt: its own stored by the unit's thread, the other blocks' pushed
-  // into it with st.async, which its mbarrier counts: (C - 1) * units * 4 bytes. The cluster barrier
-  // is used once, relaxed, for the mbarrier's init alone. Where R * kVirtual q's do not fit the array (R > 8 rows a
-  // cluster), with C = 1 (no other block; the barrier path measured 0.64 us faster there at 4096 x 16, unexplained)
-  // and in the probes: the two barriers and the reads of the other blocks' q's as before.
-  // (A function, not a value: evaluated where used from R and the cluster register, so that no register holds it
-  // across the exchange; the f32 sentinel kernel, at the 128-register cap, spilled 8 bytes with a value.)
-  const auto pushes = [&] { return kProbe == 0 && llcClusterNumCtas() > 1u && R * kVirtual <= LLCOMM_SPLIT_MAX_UNITS; };
-  const llc_u32 mbar = llcSharedAddress(sharedWords + LLC_SPLIT_MBAR_WORD);
+  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
+  // level-1 sums, then the rows' inverse RMS; with `spread`, the exchange's stage sits above the q's in use.
+  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
   constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0; // see `spread` below
 
   // This thread's first slot (unit w0 = t / T, k = kl: the first iteration of the send loop below) and its input,
@@ -206,24 +189,6 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   }
 
-  // `push`: the block's last thread (with a unit's work least often) initializes the mbarrier with one arrival,
-  // which it makes at once with the expected bytes, and publishes the init (cluster.cuh: fence, then the arrive; every
-  // pusher waits on the barrier before its first push, after the receive). After the sends, so that the first send
-  // is not behind them (with the init and the arrive at the kernel's start the sends went out 0.22 us later,
-  // research/notes/fused-probes.md, 2026-12-07).
-  if (pushes()) {
-    if (t == blockDim.x - 1u) {
-      llcMbarInit(mbar, 1u);
-      llcMbarArriveExpectTx(mbar, (llcClusterNumCtas() - 1u) * units * 4u); // C, read again (kept live: spills)
-      llcFenceMbarrierInitCluster();
-    }
-    // Each warp whole again before the cluster barrier's arrive, and below before its wait and the __syncthreads
-    // (after the send and receive loops and the init's branch): without them compute-sanitizer's synccheck found a
-    // warp divergent at a barrier in the f16 kernel (8 ranks, 16 rows of 4096; 2026-12-07, 4891699).
-    __syncwarp();
-    llcClusterArriveRelaxed();
-  }
-
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
     // Probe: the exchange alone; each thread stores its packet's reduced words to out (as the AllReduce does).
     for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
@@ -245,11 +210,9 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     return;
   }
 
-
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
   float* qs = reinterpret_cast<float*>(sharedWords);
-  const llc_u32 qsBase = llcSharedAddress(qs);
   float* level1 = qs + LLCOMM_SPLIT_MAX_UNITS; // [warp][32]
   float* invs = level1 + LLCOMM_THREADS;
   // `keep` (uniform): every thread has at most one slot (one unit, one k), so thread 0 of the slot keeps the stored
@@ -379,33 +342,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         q = __shfl_sync(groupMask, next, base + kk * kPk);
       }
     }
-    // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference); `push`: at its place among
-    // all the cluster's q's
-    if (li == 0) qs[pushes() ? rowL * kVirtual + b * V + u : w] = q;
+    if (li == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
   }
-  // Units past `units` are never read. Every q of the cluster is stored before any block reads it: `push`: this
-  // block's by the __syncthreads, the other blocks' by the mbarrier's phase (waited for by the warps that read them,
-  // below); otherwise by the cluster barrier, each block reading the others' q's where they were stored.
-  const bool pushed = pushes(); // (from here on a value: the receive loop is behind)
-  if (pushed) {
-    __syncwarp();
-    llcClusterWaitAcquire(); // every block's mbarrier is initialized (the blocks arrived ~1.8 us ago, after their sends)
-    __syncthreads();
-    // The pushes, spread over the block's threads (item x: unit w to block b + d, units fastest, so that neighbouring
-    // threads store neighbouring words): from shared memory after the __syncthreads, not from the unit's register
-    // inside the loop above (there the 16-bit sentinel kernels, at the 128-register cap, spilled 16 bytes).
-    // C and b read again from the cluster registers (push is never a probe, so they are the cluster's), not kept
-    // live across the receive loop (kept, they spilled 16 bytes as well).
-    {
-      const llc_u32 nc = llcClusterNumCtas(), bc = llcClusterCtaRank(), vc = kVirtual / nc;
-      for (llc_u32 x = t; x < (nc - 1u) * units; x += blockDim.x) {
-        const llc_u32 d = 1u + x / units, w = x - (d - 1u) * units;
-        const llc_u32 at = (w / vc) * kVirtual + bc * vc + w % vc;
-        const llc_u32 dst = (bc + d) & (nc - 1u);
-        llcStoreAsyncClusterF32(llcMapSharedCluster(qsBase + 4u * at, dst), qs[at], llcMapSharedCluster(mbar, dst));
-      }
-    }
-  } else if constexpr (kBarrier) {
+  // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
+  if constexpr (kBarrier) {
     llcClusterArriveRelease();
     llcClusterWaitAcquire();
   }
@@ -413,13 +353,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // Per row: the reference's level-1 and total sums over the cluster's q's, then inv; warp `wi` takes rows wi,
   // wi + 16, ... (each block computes every row of the cluster; all get the same bits).
   const llc_u32 warp = t >> 5;
+  const llc_u32 qsBase = llcSharedAddress(qs);
   const float eps = __uint_as_float(p.epsBits);
-  if (pushed && warp < R) { // a warp that reads q's: every push into this block completed (phase 0 of the mbarrier)
-    LlcSpin spin;
-    while (!llcMbarTryWaitParityCluster(mbar, 0u))
-      if (!waiter.keepWaiting(spin, me, LLCOMM_WAIT_BARRIER, 0u)) break;
-    __syncwarp(); // the warp whole again before the gather
-  }
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
     if constexpr ((kProbe & LLC_SPLIT_PROBE_NO_NORM) != 0) {
       if (lane == 0u) invs[rowL] = 1.0f; // probe: no gather, no total
@@ -433,8 +368,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       if (m < mCount) {
         const llc_u32 vt = lane + 32u * m;
         const llc_u32 owner = kBarrier ? vt >> vShift : b, u = vt & (V - 1u); // probe NO_BARRIER: own q's
-        vals[m] = pushed ? qs[rowL * kVirtual + vt]
-                       : llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
+        vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
       }
     }
     float a = vals[0];
@@ -451,8 +385,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
   }
   // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
-  if constexpr (kBarrier)
-    if (!pushed) llcClusterArriveRelease();
+  if constexpr (kBarrier) llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
   // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
@@ -488,8 +421,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
     }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
-  if constexpr (kBarrier) // no block exits while another may still read its q's (`push`: none reads another's)
-    if (!pushed) llcClusterWaitAcquire();
+  if constexpr (kBarrier) llcClusterWaitAcquire(); // no block exits while another may still read its q's
 }
 
 #endif
