@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
+import { LLCOMM_THREADS } from '../../src/backends/cuda/abi.js'
 import { kernelSources, kernelsDirectory } from '../../src/backends/cuda/kernel-table.js'
 
 const files = kernelSources().map((s) => ({
@@ -84,4 +85,24 @@ test('the LL128 publish keeps __syncwarp, then the fence, then the relaxed count
   assert.ok(addStart >= 0 && !/llcRedAdd\w*U32\(|llcRedAddReleaseSys\(/.test(addBody), 'add() bumps no counter')
   const kernel = files.find((f) => f.path === 'allreduce/twoshot_atomic.cu')
   assert.ok(kernel && kernel.text.indexOf('lines.warpPublish(') > kernel.text.lastIndexOf('lines.add('))
+})
+
+// The norm passes sum their per-thread partials with a compile-time thread count (rmsnorm.cuh llcNormThreads:
+// LLCOMM_THREADS on the GPU), so every kernel that normalizes must be launched with exactly that many threads: a
+// launch of another block size would sum partials that are not there, silently. Those kernels are launched by
+// fused-launcher.ts only, whose every launch shape is checked here, and the constant is abi.cuh's.
+test('every kernel that normalizes is launched with LLCOMM_THREADS threads, the count the norm passes assume', () => {
+  const launcher = readFileSync(join(kernelsDirectory(), '..', 'src', 'backends', 'cuda', 'fused-launcher.ts'), 'utf8')
+  const shapes = [...launcher.matchAll(/blockDimX:\s*([^,}\s]+)/g)].map((m) => m[1])
+  assert.ok(shapes.length >= 2, 'fused-launcher.ts builds its launches with a blockDimX')
+  for (const s of shapes) assert.equal(s, 'LLCOMM_THREADS', `fused-launcher.ts launches a block of ${s}`)
+  const abi = files.find((f) => f.path === 'llcomm/abi.cuh')
+  assert.ok(abi, 'llcomm/abi.cuh is a kernel source')
+  const define = /#define LLCOMM_THREADS (\d+)/.exec(abi.text)
+  assert.equal(Number(define?.[1]), LLCOMM_THREADS)
+  const norm = files.find((f) => f.path === 'llcomm/rmsnorm.cuh')
+  assert.ok(
+    norm && /llcNormThreads\(\) \{ return LLCOMM_THREADS; \}/.test(norm.text),
+    'the GPU thread count is LLCOMM_THREADS',
+  )
 })
