@@ -232,10 +232,11 @@ LLC_DEVICE llc_u64 llcCacheWords(llc_u64 rows, llc_u32 hidden, bool f32, llc_u32
 }
 
 // Threads of every block that normalizes: LLCOMM_THREADS on the GPU, a compile-time constant (every kernel that
-// normalizes is launched with exactly that many: fused-launcher.ts, kernel-table.ts), so that llcNormInverse's
-// level-1 and total loops unroll with every shared load issued before the first add. With blockDim.x as the bound
-// each add waited for its own load (a run-time trip count: a rolled load-add loop in the PTX), ~0.6 us of serial
-// loads per norm pass in the 2026-12-04 timeline. The host emulator runs smaller blocks: blockDim.x there.
+// normalizes is launched with exactly that many by fused-launcher.ts; test/kernels/sources.test.ts checks it), so
+// that llcNormInverse's level-1 and total loops unroll with every shared load issued before the first add. With
+// blockDim.x as the bound each add waited for its own load (a run-time trip count: a rolled load-add loop in the
+// PTX), ~0.6 us of serial loads per norm pass in the 2026-12-04 timeline. The host emulator runs smaller blocks:
+// blockDim.x there.
 #if defined(LLCOMM_HOST_EMULATION)
 LLC_DEVICE llc_u32 llcNormThreads() { return blockDim.x; }
 #else
