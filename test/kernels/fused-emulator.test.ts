@@ -18,11 +18,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import type { Dtype, ErrorWordFields } from 'llcomm/internal'
+import type { Dtype, ErrorWordFields, FusedNormLaunchPlan } from 'llcomm/internal'
 import {
   DTYPE_BYTES,
   deviceBufferLayout,
   type FusedNormAlgorithm,
+  fusedSplitPushes,
   fusedSplitSpreadApplies,
   kernelsDirectory,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
@@ -114,6 +115,8 @@ interface NormCase {
   shape?: { blocksPerRank: number; clusterBlocks: number }
   /** split-ll only: run a candidate kernel of the emulator ('split-ll-<candidate>') on the split-ll plan. */
   candidate?: 'late' | 'spread' | 'late-spread'
+  /** The split kernels: run the push kernel ('<algorithm>-push', fused_split.cuh kPush) on the same launch. */
+  push?: boolean
   /** Threads a block (default THREADS_PER_BLOCK): a power of two; the reference RMSNorm runs with as many. */
   threads?: number
 }
@@ -151,7 +154,7 @@ function argsOf(c: Case): string[] {
       : []
   return [
     'norm',
-    c.candidate ? `split-ll-${c.candidate}` : c.algorithm,
+    c.candidate ? `split-ll-${c.candidate}` : c.push ? `${c.algorithm}-push` : c.algorithm,
     c.dtype,
     ...common,
     String(c.rows),
@@ -187,6 +190,27 @@ async function runAll<R>(cases: Case[]): Promise<{ c: Case; r: R }[]> {
   return out
 }
 const label = (c: Case) => JSON.stringify(c)
+
+/** The launch a norm case runs (the planner's, or its `shape`). */
+function caseLaunch(c: NormCase): FusedNormLaunchPlan {
+  const planned = planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype, c.bufferBytes).launches[0]
+  return c.shape ? { ...planned, ...c.shape } : planned
+}
+/**
+ * Each split case (no candidate) whose launch the product runs with the push kernel (fusedSplitPushes: clusters of
+ * more than one block whose rows' q's fit) once more with that kernel: both kernels of a split algorithm on every
+ * such shape (the barrier kernel still serves larger clusters' rows on the GPU, and every launch with
+ * LLCOMM_FUSED_SPLIT_PUSH=0).
+ */
+function withPushCases(cases: NormCase[]): NormCase[] {
+  const push = cases.filter(
+    (c) =>
+      (c.algorithm === 'split' || c.algorithm === 'split-ll') &&
+      !c.candidate &&
+      fusedSplitPushes(caseLaunch(c), c.threads ?? THREADS_PER_BLOCK),
+  )
+  return [...cases, ...push.map((c) => ({ ...c, push: true }))]
+}
 
 /**
  * Runs norm cases and checks each: no wait timed out, the residual exact, the RMSNorm output within rounding of the
@@ -431,7 +455,10 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
     cases.map((c) => planFusedNorm(c.algorithm, c.nranks, c.rows, c.hidden, c.dtype).launches[0].clusterBlocks),
   )
   assert.deepEqual([...clusters].sort(), [1, 2, 4, 8], 'the cases cover every cluster size')
-  await runNormCases(t, 'split', cases)
+  const all = withPushCases(cases)
+  const pushClusters = new Set(all.filter((c) => c.push).map((c) => caseLaunch(c).clusterBlocks))
+  assert.deepEqual([...pushClusters].sort(), [2, 4, 8], 'the push kernels run every cluster size above one')
+  await runNormCases(t, 'split', all)
 })
 
 test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ...) in the reference order, fused, split and unfused alike', async (t) => {
@@ -478,7 +505,7 @@ test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ..
     calls: 2,
     threads: 64,
   })
-  await runNormCases(t, 'multi-warp', cases)
+  await runNormCases(t, 'multi-warp', withPushCases(cases))
 })
 
 test('allReduceMany: bit-identical to one oneshot-sentinel call per buffer, exact, NaN in -> NaN out', async (t) => {

@@ -10,7 +10,7 @@
 //         bitwise against one oneshot-sentinel call per buffer, run here too, and against the exact sum (NaN in ->
 //         NaN out for user values equal to the sentinel).
 // usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
-//                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split or split-ll] [ABSENT_RANK]
+//                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split*] [ABSENT_RANK]
 //        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
 // prints one JSON object.
 #include "emu.h"
@@ -75,6 +75,10 @@ static double e4m3ToDouble(unsigned b) {
 #include "allreduce/fused_rmsnorm_split.cu"
 #include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_split_ll.cu"
+#include "undef_variants.h"
+#include "allreduce/fused_rmsnorm_split_push.cu"
+#include "undef_variants.h"
+#include "allreduce/fused_rmsnorm_split_ll_push.cu"
 #include "undef_variants.h"
 // The late-residual candidate of the split-ll kernel (fused_split.cuh LLC_SPLIT_LATE_RESIDUAL; on the GPU only in
 // allreduce/fused_rmsnorm_split_probe.cu, bf16): kernel "split-ll-late", every dtype; likewise the SPREAD candidates
@@ -161,6 +165,8 @@ static void normKernels(const std::string& kernel, NormFn& fused, NormFn& refere
           : kernel == "twoshot"  ? &llcomm_fused_rmsnorm_twoshot_##dt                                                \
           : kernel == "split"    ? &llcomm_fused_rmsnorm_split_##dt                                                  \
           : kernel == "split-ll" ? &llcomm_fused_rmsnorm_split_ll_##dt                                               \
+          : kernel == "split-push" ? &llcomm_fused_rmsnorm_split_push_##dt                                           \
+          : kernel == "split-ll-push" ? &llcomm_fused_rmsnorm_split_ll_push_##dt                                     \
           : kernel == "split-ll-late" ? &llcomm_emu_split_ll_late_##dt                                              \
           : kernel == "split-ll-spread" ? &llcomm_emu_split_ll_spread_##dt                                          \
           : kernel == "split-ll-late-spread" ? &llcomm_emu_split_ll_late_spread_##dt                                \

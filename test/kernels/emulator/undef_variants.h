@@ -14,5 +14,7 @@
 #undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot
 #undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split
 #undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_ll
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_push
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_ll_push
 #undef LLCOMM_FUSED_VARIANT_rmsnorm
 #undef LLCOMM_FUSED_VARIANT_allreduce_many

@@ -49,4 +49,59 @@ LLC_DEVICE float llcLoadSharedClusterF32(llc_u32 clusterAddress) {
   return v;
 }
 
+// The split kernel's exchange of its q's without a release (fused_split.cuh, `push`). Why: on sm_90 ptxas compiles
+// barrier.cluster.arrive.release to MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR + UCGABAR_ARV (SASS of 27d54bb, 2026-12-07):
+// the arrive waits until every earlier store of the thread is performed GPU-wide, the residual stores and the receive
+// buffer's re-arming stores included, which took the split kernel's first barrier +0.73 us and its second arrive
+// +0.45 us on an H100 with every thread already there (research/notes/fused-probes.md, 2026-12-07). So each block
+// pushes its q's into the other blocks' shared memory with st.async, whose completion an mbarrier of the destination
+// block counts; nothing is released and no MEMBAR is issued after the kernel's start.
+// Memory model (PTX ISA: "mbarrier", "st.async", "fence.mbarrier_init", "barrier.cluster"):
+// - init: mbarrier.init is a plain write of the object. Before another block's st.async may complete transactions on
+//   it, the initializing thread issues fence.mbarrier_init.release.cluster and then its barrier.cluster arrive, and
+//   every pushing thread issues barrier.cluster.wait (acquire by default) before its first st.async: the fence makes
+//   the init visible at cluster scope, the barrier orders it before the remote complete-tx (the pattern CUTLASS uses
+//   for cluster-wide mbarrier init: fence_barrier_init, cluster_arrive_relaxed, cluster_wait). The arrive of the other
+//   threads is relaxed: they publish nothing through it.
+// - the push: st.async.shared::cluster.mbarrier::complete_tx::bytes writes 4 bytes into the destination block's
+//   shared memory, then performs a complete-tx of 4 bytes on the destination's mbarrier (same block as the address);
+//   the complete-tx has release semantics at cluster scope for that write, so a thread that observes the phase
+//   completion with an acquire at cluster scope sees the bytes.
+// - the wait: mbarrier.try_wait.parity.acquire.cluster is true once the phase of that parity completed (its one
+//   arrival made and every expected transaction byte completed), with acquire semantics at cluster scope.
+// - lifetime: a block reads only its own shared memory after the push, and cannot pass its wait (so cannot exit)
+//   before every push into it completed; a pushing block may exit with its st.async in flight (the stored value is a
+//   register operand, nothing of its own shared memory is read), so no barrier is needed at the end.
+// The expect-tx is made with the init, before the arrive every pusher waits on, so the tx count never goes negative.
+LLC_DEVICE void llcMbarInit(llc_u32 mbar, llc_u32 arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mbar), "r"(arrivals) : "memory");
+}
+// One arrival on my block's mbarrier that also expects `bytes` transaction bytes in the current phase.
+LLC_DEVICE void llcMbarArriveExpectTx(llc_u32 mbar, llc_u32 bytes) {
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 st, [%0], %1; }" ::"r"(mbar),
+               "r"(bytes)
+               : "memory");
+}
+LLC_DEVICE void llcFenceMbarrierInitCluster() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// The cluster barrier's arrive without release (no MEMBAR); waited on with llcClusterWaitAcquire.
+LLC_DEVICE void llcClusterArriveRelaxed() { asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory"); }
+// Whether the phase of parity `parity` of my block's mbarrier completed (no spin here: the caller loops; the
+// instruction itself may suspend the thread for a while).
+LLC_DEVICE bool llcMbarTryWaitParityCluster(llc_u32 mbar, llc_u32 parity) {
+  llc_u32 done;
+  asm volatile(
+      "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+      : "=r"(done)
+      : "r"(mbar), "r"(parity)
+      : "memory");
+  return done != 0u;
+}
+// st.async of 4 bytes to the shared::cluster address `dst` (mapa), completing 4 transaction bytes on the mbarrier at
+// the shared::cluster address `dstMbar` (of the same block).
+LLC_DEVICE void llcStoreAsyncClusterF32(llc_u32 dst, float v, llc_u32 dstMbar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(dst),
+               "r"(__float_as_uint(v)), "r"(dstMbar)
+               : "memory");
+}
+
 #endif

@@ -41,6 +41,9 @@
 #define LLCOMM_SPLIT_MAX_UNITS 4096
 // Rows one cluster may own: LLCOMM_SPLIT_MAX_UNITS / V with the smallest V (64, at C = 8).
 #define LLCOMM_SPLIT_MAX_ROWS 64
+// The word of the shared array where `push`'s mbarrier (8 bytes, 8-aligned) lives: after the q's, the level-1 sums
+// and the inverse RMS.
+#define LLC_SPLIT_MBAR_WORD (LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS)
 
 // Probe variants (kProbe, a bit set; 0 = the shipped kernel): cost decomposition for the bench only
 // (kernels/allreduce/fused_rmsnorm_split_probe.cu, scripts/bench-fused.mjs --probes); never in the default path.
@@ -70,7 +73,9 @@
 #define LLC_SPLIT_SPREAD_STAGE_OFFSET 512u
 #define LLC_SPLIT_SPREAD_KEEP_OFFSET (LLCOMM_SPLIT_MAX_UNITS - 12u * 64u)
 
-template <class Fmt, int DT, int kProbe = 0>
+// kPush: the `push` kernels (kernels/allreduce/fused_rmsnorm_split{,_ll}_push.cu), which exchange the q's without a
+// release; the host launches them where C > 1 and a cluster's rows fit (fused-launcher.ts fusedSplitPushes).
+template <class Fmt, int DT, int kProbe = 0, bool kPush = false>
 __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
   using Value = typename LlBuffer<Fmt>::Value;
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
@@ -123,9 +128,34 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 unitStride = blockDim.x >> tShift;
   const llc_u32 lane = t & 31u;
 
-  // One static shared array (the emulator gives a block one shared buffer): the units' q's, then per warp 32
-  // level-1 sums, then the rows' inverse RMS; with `spread`, the exchange's stage sits above the q's in use.
-  LLC_SHARED_WORDS(sharedWords, LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS);
+  // One static shared array (the emulator gives a block one shared buffer): the q's, then per warp 32 level-1 sums,
+  // then the rows' inverse RMS, then (`push` only) its mbarrier (8 bytes); with `spread`, the exchange's stage sits
+  // above the q's in use.
+  // (push: 16-byte aligned for the mbarrier; the barrier kernels keep their unaligned array: their code as before)
+  llc_u32* sharedWords;
+  if constexpr (kPush) {
+    LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_MBAR_WORD + 2u);
+    sharedWords = words;
+  } else {
+    LLC_SHARED_WORDS(words, LLC_SPLIT_MBAR_WORD);
+    sharedWords = words;
+  }
+
+  // `push` (a kernel of its own, kPush; not a run-time branch: with one kernel for both paths, branching on the
+  // cluster register, ptxas could not prove the branches around the barriers uniform and compute-sanitizer's
+  // synccheck found a divergent warp at a barrier, f16, 8 ranks, 16 rows of 4096, 2026-12-07): the q's are exchanged
+  // without a release (cluster.cuh: each barrier.cluster.arrive.release is a MEMBAR.ALL.GPU, which waited +0.73 and
+  // +0.45 us for this thread's earlier global stores on an H100). Every block keeps all the cluster's q's, the q of
+  // virtual thread vt = bV + u of row rowL at rowL * kVirtual + vt: its own stored by the unit's thread, the other
+  // blocks' pushed into it with st.async, which its mbarrier counts: (C - 1) * units * 4 bytes. The cluster barrier
+  // is used once, relaxed, for the mbarrier's init alone. The host launches it only where C > 1 and R * kVirtual
+  // q's fit the array (R <= 8 rows a cluster); elsewhere (a host bug) the cluster returns here before any exchange:
+  // R and C are the same in every block of the cluster and on every rank (as `rows.size() == 0` above), so no
+  // barrier is reached, no epoch steps, nothing hangs, and the outputs are left unwritten (the tests' check).
+  static_assert(!kPush || kProbe == 0, "push is never a probe");
+  if constexpr (kPush)
+    if (C == 1u || R * kVirtual > LLCOMM_SPLIT_MAX_UNITS) return;
+  const llc_u32 mbar = llcSharedAddress(sharedWords + LLC_SPLIT_MBAR_WORD);
   constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0; // see `spread` below
 
   // This thread's first slot (unit w0 = t / T, k = kl: the first iteration of the send loop below) and its input,
@@ -189,6 +219,20 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
   }
 
+  // `push`: the block's last thread (with a unit's work least often) initializes the mbarrier with one arrival,
+  // which it makes at once with the expected bytes, and publishes the init (cluster.cuh: fence, then the arrive; every
+  // pusher waits on the barrier before its first push, after the receive). After the sends, so that the first send
+  // is not behind them (with the init and the arrive at the kernel's start the sends went out 0.22 us later,
+  // research/notes/fused-probes.md, 2026-12-07).
+  if constexpr (kPush) {
+    if (t == blockDim.x - 1u) {
+      llcMbarInit(mbar, 1u);
+      llcMbarArriveExpectTx(mbar, (llcClusterNumCtas() - 1u) * units * 4u); // C, read again (kept live: spills)
+      llcFenceMbarrierInitCluster();
+    }
+    llcClusterArriveRelaxed(); // (not .aligned: a warp need not be converged here)
+  }
+
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
     // Probe: the exchange alone; each thread stores its packet's reduced words to out (as the AllReduce does).
     for (llc_u32 w = t >> tShift; w < units; w += unitStride) {
@@ -209,6 +253,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
     return;
   }
+
 
   // Receive, reduce, residual add; the unit's sum of squares in a register, then in shared memory. The threads of
   // a unit share its trip counts, so every one of them reaches each shuffle below (explicit masks of their lanes).
@@ -342,10 +387,32 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         q = __shfl_sync(groupMask, next, base + kk * kPk);
       }
     }
-    if (li == 0) qs[w] = q; // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference)
+    // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference); `push`: at its place among
+    // all the cluster's q's
+    if (li == 0) qs[kPush ? rowL * kVirtual + b * V + u : w] = q;
   }
-  // Units past `units` are never read. Every q of the cluster is stored before any block reads it:
-  if constexpr (kBarrier) {
+  // Units past `units` are never read. Every q of the cluster is stored before any block reads it: `push`: this
+  // block's by the __syncthreads, the other blocks' by the mbarrier's phase (waited for by the warps that read them,
+  // below); otherwise by the cluster barrier, each block reading the others' q's where they were stored.
+  if constexpr (kPush) {
+    llcClusterWaitAcquire(); // every block's mbarrier is initialized (the blocks arrived ~1.8 us ago, after their sends)
+    __syncthreads();
+    // The pushes, spread over the block's threads (item x: unit w to block b + d, units fastest, so that neighbouring
+    // threads store neighbouring words): from shared memory after the __syncthreads, not from the unit's register
+    // inside the loop above (there the 16-bit sentinel kernels, at the 128-register cap, spilled 16 bytes).
+    // C and b read again from the cluster registers (push is never a probe, so they are the cluster's), not kept
+    // live across the receive loop (kept, they spilled 16 bytes as well in the one-kernel version; to be checked).
+    {
+      const llc_u32 nc = llcClusterNumCtas(), bc = llcClusterCtaRank(), vc = kVirtual / nc;
+      const llc_u32 qsAddress = llcSharedAddress(qs);
+      for (llc_u32 x = t; x < (nc - 1u) * units; x += blockDim.x) {
+        const llc_u32 d = 1u + x / units, w = x - (d - 1u) * units;
+        const llc_u32 at = (w / vc) * kVirtual + bc * vc + w % vc;
+        const llc_u32 dst = (bc + d) & (nc - 1u);
+        llcStoreAsyncClusterF32(llcMapSharedCluster(qsAddress + 4u * at, dst), qs[at], llcMapSharedCluster(mbar, dst));
+      }
+    }
+  } else if constexpr (kBarrier) {
     llcClusterArriveRelease();
     llcClusterWaitAcquire();
   }
@@ -355,6 +422,12 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 warp = t >> 5;
   const llc_u32 qsBase = llcSharedAddress(qs);
   const float eps = __uint_as_float(p.epsBits);
+  if (kPush && warp < R) { // a warp that reads q's: every push into this block completed (phase 0 of the mbarrier)
+    LlcSpin spin;
+    while (!llcMbarTryWaitParityCluster(mbar, 0u))
+      if (!waiter.keepWaiting(spin, me, LLCOMM_WAIT_BARRIER, 0u)) break;
+    __syncwarp(); // the warp whole again before the gather
+  }
   for (llc_u32 rowL = warp; rowL < R; rowL += blockDim.x >> 5) {
     if constexpr ((kProbe & LLC_SPLIT_PROBE_NO_NORM) != 0) {
       if (lane == 0u) invs[rowL] = 1.0f; // probe: no gather, no total
@@ -368,7 +441,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       if (m < mCount) {
         const llc_u32 vt = lane + 32u * m;
         const llc_u32 owner = kBarrier ? vt >> vShift : b, u = vt & (V - 1u); // probe NO_BARRIER: own q's
-        vals[m] = llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
+        vals[m] = kPush ? qs[rowL * kVirtual + vt]
+                       : llcLoadSharedClusterF32(llcMapSharedCluster(qsBase + 4u * (rowL * V + u), owner));
       }
     }
     float a = vals[0];
@@ -385,7 +459,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     __syncwarp(); // level1[warp] is read before the warp's next row overwrites it
   }
   // My reads of the other blocks' q's are done (they may exit once every thread of the cluster arrived here).
-  if constexpr (kBarrier) llcClusterArriveRelease();
+  if constexpr (kBarrier && !kPush) llcClusterArriveRelease();
   __syncthreads(); // invs is visible to every thread of the block
 
   // Output: out = dtype((r * inv) * weight) for every slot of my units: from the kept registers (`keep`), else one
@@ -421,7 +495,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       llcNormStoreSlot<DT>(r, weight, out + rowL * outRowBytes, j, invs[rowL], e4m3, outScale);
     }
   ch.blockAdvanceEpoch(); // after every recv of this block (ll_buffer.cuh contract)
-  if constexpr (kBarrier) llcClusterWaitAcquire(); // no block exits while another may still read its q's
+  if constexpr (kBarrier && !kPush) // no block exits while another may still read its q's (`push`: none reads another's)
+    llcClusterWaitAcquire();
 }
 
 #endif

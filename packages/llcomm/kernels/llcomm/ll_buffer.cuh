@@ -48,10 +48,14 @@
 #ifndef LLCOMM_SPREAD_MIN_GROUPS
 #define LLCOMM_SPREAD_MIN_GROUPS 4
 #endif
+// LLC_SHARED_WORDS_ALIGNED: the same, 16-byte aligned (an mbarrier inside it must be 8-byte aligned; the emulator's
+// block buffer is).
 #if defined(LLCOMM_HOST_EMULATION)
 #define LLC_SHARED_WORDS(name, n) llc_u32* name = static_cast<llc_u32*>(llcEmuBlockShared(4ull * (n)))
+#define LLC_SHARED_WORDS_ALIGNED(name, n) LLC_SHARED_WORDS(name, n)
 #else
 #define LLC_SHARED_WORDS(name, n) __shared__ llc_u32 name[n]
+#define LLC_SHARED_WORDS_ALIGNED(name, n) __shared__ __align__(16) llc_u32 name[n]
 #endif
 
 // Ranks of one window of blockRecvReduceSpreadWords' shared stage: min(LLCOMM_PEER_STAGE_WORDS / perRank, nranks),

@@ -36,6 +36,7 @@ import {
   DEFAULT_BUFFER_BYTES,
   deviceBufferLayout,
   type FusedKernel,
+  type FusedKernelKind,
   maxBlocksPerRank,
   pieceElems,
   selectFusedKernel,
@@ -46,7 +47,15 @@ import {
 import type { KernelModules } from './modules.js'
 
 const floor16 = (x: number) => Math.floor(x / 16) * 16
-const splitKind = (a: FusedSplitAlgorithm) => (a === 'split' ? 'fused_rmsnorm_split' : 'fused_rmsnorm_split_ll')
+const splitKind = (a: FusedSplitAlgorithm): FusedKernelKind =>
+  a === 'split' ? 'fused_rmsnorm_split' : 'fused_rmsnorm_split_ll'
+const splitPushKind = (a: FusedSplitAlgorithm): FusedKernelKind =>
+  a === 'split' ? 'fused_rmsnorm_split_push' : 'fused_rmsnorm_split_ll_push'
+/**
+ * LLCOMM_FUSED_SPLIT_PUSH=0: the split kernels exchange their q's through the two release barriers everywhere,
+ * never with the push kernels (read once; for A/B runs and diagnosis: the outputs are the same bits).
+ */
+const SPLIT_PUSH = process.env.LLCOMM_FUSED_SPLIT_PUSH !== '0'
 /** LLCOMM_FUSED_CLUSTER_COOPERATIVE=0: cluster launches without the cooperative attribute (read once). */
 const CLUSTER_COOPERATIVE = process.env.LLCOMM_FUSED_CLUSTER_COOPERATIVE !== '0'
 
@@ -414,6 +423,19 @@ export function fusedSplitSpreadApplies(
   return units <= 64 && groups >= 4 && 512 + nranks * packets * 2 <= FUSED_SPLIT_MAX_UNITS - 12 * 64
 }
 
+/**
+ * Whether launch `l` of a split plan runs the push kernel (fused_split.cuh kPush: the cluster's q's exchanged with
+ * st.async and an mbarrier, no release barrier; the same outputs, bit for bit): clusters of C > 1 blocks (at C = 1
+ * there is nothing to exchange) whose rows' q's fit the kernel's array (rows per cluster × `threads` <=
+ * FUSED_SPLIT_MAX_UNITS, i.e. at most 8 rows a cluster at 512 threads). The push kernel returns without writing
+ * anything on any other shape. `threads`: the block size (LLCOMM_THREADS; the emulator test passes its own).
+ */
+export function fusedSplitPushes(l: FusedNormLaunchPlan, threads: number = LLCOMM_THREADS): boolean {
+  const c = l.clusterBlocks ?? 1
+  if (c <= 1) return false
+  return Math.ceil(l.rows / (l.blocksPerRank / c)) * threads <= FUSED_SPLIT_MAX_UNITS // the largest cluster's rows
+}
+
 // ---- the launcher ----
 
 interface PackedLaunch {
@@ -601,10 +623,14 @@ export class FusedLauncher {
     const autoSplit =
       requested === 'auto' && !reference && this.devices.groups.every((g) => Number(g.arch.replace(/\D/g, '')) >= 90)
     const splitAlgorithm: FusedSplitAlgorithm = split ? (requested as FusedSplitAlgorithm) : 'split'
+    // (over both kernels of the algorithm where push is on: a plan's launches may take either)
+    const limitKinds = SPLIT_PUSH
+      ? [splitKind(splitAlgorithm), splitPushKind(splitAlgorithm)]
+      : [splitKind(splitAlgorithm)]
     const limit: ClusterLimit = (c) =>
       Math.min(
-        ...this.devices.groups.map((g) =>
-          this.maxActiveClusters(selectFusedKernel(splitKind(splitAlgorithm), call.dtype), g, c),
+        ...this.devices.groups.flatMap((g) =>
+          limitKinds.map((kind) => this.maxActiveClusters(selectFusedKernel(kind, call.dtype), g, c)),
         ),
       )
     const plan: FusedNormPlan = reference
@@ -640,6 +666,11 @@ export class FusedLauncher {
     const k: FusedKernel = probe
       ? { ...shipped, kernelName: probe.kernel, sourceFile: probe.sourceFile ?? FUSED_PROBE_SOURCE }
       : shipped
+    // The split plans' launches with clusters that exchange by push (fusedSplitPushes) run the push kernel.
+    const kernelFor = (l: FusedNormLaunchPlan): FusedKernel =>
+      !probe && SPLIT_PUSH && isSplit(plan.algorithm) && fusedSplitPushes(l)
+        ? selectFusedKernel(splitPushKind(plan.algorithm), call.dtype)
+        : k
     const big = (list: readonly DevicePtr[], offsetBytes: number) => list.map((p) => BigInt(p + offsetBytes))
     const packed: PackedLaunch[] = []
     for (const l of plan.launches) {
@@ -686,7 +717,7 @@ export class FusedLauncher {
           v.setUint32(8, l.rows, true)
         }
         const launch = this.launchFor(
-          k,
+          kernelFor(l),
           group,
           grid,
           probe ? probe.cooperative : !reference,

@@ -641,6 +641,8 @@ export type FusedKernelKind =
   | 'fused_rmsnorm_twoshot'
   | 'fused_rmsnorm_split'
   | 'fused_rmsnorm_split_ll'
+  | 'fused_rmsnorm_split_push'
+  | 'fused_rmsnorm_split_ll_push'
   | 'rmsnorm'
   | 'allreduce_many'
 export interface FusedKernel {
@@ -658,6 +660,8 @@ const FUSED_KINDS: readonly FusedKernelKind[] = [
   'fused_rmsnorm_twoshot',
   'fused_rmsnorm_split',
   'fused_rmsnorm_split_ll',
+  'fused_rmsnorm_split_push',
+  'fused_rmsnorm_split_ll_push',
   'rmsnorm',
   'allreduce_many',
 ]
