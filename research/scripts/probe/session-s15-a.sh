@@ -10,7 +10,12 @@
 #   - A/B (LLCOMM_FUSED_SPLIT_PUSH=0 against the default, same build, interleaved rounds, 8 ranks bf16): split
 #     -0.35..-0.50 us at 4096 / 8192 batch 1-4 (push2 measured -0.41..-0.50 against HEAD); 4096 x 16 (C = 1: the
 #     barrier kernel in both) within +-0.05 us, i.e. session 14's +0.64 us there gone.
-# Steps: SASS counts, sanitizers (SAN_TOOLS, via session-s14-a.sh), then AB_ROUNDS rounds of the A/B and its table.
+#   - direct (ab15/direct = fused-patches/split-push-direct.patch, carried; the A/B only): each unit's q pushed from
+#     its register into every block of the cluster, this one included, inside the receive loop (the cluster wait
+#     for the mbarrier init moved to just after the relaxed arrive, before the receives), so no __syncthreads and
+#     no re-read of the q's before the pushes. Prediction: split -0.1..-0.2 us against push at batch 1-4 (session
+#     14's timeline: the __syncthreads and the pushes took 0.48 us after q where relx's barrier took 0.32).
+# Steps: SASS counts, synccheck (via session-s14-a.sh), AB_ROUNDS rounds of the A/B and its table, then racecheck.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp/llcomm-s15-a}
@@ -18,23 +23,34 @@ mkdir -p "$out/ab" "$out/sass"
 export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
 k=packages/llcomm/kernels
-for f in fused_rmsnorm_split fused_rmsnorm_split_ll fused_rmsnorm_split_push fused_rmsnorm_split_ll_push; do
-  nvcc -arch sm_90 -cubin -std=c++17 -I $k $k/allreduce/$f.cu -o /tmp/$f.cubin > /dev/null 2>&1 &&
-    cuobjdump -sass /tmp/$f.cubin > "$out/sass/$f.sass" 2>&1
+for kf in $k/fused_rmsnorm_split $k/fused_rmsnorm_split_ll $k/fused_rmsnorm_split_push $k/fused_rmsnorm_split_ll_push \
+  ab15/direct/fused_rmsnorm_split_push; do
+  kd=$(dirname $kf) f=$(basename $kf)
+  tag=$([ $kd = $k ] && echo $f || echo direct-$f)
+  nvcc -arch sm_90 -cubin -std=c++17 -I $kd $kd/allreduce/$f.cu -o /tmp/$tag.cubin > /dev/null 2>&1 &&
+    cuobjdump -sass /tmp/$tag.cubin > "$out/sass/$tag.sass" 2>&1
   awk '/Function :/ { fn = $3 } /MEMBAR/ { m[fn]++ } /CGABAR_ARV/ { c[fn]++ } /WARPSYNC/ { w[fn]++ } /SYNCS/ { y[fn]++ }
     END { for (f in y) printf "sass %s: MEMBAR %d, cluster arrive %d, WARPSYNC %d, SYNCS %d\n", f, m[f], c[f], w[f], y[f]
           for (f in c) if (!(f in y)) printf "sass %s: MEMBAR %d, cluster arrive %d, WARPSYNC %d, SYNCS 0\n", f, m[f], c[f], w[f] }' \
-    "$out/sass/$f.sass"
+    "$out/sass/$tag.sass"
 done
-if [ -n "${SAN_TOOLS:-synccheck racecheck}" ]; then
-  mkdir -p "$out/san"
-  OUT="$out/san" SAN_TOOLS="${SAN_TOOLS:-synccheck racecheck}" SKIP_BENCH=1 bash research/scripts/probe/session-s14-a.sh
-fi
+sanitize() { # $1: tools
+  mkdir -p "$out/san-$1"
+  OUT="$out/san-$1" SAN_TOOLS="$1" SKIP_BENCH=1 bash research/scripts/probe/session-s14-a.sh
+}
+sanitize synccheck
+variants=${AB_VARIANTS:-bar push direct}
 for ((r = 1; r <= ${AB_ROUNDS:-1}; r++)); do
-  for v in bar push; do
-    LLCOMM_FUSED_SPLIT_PUSH=$([ $v = push ] && echo 1 || echo 0) timeout 120 node scripts/bench-fused.mjs \
+  for v in $variants; do
+    case $v in
+      bar) env=(LLCOMM_FUSED_SPLIT_PUSH=0) ;;
+      push) env=(LLCOMM_FUSED_SPLIT_PUSH=1) ;;
+      *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-15-$v) ;;
+    esac
+    env "${env[@]}" timeout 120 node scripts/bench-fused.mjs \
       --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
     echo "$v round $r: rc $?"
   done
 done
-node research/scripts/probe/fused-ab-table.mjs "$out/ab" bar push | tee "$out/table.txt"
+node research/scripts/probe/fused-ab-table.mjs "$out/ab" $variants | tee "$out/table.txt"
+sanitize racecheck
