@@ -160,7 +160,9 @@ export function fusedTwoshotFirst(
  * 4.5 against 4.9; batch 8 and up). Rows beyond one launch's capacity go to further launches (each a complete fused
  * call on its rows). Blocks: one row per block up to maxBlocksPerRank, then rows are shared out evenly (llcPiece).
  * Ahead of all that, 'auto' takes the two-shot where fusedTwoshotFirst says (its spread path, at 8-16 ranks: from
- * batch 8-16 at 8 ranks, every batch at 16 ranks; measured 2026-12-03).
+ * batch 8-16 at 8 ranks, every batch at 16 ranks; measured 2026-12-03). Since the split push kernels (2026-12-07,
+ * one H100), split also at 8 rows with 8-15 ranks below a hidden of 8192 (4096 batch 8: 6.49 against the one-shot's
+ * 7.01 us).
  */
 export function planFusedNorm(
   algorithm: FusedNormAlgorithm | 'auto',
@@ -184,9 +186,16 @@ export function planFusedNorm(
   let alg: 'oneshot' | 'twoshot'
   const oneshotFits = perBlock.oneshot * maxBlocks >= rows
   const twoshotFirst = algorithm === 'auto' && fusedTwoshotFirst(nranks, rows, hidden, dtype, bufferBytes)
+  // 8 rows at 8-15 ranks below a hidden of 8192 (where the two-shot comes first): split since its push kernels
+  // (2026-12-07, one H100, 8 ranks 4096 batch 8: 6.49 us against the one-shot's 7.01 and the two-shot's 6.67;
+  // bench/results/cuda-h100-split-push-ab-2026-12-07.txt)
+  const splitAt8 = rows === 8 && nranks >= 8 && nranks < 16 && hidden < 8192
   const splitFirst =
     !twoshotFirst &&
-    (!oneshotFits || (rows < 8 && (nranks >= 8 || hidden >= 8192)) || (rows < 16 && nranks >= 8 && hidden >= 8192))
+    (!oneshotFits ||
+      (rows < 8 && (nranks >= 8 || hidden >= 8192)) ||
+      splitAt8 ||
+      (rows < 16 && nranks >= 8 && hidden >= 8192))
   if (algorithm === 'auto' && autoSplit && splitFirst) {
     let split: FusedNormPlan | undefined
     try {
@@ -623,10 +632,9 @@ export class FusedLauncher {
     const autoSplit =
       requested === 'auto' && !reference && this.devices.groups.every((g) => Number(g.arch.replace(/\D/g, '')) >= 90)
     const splitAlgorithm: FusedSplitAlgorithm = split ? (requested as FusedSplitAlgorithm) : 'split'
-    // (over both kernels of the algorithm where push is on: a plan's launches may take either)
-    const limitKinds = SPLIT_PUSH
-      ? [splitKind(splitAlgorithm), splitPushKind(splitAlgorithm)]
-      : [splitKind(splitAlgorithm)]
+    // (over both kernels of the algorithm, whether push is on or not: a plan's launches may take either, and the plan
+    // must not depend on LLCOMM_FUSED_SPLIT_PUSH, which ranks may set apart)
+    const limitKinds = [splitKind(splitAlgorithm), splitPushKind(splitAlgorithm)]
     const limit: ClusterLimit = (c) =>
       Math.min(
         ...this.devices.groups.flatMap((g) =>
