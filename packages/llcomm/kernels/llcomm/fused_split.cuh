@@ -401,7 +401,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     // threads store neighbouring words): from shared memory after the __syncthreads, not from the unit's register
     // inside the loop above (there the 16-bit sentinel kernels, at the 128-register cap, spilled 16 bytes).
     // C and b read again from the cluster registers (push is never a probe, so they are the cluster's), not kept
-    // live across the receive loop (kept, they spilled 16 bytes as well in the one-kernel version; to be checked).
+    // live across the receive loop (kept, they spilled 16 bytes in the one-kernel version of session 14; the
+    // separate kernel was not tried with them kept).
     {
       const llc_u32 nc = llcClusterNumCtas(), bc = llcClusterCtaRank(), vc = kVirtual / nc;
       const llc_u32 qsAddress = llcSharedAddress(qs);
