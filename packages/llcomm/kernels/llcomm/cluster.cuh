@@ -61,8 +61,9 @@ LLC_DEVICE float llcLoadSharedClusterF32(llc_u32 clusterAddress) {
 //   it, the initializing thread issues fence.mbarrier_init.release.cluster and then its barrier.cluster arrive, and
 //   every pushing thread issues barrier.cluster.wait (acquire by default) before its first st.async: the fence makes
 //   the init visible at cluster scope, the barrier orders it before the remote complete-tx (the pattern CUTLASS uses
-//   for cluster-wide mbarrier init: fence_barrier_init, cluster_arrive_relaxed, cluster_wait). The arrive of the other
-//   threads is relaxed: they publish nothing through it.
+//   for cluster-wide mbarrier init: fence_barrier_init, cluster_arrive_relaxed, cluster_wait). Every thread's arrive,
+//   the initializing thread's included, is relaxed: fence.mbarrier_init is the light-weight release that orders the
+//   init before that thread's relaxed arrive, and the other threads publish nothing through theirs.
 // - the push: st.async.shared::cluster.mbarrier::complete_tx::bytes writes 4 bytes into the destination block's
 //   shared memory, then performs a complete-tx of 4 bytes on the destination's mbarrier (same block as the address);
 //   the complete-tx has release semantics at cluster scope for that write, so a thread that observes the phase
