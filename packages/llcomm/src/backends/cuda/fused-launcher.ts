@@ -410,6 +410,9 @@ export const FUSED_PROBE_KERNELS: readonly string[] = [
   'llcomm_fused_probe_ll_late_spread',
 ]
 
+/** Rows of the largest cluster of split launch `l` (llcPiece gives the first clusters ceil(rows / G)). */
+const largestClusterRows = (l: FusedNormLaunchPlan) => Math.ceil(l.rows / (l.blocksPerRank / (l.clusterBlocks ?? 1)))
+
 /**
  * Whether the SPREAD candidate (fused_split.cuh LLC_SPLIT_SPREAD: the peer-parallel exchange of ll_buffer.cuh) takes
  * every cluster of launch `l` (its kernels write nothing on any other shape): LL16, one 16-byte slot per virtual thread (a row
@@ -426,7 +429,7 @@ export function fusedSplitSpreadApplies(
 ): boolean {
   const c = l.clusterBlocks ?? 1
   if ((hidden * DTYPE_BYTES[dtype]) / 16 !== threads || nranks < 8) return false
-  const units = Math.ceil(l.rows / (l.blocksPerRank / c)) * (threads / c) // the largest cluster's rows
+  const units = largestClusterRows(l) * (threads / c)
   const packets = 2 * units
   const groups = Math.min(Math.floor(threads / packets), nranks)
   return units <= 64 && groups >= 4 && 512 + nranks * packets * 2 <= FUSED_SPLIT_MAX_UNITS - 12 * 64
@@ -440,9 +443,7 @@ export function fusedSplitSpreadApplies(
  * anything on any other shape. `threads`: the block size (LLCOMM_THREADS; the emulator test passes its own).
  */
 export function fusedSplitPushes(l: FusedNormLaunchPlan, threads: number = LLCOMM_THREADS): boolean {
-  const c = l.clusterBlocks ?? 1
-  if (c <= 1) return false
-  return Math.ceil(l.rows / (l.blocksPerRank / c)) * threads <= FUSED_SPLIT_MAX_UNITS // the largest cluster's rows
+  return (l.clusterBlocks ?? 1) > 1 && largestClusterRows(l) * threads <= FUSED_SPLIT_MAX_UNITS
 }
 
 // ---- the launcher ----
