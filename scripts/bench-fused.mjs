@@ -2,9 +2,12 @@
 // measured side by side in one run (src/bench/fused.ts). Run on the GPU machine after `npm run build`:
 //   node scripts/bench-fused.mjs [--ranks 2,8] [--hidden 4096,8192] [--batch 1,2,4,8,16,32,64] [--dtype bf16]
 //                                [--calls 50] [--replays 20] [--buffer-bytes N] [--out FILE.json] [--probes]
+//                                [--unfused-all]
 // --buffer-bytes: the communicator's bufferBytes (default the library's, 4 MiB on cuda): larger lanes let more rows
 // fit one launch (both the fused kernels and the unfused AllReduce run on the same communicator).
 // Prints one line per shape: µs per call of every variant and the ratios fused/unfused; writes the rows as JSON.
+// --unfused-all: also every llcomm AllReduce algorithm + the RMSNorm kernel as its own unfused variant; a second line
+// per shape gives each and best fused / the fastest unfused (the strictest baseline, not only 'auto''s pick).
 // --probes (bf16): also the cost-decomposition probe columns (FUSED_BENCH_PROBES in packages/tools/src/bench/
 // fused.ts; research/notes/fused-probes.md), printed per shape as a second block: the raw µs, then differences.
 import { writeFileSync } from 'node:fs'
@@ -26,6 +29,7 @@ const calls = Number(opt('calls', '50'))
 const replays = Number(opt('replays', '20'))
 const bufferBytes = opt('buffer-bytes', undefined)
 const probes = args.includes('--probes')
+const unfusedAll = args.includes('--unfused-all')
 const outFile = opt('out', `${process.env.OUT ?? '/tmp'}/bench-fused-${dtype}.json`)
 
 const rows = []
@@ -43,7 +47,11 @@ for (const ranks of ranksList) {
   try {
     for (const hidden of hiddens)
       for (const batch of batches) {
-        const r = benchFusedShape(comm, { rows: batch, hidden, dtype }, { callsPerGraph: calls, replays, probes })
+        const r = benchFusedShape(
+          comm,
+          { rows: batch, hidden, dtype },
+          { callsPerGraph: calls, replays, probes, unfusedAll },
+        )
         const u = r.us
         const best = Math.min(
           ...['fused-oneshot', 'fused-twoshot', 'fused-split', 'fused-split-ll'].filter((k) => k in u).map((k) => u[k]),
@@ -55,7 +63,17 @@ for (const ranks of ranksList) {
         console.log(
           `${String(ranks).padStart(5)} ${String(hidden).padStart(6)} ${String(batch).padStart(5)} | ${f(u['fused-oneshot'])}  ${f(u['fused-twoshot'])}  ${f(u['fused-auto'])}(${r.fusedAuto.slice(0, 3)}) | ${f(u['fused-split'])} ${f(u['fused-split-ll'])} | ${f(u.unfused)} (${f(u.allreduce)} ${r.allReduceAlgorithm} + ${f(u.rmsnorm)}) | ${f(u['nccl+rmsnorm'])} | ${r.ratioAuto.toFixed(3)} ${r.ratioBest.toFixed(3)} ${ratio('fused-split')} ${ratio('fused-split-ll')}`,
         )
-        for (const [k, why] of Object.entries(r.skipped ?? {})) console.log(`      ${k} skipped: ${why}`)
+        for (const [k, why] of Object.entries(r.skipped ?? {}))
+          if (!k.startsWith('unfused:')) console.log(`      ${k} skipped: ${why}`)
+        if (unfusedAll) {
+          const each = Object.keys(u).filter((k) => k.startsWith('unfused:'))
+          const fastest = Math.min(u.unfused, ...each.map((k) => u[k]))
+          r.unfusedFastest = fastest
+          r.ratioBestStrict = best / fastest
+          console.log(
+            `      unfused each: ${each.map((k) => `${k.slice(8)}=${u[k].toFixed(2)}`).join(' ')} | fastest ${fastest.toFixed(2)} | best/fastest ${r.ratioBestStrict.toFixed(3)}`,
+          )
+        }
         if (probes) {
           const p = (k) => u[`p:${k}`]
           console.log(

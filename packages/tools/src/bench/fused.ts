@@ -53,6 +53,9 @@ export interface FusedBenchOptions {
   eps?: number
   /** Also time the cost-decomposition probes (FUSED_BENCH_PROBES; bf16 only). */
   probes?: boolean
+  /** Also time `unfused:<algorithm>` for every llcomm AllReduce algorithm that can serve the shape (not NCCL), each
+   * followed by the same RMSNorm kernel: the strictest unfused baseline is the fastest of these and `unfused`. */
+  unfusedAll?: boolean
 }
 
 /**
@@ -212,6 +215,7 @@ export function benchFusedShape(
     )
     const allReduceAlgorithm = allReduce[0].algorithm
     const norm = sets.map((s) => comm.prepareDeviceRmsNorm({ ...normArgs(s), inputs: s.sum }))
+    const skipped: Record<string, string> = {}
     const variants: Record<string, (() => void)[]> = {
       unfused: sets.map((_, k) => () => {
         allReduce[k].issue(streams)
@@ -220,6 +224,21 @@ export function benchFusedShape(
       allreduce: allReduce.map((c) => () => c.issue(streams)),
       rmsnorm: norm.map((c) => () => c.issue(streams)),
     }
+    if (o.unfusedAll)
+      for (const a of comm.algorithms) {
+        if (a === 'auto' || a === 'nccl') continue
+        try {
+          const ar = sets.map((s) =>
+            comm.prepareDeviceAllReduce({ inputs: s.x, outputs: s.sum, count: n, dtype, algorithm: a, streams }),
+          )
+          variants[`unfused:${a}`] = sets.map((_, k) => () => {
+            ar[k].issue(streams)
+            norm[k].issue(streams)
+          })
+        } catch (e) {
+          skipped[`unfused:${a}`] = e instanceof Error ? e.message : String(e)
+        }
+      }
     for (const a of ['oneshot', 'twoshot'] as const)
       if (fusedRowsPerBlock(a, ranks, hidden, dtype, comm.bufferBytes) > 0) {
         const fused = sets.map((s) => comm.prepareDeviceAllReduceRmsNorm(normArgs(s, a)))
@@ -227,7 +246,6 @@ export function benchFusedShape(
       }
     // The split kernels (thread-block clusters): tried once eagerly, so that a driver or device that refuses the
     // cluster launch drops the column (reason in `skipped`) instead of breaking the graph capture of the others.
-    const skipped: Record<string, string> = {}
     const launchesOf: Record<string, number> = {}
     for (const a of ['split', 'split-ll'] as const) {
       try {
