@@ -119,6 +119,8 @@ interface NormCase {
   push?: boolean
   /** Threads a block (default THREADS_PER_BLOCK): a power of two; the reference RMSNorm runs with as many. */
   threads?: number
+  /** The kernel must refuse the launch (LLCOMM_EMU_EXPECT_NOOP: nothing written, no epoch step, no wait timing out). */
+  expectNoop?: boolean
 }
 interface ManyCase {
   kind: 'many'
@@ -170,7 +172,8 @@ function argsOf(c: Case): string[] {
 
 function runCase<R>(c: Case): Promise<R> {
   return new Promise((resolve, reject) => {
-    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+    const env = c.kind === 'norm' && c.expectNoop ? { ...process.env, LLCOMM_EMU_EXPECT_NOOP: '1' } : process.env
+    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`fused_emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as R)
     })
@@ -506,6 +509,41 @@ test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ..
     threads: 64,
   })
   await runNormCases(t, 'multi-warp', withPushCases(cases))
+})
+
+test('the push kernels refuse a launch the host never sends (one block a cluster, or more rows a cluster than their q area holds): nothing written, no epoch step, no hang', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // fused_split.cuh returns at once when C = 1 or R * kVirtual > LLCOMM_SPLIT_MAX_UNITS, uniformly over the cluster
+  // and the ranks. Without that return a C = 1 launch runs through (its mbarrier expects no bytes) and writes the
+  // outputs, and too many rows overrun the q area: either way this test sees bytes written.
+  const cases: NormCase[] = []
+  for (const algorithm of ['split', 'split-ll'] as const)
+    for (const dtype of ['bf16', 'f32'] as const) {
+      const base = {
+        kind: 'norm',
+        algorithm,
+        dtype,
+        nranks: 2,
+        flags: 0,
+        calls: 2,
+        push: true,
+        expectNoop: true,
+      } as const
+      cases.push({ ...base, rows: 1, hidden: 256, shape: { blocksPerRank: 2, clusterBlocks: 1 } })
+      // 256 virtual threads a row: 17 rows in one cluster need 4,352 q's, the array holds 4,096
+      cases.push({ ...base, rows: 17, hidden: 64, threads: 256, shape: { blocksPerRank: 2, clusterBlocks: 2 } })
+    }
+  for (const c of cases)
+    assert.equal(fusedSplitPushes(caseLaunch(c), c.threads ?? THREADS_PER_BLOCK), false, `${label(c)}: the host pushes`)
+  const results = await runAll<NormResult & { written: number }>(cases)
+  for (const { c, r } of results) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.written, 0, `${label(c)}: the refused launch wrote ${r.written} bytes`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: a channel epoch stepped`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots touched`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    assert.ok(r.ok, label(c))
+  }
 })
 
 test('allReduceMany: bit-identical to one oneshot-sentinel call per buffer, exact, NaN in -> NaN out', async (t) => {
