@@ -35,38 +35,14 @@ for kf in $k/fused_rmsnorm_split $k/fused_rmsnorm_split_ll $k/fused_rmsnorm_spli
           for (f in c) if (!(f in y)) printf "sass %s: MEMBAR %d, cluster arrive %d, WARPSYNC %d, SYNCS 0\n", f, m[f], c[f], w[f] }' \
     "$out/sass/$tag.sass"
 done
-# compute-sanitizer on the fused GPU test's main matrix only (--test-name-pattern model-exact: every fused algorithm,
-# 2 and 8 ranks, the reduced shapes; the split kernels' cases push at 1 row, C = 1 at 16), on the product kernels or
-# a tree ($2: a folder under ab15/, or "product").
-sanitize() { # $1: tool, $2: tree
-  local env=() tag=$1-$2
-  [ "$2" = product ] || env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$2) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-15-$2)
-  env "${env[@]}" LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_RESULTS="$out/san-$tag.jsonl" \
-    LLCOMM_GPU_CASE_PREFIX=sanitizer-$tag timeout "${SAN_LIMIT_S:-110}" \
-    compute-sanitizer --tool "$1" --error-exitcode 9 --target-processes all \
-    node --test --test-name-pattern=model-exact packages/llcomm/dist/test/gpu/fused.test.js > "$out/san-$tag.log" 2>&1
-  local rc=$?
-  echo "sanitizer $tag: rc $rc, cases passed $(grep -c '"passed":true' "$out/san-$tag.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/san-$tag.jsonl" 2>/dev/null); $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-$tag.log" | tail -n 1)"
-}
+say() { echo "$*"; }
+source research/scripts/probe/fused-ab-lib.sh
+sanitize() { fused_sanitize "$1" "$2" 15; }
 sanitize synccheck product
 variants=${AB_VARIANTS:-bar push direct}
-for ((r = 1; r <= ${AB_ROUNDS:-1}; r++)); do
-  for v in $variants; do
-    case $v in
-      bar) env=(LLCOMM_FUSED_SPLIT_PUSH=0) ;;
-      push) env=(LLCOMM_FUSED_SPLIT_PUSH=1) ;;
-      *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-15-$v) ;;
-    esac
-    env "${env[@]}" timeout 100 node scripts/bench-fused.mjs \
-      --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
-    echo "$v round $r: rc $?"
-  done
-done
+for ((r = 1; r <= ${AB_ROUNDS:-1}; r++)); do fused_ab_round $r 15 $variants; done
 node research/scripts/probe/fused-ab-table.mjs "$out/ab" $variants | tee "$out/table.txt"
 # the direct candidate: the whole fused GPU test (no sanitizer), then synccheck; then racecheck of the product
-LLCOMM_KERNELS_DIR=$(realpath ab15/direct) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-15-direct LLCOMM_GPU_NO_NCCL=1 \
-  LLCOMM_GPU_RESULTS="$out/gpu-direct.jsonl" LLCOMM_GPU_CASE_PREFIX=direct timeout 110 \
-  node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-direct.log" 2>&1
-echo "gpu-test direct (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-direct.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/gpu-direct.jsonl" 2>/dev/null)"
+fused_gpu_test direct 15
 sanitize synccheck direct
 sanitize racecheck product

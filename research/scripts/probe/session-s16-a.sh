@@ -23,19 +23,9 @@ export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
 summary="$out/summary.txt"
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
+source research/scripts/probe/fused-ab-lib.sh
 variants=${AB_VARIANTS:-push direct dearly bar}
-for ((r = 1; r <= ${AB_ROUNDS:-2}; r++)); do
-  for v in $variants; do
-    case $v in
-      bar) env=(LLCOMM_FUSED_SPLIT_PUSH=0) ;;
-      push) env=(LLCOMM_FUSED_SPLIT_PUSH=1) ;;
-      *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-16-$v) ;;
-    esac
-    env "${env[@]}" timeout 100 node scripts/bench-fused.mjs \
-      --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
-    say "$v round $r: rc $?"
-  done
-done
+for ((r = 1; r <= ${AB_ROUNDS:-2}; r++)); do fused_ab_round $r 16 $variants; done
 node research/scripts/probe/fused-ab-table.mjs "$out/ab" $variants > "$out/ab-table.txt" 2>&1
 # the strict baseline: every llcomm AllReduce + RMSNorm, 2 and 8 ranks, batch 1-64 (product kernels)
 timeout 200 node scripts/bench-fused.mjs --ranks 8,2 --hidden 4096,8192 --batch 1,2,4,8,16,32,64 --dtype bf16 \
@@ -52,23 +42,8 @@ for kf in $k/fused_rmsnorm_split_push $k/fused_rmsnorm_split_ll_push ab15/direct
     END { for (f in y) printf "sass %s %s: MEMBAR %d, WARPSYNC %d, SYNCS %d, local ld/st %d\n", tag, f, m[f], w[f], y[f], l[f] }' \
     "$out/sass/$tag.sass" | grep -E 'bf16|f32' | head -4 | tee -a "$summary"
 done
-sanitize() { # $1: tool, $2: tree (a folder under ab15/, or "product")
-  local env=() tag=$1-$2
-  [ "$2" = product ] || env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$2) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-16-$2)
-  env "${env[@]}" LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_RESULTS="$out/san-$tag.jsonl" \
-    LLCOMM_GPU_CASE_PREFIX=sanitizer-$tag timeout "${SAN_LIMIT_S:-110}" \
-    compute-sanitizer --tool "$1" --error-exitcode 9 --target-processes all \
-    node --test --test-name-pattern=model-exact packages/llcomm/dist/test/gpu/fused.test.js > "$out/san-$tag.log" 2>&1
-  local rc=$?
-  say "sanitizer $tag: rc $rc, cases passed $(grep -c '"passed":true' "$out/san-$tag.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/san-$tag.jsonl" 2>/dev/null); $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-$tag.log" | tail -n 1)"
-}
-for tree in ${GPU_TEST_TREES-direct dearly}; do
-  LLCOMM_KERNELS_DIR=$(realpath ab15/$tree) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-16-$tree LLCOMM_GPU_NO_NCCL=1 \
-    LLCOMM_GPU_RESULTS="$out/gpu-$tree.jsonl" LLCOMM_GPU_CASE_PREFIX=$tree timeout 110 \
-    node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-$tree.log" 2>&1
-  say "gpu-test $tree (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-$tree.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/gpu-$tree.jsonl" 2>/dev/null)"
-done
-for x in ${SANITIZE-synccheck:direct synccheck:product racecheck:product}; do sanitize ${x%%:*} ${x#*:}; done
+for tree in ${GPU_TEST_TREES-direct dearly}; do fused_gpu_test $tree 16; done
+for x in ${SANITIZE-synccheck:direct synccheck:product racecheck:product}; do fused_sanitize ${x%%:*} ${x#*:} 16; done
 echo "== bench unfused-all (tail)"; grep -E '^ +[28] |unfused each' "$out/bench-fused-unfused-all.log" | sed -E 's/ +/ /g' | cut -c1-230
 echo "== A/B"; cat "$out/ab-table.txt"
 echo "== summary"; cat "$summary"

@@ -1,0 +1,42 @@
+# Sourced by the fused A/B session scripts (session-s15-a.sh, session-s16-a.sh); needs $out and a say() that prints a
+# line (and may log it). Trees are folders under ab15/ (ignored; built from research/scripts/probe/fused-patches/).
+
+# fused_ab_round ROUND CACHE_TAG VARIANT...: one run of scripts/bench-fused.mjs per variant (8 ranks, bf16, hidden
+# 4096 / 8192, batch 1-16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything
+# else a kernel tree ab15/VARIANT with an NVRTC cache of its own.
+fused_ab_round() {
+  local r=$1 tag=$2 v env
+  shift 2
+  for v in "$@"; do
+    case $v in
+      bar) env=(LLCOMM_FUSED_SPLIT_PUSH=0) ;;
+      push) env=(LLCOMM_FUSED_SPLIT_PUSH=1) ;;
+      *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$tag-$v) ;;
+    esac
+    env "${env[@]}" timeout 100 node scripts/bench-fused.mjs \
+      --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
+    say "$v round $r: rc $?"
+  done
+}
+
+# fused_sanitize TOOL TREE CACHE_TAG: compute-sanitizer on the fused GPU test's main matrix only (--test-name-pattern
+# model-exact: every fused algorithm, 2 and 8 ranks, the reduced shapes), on the product kernels (TREE = product) or
+# ab15/TREE.
+fused_sanitize() {
+  local env=() tag=$1-$2
+  [ "$2" = product ] || env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$2) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$3-$2)
+  env "${env[@]}" LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_REDUCED=1 LLCOMM_GPU_RESULTS="$out/san-$tag.jsonl" \
+    LLCOMM_GPU_CASE_PREFIX=sanitizer-$tag timeout "${SAN_LIMIT_S:-110}" \
+    compute-sanitizer --tool "$1" --error-exitcode 9 --target-processes all \
+    node --test --test-name-pattern=model-exact packages/llcomm/dist/test/gpu/fused.test.js > "$out/san-$tag.log" 2>&1
+  local rc=$?
+  say "sanitizer $tag: rc $rc, cases passed $(grep -c '"passed":true' "$out/san-$tag.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/san-$tag.jsonl" 2>/dev/null); $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/san-$tag.log" | tail -n 1)"
+}
+
+# fused_gpu_test TREE CACHE_TAG: the whole fused GPU test (no sanitizer, no NCCL) on ab15/TREE.
+fused_gpu_test() {
+  LLCOMM_KERNELS_DIR=$(realpath ab15/$1) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$2-$1 LLCOMM_GPU_NO_NCCL=1 \
+    LLCOMM_GPU_RESULTS="$out/gpu-$1.jsonl" LLCOMM_GPU_CASE_PREFIX=$1 timeout 110 \
+    node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-$1.log" 2>&1
+  say "gpu-test $1 (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-$1.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/gpu-$1.jsonl" 2>/dev/null)"
+}
