@@ -54,13 +54,14 @@ LLC_DEVICE float llcLoadSharedClusterF32(llc_u32 clusterAddress) {
 // the arrive waits until every earlier store of the thread is performed GPU-wide, the residual stores and the receive
 // buffer's re-arming stores included, which took the split kernel's first barrier +0.73 us and its second arrive
 // +0.45 us on an H100 with every thread already there (research/notes/fused-probes.md, 2026-12-07). So each block
-// pushes its q's into the other blocks' shared memory with st.async, whose completion an mbarrier of the destination
-// block counts; nothing is released and no MEMBAR is issued after the kernel's start.
+// pushes its q's into the shared memory of every block of its cluster, its own included, with st.async, whose
+// completion an mbarrier of the destination block counts; nothing is released and no MEMBAR is issued after the
+// kernel's start.
 // Memory model (PTX ISA: "mbarrier", "st.async", "fence.mbarrier_init", "barrier.cluster"):
-// - init: mbarrier.init is a plain write of the object. Before another block's st.async may complete transactions on
-//   it, the initializing thread issues fence.mbarrier_init.release.cluster and then its barrier.cluster arrive, and
+// - init: mbarrier.init is a plain write of the object. Before any st.async (another block's, or one of its own
+//   block's) may complete transactions on it, the initializing thread issues fence.mbarrier_init.release.cluster and then its barrier.cluster arrive, and
 //   every pushing thread issues barrier.cluster.wait (acquire by default) before its first st.async: the fence makes
-//   the init visible at cluster scope, the barrier orders it before the remote complete-tx (the pattern CUTLASS uses
+//   the init visible at cluster scope, the barrier orders it before every complete-tx (the pattern CUTLASS uses
 //   for cluster-wide mbarrier init: fence_barrier_init, cluster_arrive_relaxed, cluster_wait). Every thread's arrive,
 //   the initializing thread's included, is relaxed: fence.mbarrier_init is the light-weight release that orders the
 //   init before that thread's relaxed arrive, and the other threads publish nothing through theirs.

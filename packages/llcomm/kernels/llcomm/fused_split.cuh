@@ -146,9 +146,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // synccheck found a divergent warp at a barrier, f16, 8 ranks, 16 rows of 4096, 2026-12-07): the q's are exchanged
   // without a release (cluster.cuh: each barrier.cluster.arrive.release is a MEMBAR.ALL.GPU, which waited +0.73 and
   // +0.45 us for this thread's earlier global stores on an H100). Every block keeps all the cluster's q's, the q of
-  // virtual thread vt = bV + u of row rowL at rowL * kVirtual + vt: its own stored by the unit's thread, the other
-  // blocks' pushed into it with st.async, which its mbarrier counts: (C - 1) * units * 4 bytes. The cluster barrier
-  // is used once, relaxed, for the mbarrier's init alone. The host launches it only where C > 1 and R * kVirtual
+  // virtual thread vt = bV + u of row rowL at rowL * kVirtual + vt: the unit's thread st.async's its q from its
+  // register into every block of the cluster, its own included, and each block's mbarrier counts them all: C * units
+  // * 4 bytes (so no __syncthreads is needed before the gather). The cluster barrier is used once, relaxed, for the
+  // mbarrier's init alone. The host launches it only where C > 1 and R * kVirtual
   // q's fit the array (R <= 8 rows a cluster); elsewhere (a host bug) the cluster returns here before any exchange:
   // R and C are the same in every block of the cluster and on every rank (as `rows.size() == 0` above), so no
   // barrier is reached, no epoch steps, nothing hangs, and the outputs are left unwritten (the tests' check).
@@ -220,17 +221,21 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   }
 
   // `push`: the block's last thread (with a unit's work least often) initializes the mbarrier with one arrival,
-  // which it makes at once with the expected bytes, and publishes the init (cluster.cuh: fence, then the arrive; every
-  // pusher waits on the barrier before its first push, after the receive). After the sends, so that the first send
-  // is not behind them (with the init and the arrive at the kernel's start the sends went out 0.22 us later,
-  // research/notes/fused-probes.md, 2026-12-07).
+  // which it makes at once with the expected bytes, and publishes the init (cluster.cuh: fence, then the arrive);
+  // every thread then waits on the cluster barrier, so every mbarrier of the cluster is initialized before any of
+  // its pushes. After the sends, so that the first send is not behind them (with the init and the arrive at the
+  // kernel's start the sends went out 0.22 us later); the wait before the receive costs nothing measurable there
+  // (the receive waits for the peers' data, ~1 us more), where waiting after the receive, as the first push kernel
+  // did, kept a __syncthreads and a re-read of the q's before the pushes (this order: -0.09..-0.14 us at hidden 4096
+  // on an H100, research/notes/fused-probes.md, 2026-12-07).
   if constexpr (kPush) {
     if (t == blockDim.x - 1u) {
       llcMbarInit(mbar, 1u);
-      llcMbarArriveExpectTx(mbar, (llcClusterNumCtas() - 1u) * units * 4u); // C, read again (kept live: spills)
+      llcMbarArriveExpectTx(mbar, llcClusterNumCtas() * units * 4u); // every block's q's, its own too (C read again)
       llcFenceMbarrierInitCluster();
     }
     llcClusterArriveRelaxed(); // (not .aligned: a warp need not be converged here)
+    llcClusterWaitAcquire(); // every mbarrier of the cluster initialized before this thread's first push
   }
 
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
@@ -388,32 +393,26 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       }
     }
     // virtual thread bV + u of row rowL (0 when it owns no slot, as in the reference); `push`: at its place among
-    // all the cluster's q's
-    if (li == 0) qs[kPush ? rowL * kVirtual + b * V + u : w] = q;
-  }
-  // Units past `units` are never read. Every q of the cluster is stored before any block reads it: `push`: this
-  // block's by the __syncthreads, the other blocks' by the mbarrier's phase (waited for by the warps that read them,
-  // below); otherwise by the cluster barrier, each block reading the others' q's where they were stored.
-  if constexpr (kPush) {
-    llcClusterWaitAcquire(); // every block's mbarrier is initialized (the blocks arrived ~1.8 us ago, after their sends)
-    __syncthreads();
-    // The pushes, spread over the block's threads (item x: unit w to block b + d, units fastest, so that neighbouring
-    // threads store neighbouring words): from shared memory after the __syncthreads, not from the unit's register
-    // inside the loop above (there the 16-bit sentinel kernels, at the 128-register cap, spilled 16 bytes).
-    // C and b read again from the cluster registers (push is never a probe, so they are the cluster's), not kept
-    // live across the receive loop (kept, they spilled 16 bytes in the one-kernel version of session 14; the
-    // separate kernel was not tried with them kept).
-    {
-      const llc_u32 nc = llcClusterNumCtas(), bc = llcClusterCtaRank(), vc = kVirtual / nc;
-      const llc_u32 qsAddress = llcSharedAddress(qs);
-      for (llc_u32 x = t; x < (nc - 1u) * units; x += blockDim.x) {
-        const llc_u32 d = 1u + x / units, w = x - (d - 1u) * units;
-        const llc_u32 at = (w / vc) * kVirtual + bc * vc + w % vc;
-        const llc_u32 dst = (bc + d) & (nc - 1u);
-        llcStoreAsyncClusterF32(llcMapSharedCluster(qsAddress + 4u * at, dst), qs[at], llcMapSharedCluster(mbar, dst));
+    // all the cluster's q's, from the register into every block of the cluster (this one included), counted by each
+    // block's mbarrier (C and b read again from the cluster registers: push is never a probe, so they are the
+    // cluster's; kept live across the receive loop they spilled in session 14's one-kernel version)
+    if constexpr (kPush) {
+      if (li == 0) {
+        const llc_u32 nc = llcClusterNumCtas(), bc = llcClusterCtaRank();
+        const llc_u32 at = llcSharedAddress(qs) + 4u * (rowL * kVirtual + bc * (kVirtual / nc) + u);
+        for (llc_u32 d = 0; d < nc; ++d) {
+          const llc_u32 dst = (bc + d) & (nc - 1u);
+          llcStoreAsyncClusterF32(llcMapSharedCluster(at, dst), q, llcMapSharedCluster(mbar, dst));
+        }
       }
+    } else if (li == 0) {
+      qs[w] = q;
     }
-  } else if constexpr (kBarrier) {
+  }
+  // Units past `units` are never read. Every q of the cluster is stored before any block reads it: `push`: every
+  // block's, this one's included, by the mbarrier's phase (waited for by the warps that read them, below);
+  // otherwise by the cluster barrier, each block reading the others' q's where they were stored.
+  if constexpr (!kPush && kBarrier) {
     llcClusterArriveRelease();
     llcClusterWaitAcquire();
   }

@@ -27,9 +27,10 @@ export interface TuningTable {
   entries: TuningEntry[]
 }
 
-/** Provenance of one backend's rows in a merged table. */
+/** Provenance of one backend's rows in a merged table: of the rank counts in `ranks`, or (absent) of all of them. */
 export interface TuningSource {
   backend: TuningEntry['backend']
+  ranks?: number[]
   machine: string
   date?: string
   commit?: string

@@ -79,23 +79,28 @@ export function tuningEntriesFromRows(rows: readonly BenchRow[]): TuningEntry[] 
 
 /**
  * A new table: the measured (backend, ranks) rows replace the old ones; rows for anything not measured (e.g. the
- * cuda rows when tuning on a CPU machine) are kept from `previous`.
+ * cuda rows when tuning on a CPU machine, or the other rank counts of the backend tuned) are kept from `previous`.
+ * Provenance per rank count: each measured backend gets this run as a source for the rank counts it measured; an
+ * earlier source keeps the rank counts of its that were not measured again (one without `ranks`, which stands for
+ * every rank count of its backend, gets them listed when some of that backend's were), and goes when none is left.
  */
 export function mergeTuningTable(
   previous: TuningTable | undefined,
   measured: readonly TuningEntry[],
   meta: Omit<TuningTable, 'entries'>,
 ): TuningTable {
-  const measuredKeys = new Set(measured.map((e) => `${e.backend}|${e.ranks}`))
-  const kept = (previous?.entries ?? []).filter((e) => !measuredKeys.has(`${e.backend}|${e.ranks}`))
+  const key = (backend: string, ranks: number) => `${backend}|${ranks}`
+  const measuredKeys = new Set(measured.map((e) => key(e.backend, e.ranks)))
+  const kept = (previous?.entries ?? []).filter((e) => !measuredKeys.has(key(e.backend, e.ranks)))
   const entries = [...kept, ...measured].sort(
     (a, b) => a.backend.localeCompare(b.backend) || a.ranks - b.ranks || a.maxBytes - b.maxBytes,
   )
-  // Provenance: measured backends get this run as their source; the others keep theirs (a table without sources
-  // names its own run for every backend it holds).
-  const measuredBackends = new Set(measured.map((e) => e.backend))
+  const rankCounts = (list: readonly TuningEntry[], backend: string) =>
+    [...new Set(list.filter((e) => e.backend === backend).map((e) => e.ranks))].sort((a, b) => a - b)
+  const measuredBackends = [...new Set(measured.map((e) => e.backend))]
   const { sources: _ignored, ...run } = meta
-  const previousSources =
+  // A table without sources names its own run for every backend it holds.
+  const previousSources: TuningSource[] =
     previous?.sources ??
     [...new Set((previous?.entries ?? []).map((e) => e.backend))].map((backend) => ({
       backend,
@@ -104,10 +109,19 @@ export function mergeTuningTable(
       ...(previous?.commit ? { commit: previous.commit } : {}),
       ...(previous?.command ? { command: previous.command } : {}),
     }))
-  const keptBackends = new Set(kept.map((e) => e.backend))
+  const carried: TuningSource[] = []
+  for (const s of previousSources) {
+    const keptRanks = rankCounts(kept, s.backend)
+    if (!measuredBackends.includes(s.backend)) {
+      if (keptRanks.length > 0) carried.push(s)
+      continue
+    }
+    const left = (s.ranks ?? keptRanks).filter((r) => keptRanks.includes(r))
+    if (left.length > 0) carried.push({ ...s, ranks: left })
+  }
   const sources: TuningSource[] = [
-    ...previousSources.filter((s) => !measuredBackends.has(s.backend) && keptBackends.has(s.backend)),
-    ...[...measuredBackends].map((backend) => ({ backend, ...run })),
+    ...carried,
+    ...measuredBackends.map((backend) => ({ backend, ranks: rankCounts(measured, backend), ...run })),
   ]
   return { ...run, sources, entries }
 }

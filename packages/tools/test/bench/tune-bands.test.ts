@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ALL_ALGORITHMS, chooseAlgorithm } from 'llcomm/internal'
+import { ALL_ALGORITHMS, chooseAlgorithm, type TuningEntry, type TuningTable } from 'llcomm/internal'
 import {
   bandsFromWinners,
   formatTuningTable,
@@ -89,4 +89,64 @@ test('entries per rank count feed chooseAlgorithm as measured', () => {
   assert.equal(chooseAlgorithm(reread, 'cpu', 4, 64, ALL_ALGORITHMS, ['ring']), 'oneshot-ll')
   assert.equal(chooseAlgorithm(reread, 'cpu', 4, 91, ALL_ALGORITHMS, ['ring']), 'ring')
   assert.equal(chooseAlgorithm(reread, 'cpu', 3, 8, ALL_ALGORITHMS, ['oneshot-ll']), 'oneshot-ll') // nearest, ties → larger
+})
+
+test('provenance per rank count: tuning one rank count keeps the sources of the same backend\'s other rank counts', () => {
+  const cuda = (ranks: number, algorithm: TuningEntry['algorithm']): TuningEntry => ({
+    backend: 'cuda',
+    ranks,
+    maxBytes: OPEN_ENDED_MAX_BYTES,
+    algorithm,
+  })
+  const previous: TuningTable = {
+    machine: 'old',
+    sources: [
+      { backend: 'cuda', machine: 'two GPUs', ranks: [2] },
+      { backend: 'cuda', machine: 'virtual, first run', ranks: [8] },
+      { backend: 'cuda', machine: 'virtual, second run', ranks: [16, 32] },
+      { backend: 'cpu', machine: 'cpu box' }, // no ranks: every cpu rank count of the table
+    ],
+    entries: [
+      cuda(2, 'oneshot-ll'),
+      cuda(8, 'oneshot-barrier'),
+      cuda(16, 'twoshot-sentinel'),
+      cuda(32, 'twoshot-sentinel'),
+      { backend: 'cpu', ranks: 4, maxBytes: OPEN_ENDED_MAX_BYTES, algorithm: 'ring' },
+    ],
+  }
+  const t = mergeTuningTable(previous, [cuda(8, 'twoshot-sentinel'), cuda(32, 'oneshot-sentinel')], {
+    machine: 'h100',
+    commit: 'new',
+  })
+  assert.deepEqual(
+    t.sources?.map((x) => [x.backend, x.machine, x.ranks]),
+    [
+      ['cuda', 'two GPUs', [2]],
+      ['cuda', 'virtual, second run', [16]],
+      ['cpu', 'cpu box', undefined],
+      ['cuda', 'h100', [8, 32]],
+    ],
+  )
+  assert.deepEqual(
+    t.entries.filter((e) => e.backend === 'cuda').map((e) => [e.ranks, e.algorithm]),
+    [
+      [2, 'oneshot-ll'],
+      [8, 'twoshot-sentinel'],
+      [16, 'twoshot-sentinel'],
+      [32, 'oneshot-sentinel'],
+    ],
+  )
+  // A source without ranks of a backend being tuned stands for that backend's rank counts that are kept.
+  const legacy = mergeTuningTable(
+    { machine: 'old', sources: [{ backend: 'cuda', machine: 'one run' }], entries: [cuda(2, 'ring'), cuda(8, 'ring')] },
+    [cuda(8, 'oneshot-ll')],
+    { machine: 'h100' },
+  )
+  assert.deepEqual(
+    legacy.sources?.map((x) => [x.machine, x.ranks]),
+    [
+      ['one run', [2]],
+      ['h100', [8]],
+    ],
+  )
 })
