@@ -226,7 +226,7 @@ export function benchFusedShape(
     }
     if (o.unfusedAll)
       for (const a of comm.algorithms) {
-        if (a === 'auto' || a === 'nccl') continue
+        if (a === 'auto' || a.startsWith('nccl')) continue // llcomm's own kernels only
         try {
           const ar = sets.map((s) =>
             comm.prepareDeviceAllReduce({ inputs: s.x, outputs: s.sum, count: n, dtype, algorithm: a, streams }),
