@@ -91,7 +91,7 @@ test('entries per rank count feed chooseAlgorithm as measured', () => {
   assert.equal(chooseAlgorithm(reread, 'cpu', 3, 8, ALL_ALGORITHMS, ['oneshot-ll']), 'oneshot-ll') // nearest, ties → larger
 })
 
-test('provenance per rank count: tuning one rank count keeps the sources of the same backend\'s other rank counts', () => {
+test("provenance per rank count: tuning one rank count keeps the sources of the same backend's other rank counts", () => {
   const cuda = (ranks: number, algorithm: TuningEntry['algorithm']): TuningEntry => ({
     backend: 'cuda',
     ranks,
