@@ -149,10 +149,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // virtual thread vt = bV + u of row rowL at rowL * kVirtual + vt: the unit's thread st.async's its q from its
   // register into every block of the cluster, its own included, and each block's mbarrier counts them all: C * units
   // * 4 bytes (so no __syncthreads is needed before the gather). The cluster barrier is used once, relaxed, for the
-  // mbarrier's init alone. The host launches it only where C > 1 and R * kVirtual
-  // q's fit the array (R <= 8 rows a cluster); elsewhere (a host bug) the cluster returns here before any exchange:
-  // R and C are the same in every block of the cluster and on every rank (as `rows.size() == 0` above), so no
-  // barrier is reached, no epoch steps, nothing hangs, and the outputs are left unwritten (the tests' check).
+  // mbarrier's init alone. The host launches it only where C > 1 and R * kVirtual q's fit the array (R <= 8 rows a
+  // cluster); elsewhere (a host bug) the cluster returns here before any exchange: R and C are the same in every
+  // block of the cluster and on every rank (as `rows.size() == 0` above), so no barrier is reached, no epoch steps,
+  // nothing hangs, and the outputs are left unwritten (test/kernels/fused-emulator.test.ts checks it).
   static_assert(!kPush || kProbe == 0, "push is never a probe");
   if constexpr (kPush)
     if (C == 1u || R * kVirtual > LLCOMM_SPLIT_MAX_UNITS) return;
