@@ -1,6 +1,6 @@
 // fused_rmsnorm_split_push: fused_rmsnorm_split.cu's kernel with the cluster's q's exchanged without a release
-// (llcomm/fused_split.cuh, kPush: st.async into the other blocks' shared memory counted by an mbarrier, instead of
-// the two barrier.cluster.arrive.release, each a MEMBAR.ALL.GPU on sm_90). Same outputs, bit for bit. Launched by the
+// (llcomm/fused_split.cuh, kPush: st.async into the shared memory of every block of the cluster, its own included,
+// counted by an mbarrier, instead of the two barrier.cluster.arrive.release, each a MEMBAR.ALL.GPU on sm_90). Same outputs, bit for bit. Launched by the
 // host only with clusters of C > 1 blocks whose rows fit (fused-launcher.ts fusedSplitPushes); elsewhere the
 // barrier kernel runs.
 #include "llcomm/fused_split.cuh"
