@@ -35,7 +35,7 @@ const outFile = opt('out', `${process.env.OUT ?? '/tmp'}/bench-fused-${dtype}.js
 const rows = []
 const f = (x) => (x === undefined ? '    -' : x.toFixed(2).padStart(6))
 console.log(
-  'ranks hidden batch | fused-1s fused-2s fused-auto | split split-ll | unfused (allreduce + rmsnorm) | nccl+rms | auto/unfused best/unfused split/unf split-ll/unf',
+  'ranks hidden batch | fused-1s fused-2s fused-auto | split split-ll split-2s | unfused (allreduce + rmsnorm) | nccl+rms | auto/unfused best/unfused split/unf split-ll/unf split-2s/unf',
 )
 for (const ranks of ranksList) {
   const comm = await createCudaCommunicator({
@@ -54,14 +54,16 @@ for (const ranks of ranksList) {
         )
         const u = r.us
         const best = Math.min(
-          ...['fused-oneshot', 'fused-twoshot', 'fused-split', 'fused-split-ll'].filter((k) => k in u).map((k) => u[k]),
+          ...['fused-oneshot', 'fused-twoshot', 'fused-split', 'fused-split-ll', 'fused-split-twoshot']
+            .filter((k) => k in u)
+            .map((k) => u[k]),
         )
         r.ratioAuto = u['fused-auto'] / u.unfused
         r.ratioBest = best / u.unfused
         const ratio = (k) => (k in u ? (u[k] / u.unfused).toFixed(3) : '    -')
         rows.push(r)
         console.log(
-          `${String(ranks).padStart(5)} ${String(hidden).padStart(6)} ${String(batch).padStart(5)} | ${f(u['fused-oneshot'])}  ${f(u['fused-twoshot'])}  ${f(u['fused-auto'])}(${r.fusedAuto.slice(0, 3)}) | ${f(u['fused-split'])} ${f(u['fused-split-ll'])} | ${f(u.unfused)} (${f(u.allreduce)} ${r.allReduceAlgorithm} + ${f(u.rmsnorm)}) | ${f(u['nccl+rmsnorm'])} | ${r.ratioAuto.toFixed(3)} ${r.ratioBest.toFixed(3)} ${ratio('fused-split')} ${ratio('fused-split-ll')}`,
+          `${String(ranks).padStart(5)} ${String(hidden).padStart(6)} ${String(batch).padStart(5)} | ${f(u['fused-oneshot'])}  ${f(u['fused-twoshot'])}  ${f(u['fused-auto'])}(${r.fusedAuto.slice(0, 3)}) | ${f(u['fused-split'])} ${f(u['fused-split-ll'])} ${f(u['fused-split-twoshot'])} | ${f(u.unfused)} (${f(u.allreduce)} ${r.allReduceAlgorithm} + ${f(u.rmsnorm)}) | ${f(u['nccl+rmsnorm'])} | ${r.ratioAuto.toFixed(3)} ${r.ratioBest.toFixed(3)} ${ratio('fused-split')} ${ratio('fused-split-ll')} ${ratio('fused-split-twoshot')}`,
         )
         for (const [k, why] of Object.entries(r.skipped ?? {}))
           if (!k.startsWith('unfused:')) console.log(`      ${k} skipped: ${why}`)

@@ -24,6 +24,7 @@ import {
   deviceBufferLayout,
   type FusedNormAlgorithm,
   fusedSplitPushes,
+  fusedSplitRowsPerCluster,
   fusedSplitSpreadApplies,
   kernelsDirectory,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
@@ -151,7 +152,7 @@ function argsOf(c: Case): string[] {
   const plan = c.shape ? { launches: [{ ...planned.launches[0], ...c.shape }] } : planned
   // The split kernels: the LL region and the launch's cluster size (blocks per cluster).
   const split =
-    c.algorithm === 'split' || c.algorithm === 'split-ll'
+    c.algorithm === 'split' || c.algorithm === 'split-ll' || c.algorithm === 'split-twoshot'
       ? [String(L.ll.offset), String(L.ll.channelHalfBytes), String(plan.launches[0].clusterBlocks ?? 1)]
       : []
   return [
@@ -511,6 +512,69 @@ test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ..
   await runNormCases(t, 'multi-warp', withPushCases(cases))
 })
 
+test("the split two-shot (a row over a cluster, each block's slots exchanged two-shot): exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition", async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // fused_split.cuh kTwo. With 32 threads a block (32 virtual threads a row, V = 32 / C) the shapes below reach: a
+  // unit's slots on several lanes (K = 2, 4, 16, 32) and walked in turn (K = 3), holes past the row, parts of more
+  // slots than threads (P = 64 > 32: a thread reduces several), a last part shorter than the others and parts past
+  // the message (M = 4 slots at 8 ranks: owners 4-7 reduce nothing), blocks whose slots are all holes, several rows
+  // and clusters a rank, 2 to 16 ranks, every cluster size above one, every flag set, several warps a block, and
+  // three calls (both epoch halves and the re-armed slots of the first).
+  const cases: NormCase[] = []
+  const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
+  const flagSets = [
+    0,
+    LLCOMM_FUSED_RESIDUAL_F32,
+    LLCOMM_FUSED_NO_RESIDUAL_IN,
+    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32,
+  ]
+  // `hidden` in 16-bit elements (half as many f32: the same row bytes)
+  const add = (
+    dtype: Dtype,
+    nranks: number,
+    rows: number,
+    hidden: number,
+    flags: number,
+    blocksPerRank: number,
+    clusterBlocks: number,
+    threads = THREADS_PER_BLOCK,
+  ) => {
+    const h = dtype === 'f32' ? hidden / 2 : hidden
+    const perCluster = Math.ceil(rows / (blocksPerRank / clusterBlocks))
+    assert.ok(
+      perCluster <= fusedSplitRowsPerCluster('split-twoshot', nranks, h, dtype, clusterBlocks, undefined, threads),
+      `split-twoshot ${nranks} ranks ${rows} x ${h} ${dtype}: a cluster's rows fit its parts`,
+    )
+    cases.push({
+      kind: 'norm',
+      algorithm: 'split-twoshot',
+      dtype,
+      nranks,
+      rows,
+      hidden: h,
+      flags,
+      calls: 3,
+      shape: { blocksPerRank, clusterBlocks },
+      ...(threads !== THREADS_PER_BLOCK ? { threads } : {}),
+    })
+  }
+  dtypes.forEach((dtype, i) => {
+    for (const flags of flagSets) add(dtype, 3, 5, 264, flags, 4, 2) // K = 2, a hole-ridden second slot
+    add(dtype, 8, 2, 1000, flagSets[(i + 1) % 4], 8, 4) // K = 4, one row a cluster
+    add(dtype, 2, 1, 4096, flagSets[i], 8, 8) // K = 16 on 16 lanes, V = 4
+    add(dtype, 5, 3, 768, flagSets[(i + 2) % 4], 2, 2) // K = 3 walked in turn, P = 29, a short last part
+    add(dtype, 8, 1, 64, flagSets[(i + 3) % 4], 8, 8) // M = 4 at 8 ranks: empty parts, blocks of holes only
+  })
+  add('bf16', 8, 2, 8192, 0, 4, 4) // K = 32 (a warp a unit), P = 64 > 32 threads
+  add('bf16', 16, 2, 256, LLCOMM_FUSED_RESIDUAL_F32, 4, 2) // 16 ranks
+  add('f16', 4, 8, 512, 0, 8, 2) // 8 rows a cluster (the push kernels' most at 512 threads)
+  add('bf16', 3, 3, 1064, 0, 4, 4, 128) // 4 warps a block: the level-1 sums over the cluster
+  add('f32', 3, 3, 1064, LLCOMM_FUSED_RESIDUAL_F32, 8, 8, 128)
+  const clusters = new Set(cases.map((c) => c.shape?.clusterBlocks))
+  assert.deepEqual([...clusters].sort(), [2, 4, 8], 'every cluster size above one')
+  await runNormCases(t, 'split-twoshot', cases)
+})
+
 test('the push kernels refuse a launch the host never sends (one block a cluster, or more rows a cluster than their q area holds): nothing written, no epoch step, no hang', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   // fused_split.cuh returns at once when C = 1 or R * kVirtual > LLCOMM_SPLIT_MAX_UNITS, uniformly over the cluster
@@ -535,6 +599,33 @@ test('the push kernels refuse a launch the host never sends (one block a cluster
     }
   for (const c of cases)
     assert.equal(fusedSplitPushes(caseLaunch(c), c.threads ?? THREADS_PER_BLOCK), false, `${label(c)}: the host pushes`)
+  // The split two-shot (a push kernel only) refuses the same two, and a part larger than its owner's shared copy of
+  // the sums (LLC_SPLIT_TWO_SUM_SLOTS = 512: 2 ranks, one 32768-wide bf16 row over a cluster of 2, 1,024-slot parts);
+  // the host never plans any of them (fusedSplitRowsPerCluster).
+  const two = { kind: 'norm', algorithm: 'split-twoshot', nranks: 2, flags: 0, calls: 2, expectNoop: true } as const
+  const twoCases: NormCase[] = [
+    { ...two, dtype: 'bf16', rows: 1, hidden: 256, shape: { blocksPerRank: 2, clusterBlocks: 1 } },
+    { ...two, dtype: 'f32', rows: 17, hidden: 64, threads: 256, shape: { blocksPerRank: 2, clusterBlocks: 2 } },
+    { ...two, dtype: 'bf16', rows: 1, hidden: 32768, shape: { blocksPerRank: 2, clusterBlocks: 2 } },
+  ]
+  for (const c of twoCases) {
+    const l = caseLaunch(c)
+    const threads = c.threads ?? THREADS_PER_BLOCK
+    assert.ok(
+      Math.ceil(l.rows / (l.blocksPerRank / (l.clusterBlocks ?? 1))) >
+        fusedSplitRowsPerCluster(
+          'split-twoshot',
+          c.nranks,
+          c.hidden,
+          c.dtype,
+          l.clusterBlocks ?? 1,
+          undefined,
+          threads,
+        ),
+      `${label(c)}: the host would plan it`,
+    )
+    cases.push(c)
+  }
   const results = await runAll<NormResult & { written: number }>(cases)
   for (const { c, r } of results) {
     assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
@@ -572,18 +663,20 @@ test('fused RMSNorm with a rank that never arrives: the launch ends with a TIMEO
   // to the all-gather, whose first wait is for owner 0 (itself stuck behind the absent rank), with a deadline as early
   // as the reduce-scatter's: under load that wait timed out first and named peer 0 in 2 of 48 runs of the fused
   // emulator (a fresh-clone CI run failed so), against 0 of 48 at 384.
-  const cases: NormCase[] = (['oneshot', 'twoshot', 'split', 'split-ll'] as const).map((algorithm) => ({
-    kind: 'norm',
-    algorithm,
-    dtype: 'bf16',
-    nranks: 3,
-    rows: 2,
-    hidden: algorithm === 'twoshot' ? 384 : 256,
-    flags: 0,
-    calls: 1,
-    absentRank: 1,
-    timeoutMs: 300,
-  }))
+  const cases: NormCase[] = (['oneshot', 'twoshot', 'split', 'split-ll', 'split-twoshot'] as const).map(
+    (algorithm) => ({
+      kind: 'norm',
+      algorithm,
+      dtype: 'bf16',
+      nranks: 3,
+      rows: 2,
+      hidden: algorithm === 'twoshot' ? 384 : 256,
+      flags: 0,
+      calls: 1,
+      absentRank: 1,
+      timeoutMs: 300,
+    }),
+  )
   for (const { c, r } of await runAll<NormResult>(cases)) {
     assert.equal(r.error.code, 1, `${label(c)}: no TIMEOUT recorded`)
     assert.notEqual(r.error.rank, 1, `${label(c)}: the absent rank cannot be the waiter`)

@@ -6,8 +6,19 @@
 import { readdirSync, readFileSync } from 'node:fs'
 
 const [dir, ...labels] = process.argv.slice(2)
-const cols = ['fused-oneshot', 'fused-twoshot', 'fused-split', 'fused-auto', 'unfused', 'rmsnorm']
-const short = { 'fused-oneshot': '1s', 'fused-twoshot': '2s', 'fused-split': 'split', 'fused-auto': 'auto', unfused: 'unf', rmsnorm: 'rms' }
+const cols = ['fused-oneshot', 'fused-twoshot', 'fused-split', 'fused-split-twoshot', 'fused-auto', 'unfused', 'rmsnorm']
+const short = {
+  'fused-oneshot': '1s',
+  'fused-twoshot': '2s',
+  'fused-split': 'split',
+  'fused-split-twoshot': 'spl2s',
+  'fused-auto': 'auto',
+  unfused: 'unf',
+  rmsnorm: 'rms',
+}
+const nBest = 4 // the fused columns: best = the fastest of them
+// the column compared across trees (each tree's / the first tree's); AB_COMPARE=fused-split-twoshot etc.
+const cmp = process.env.AB_COMPARE ?? 'fused-twoshot'
 const med = (a) => {
   const s = [...a].sort((x, y) => x - y)
   return s[Math.floor(s.length / 2)]
@@ -28,12 +39,12 @@ console.log(
     'rk hidden  b',
     ...labels.map((l) => `${l}: ${cols.map((c) => short[c]).join(' ')}`.padStart(7 * cols.length + 1)),
     ...labels.map((l) => `${l} best/unf`.padStart(14)),
-    ...labels.slice(1).map((l) => `2s ${l}/${labels[0]}`.padStart(16)),
+    ...labels.slice(1).map((l) => `${short[cmp]} ${l}/${labels[0]}`.padStart(16)),
   ].join(' | '),
 )
 for (const [key, c] of [...cells].sort()) {
   const m = (l, k) => (c[`${l} ${k}`] ? med(c[`${l} ${k}`]) : undefined)
-  const best = (l) => Math.min(...cols.slice(0, 3).map((k) => m(l, k) ?? Infinity))
+  const best = (l) => Math.min(...cols.slice(0, nBest).map((k) => m(l, k) ?? Infinity))
   console.log(
     [
       key.padEnd(12),
@@ -42,8 +53,8 @@ for (const [key, c] of [...cells].sort()) {
       ...labels
         .slice(1)
         .map((l) =>
-          (m(l, 'fused-twoshot') && m(labels[0], 'fused-twoshot')
-            ? (m(l, 'fused-twoshot') / m(labels[0], 'fused-twoshot')).toFixed(3)
+          (m(l, cmp) && m(labels[0], cmp)
+            ? (m(l, cmp) / m(labels[0], cmp)).toFixed(3)
             : '-'
           ).padStart(16),
         ),

@@ -80,6 +80,8 @@ static double e4m3ToDouble(unsigned b) {
 #include "undef_variants.h"
 #include "allreduce/fused_rmsnorm_split_ll_push.cu"
 #include "undef_variants.h"
+#include "allreduce/fused_rmsnorm_split_twoshot.cu"
+#include "undef_variants.h"
 // The late-residual candidate of the split-ll kernel (fused_split.cuh LLC_SPLIT_LATE_RESIDUAL; on the GPU only in
 // allreduce/fused_rmsnorm_split_probe.cu, bf16): kernel "split-ll-late", every dtype; likewise the SPREAD candidates
 // ("split-ll-spread", "split-ll-late-spread"; only on the shapes fusedSplitSpreadApplies accepts).
@@ -167,6 +169,7 @@ static void normKernels(const std::string& kernel, NormFn& fused, NormFn& refere
           : kernel == "split-ll" ? &llcomm_fused_rmsnorm_split_ll_##dt                                               \
           : kernel == "split-push" ? &llcomm_fused_rmsnorm_split_push_##dt                                           \
           : kernel == "split-ll-push" ? &llcomm_fused_rmsnorm_split_ll_push_##dt                                     \
+          : kernel == "split-twoshot" ? &llcomm_fused_rmsnorm_split_twoshot_##dt                                     \
           : kernel == "split-ll-late" ? &llcomm_emu_split_ll_late_##dt                                              \
           : kernel == "split-ll-spread" ? &llcomm_emu_split_ll_spread_##dt                                          \
           : kernel == "split-ll-late-spread" ? &llcomm_emu_split_ll_late_spread_##dt                                \
@@ -195,7 +198,7 @@ static int runNorm(int argc, char** argv) {
   const float eps = static_cast<float>(std::atof(argv[14]));
   const int calls = std::atoi(argv[15]);
   // The split kernels: LL_OFF LL_HALF CLUSTER follow CALLS (the LL region, zero-filled; blocks per cluster).
-  const bool split = kernel.rfind("split", 0) == 0; // split, split-ll and the split-ll candidates
+  const bool split = kernel.rfind("split", 0) == 0; // split, split-ll, split-twoshot and the split-ll candidates
   if (split && argc < 19) return 2;
   LlcommRegion ll{0, 0};
   unsigned cluster = 1;

@@ -16,5 +16,6 @@
 #undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_ll
 #undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_push
 #undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_ll_push
+#undef LLCOMM_FUSED_VARIANT_fused_rmsnorm_split_twoshot
 #undef LLCOMM_FUSED_VARIANT_rmsnorm
 #undef LLCOMM_FUSED_VARIANT_allreduce_many

@@ -44,6 +44,10 @@
 // The word of the shared array where `push`'s mbarrier (8 bytes, 8-aligned) lives: after the q's, the level-1 sums
 // and the inverse RMS.
 #define LLC_SPLIT_MBAR_WORD (LLCOMM_SPLIT_MAX_UNITS + LLCOMM_THREADS + LLCOMM_SPLIT_MAX_ROWS)
+// `two` (the split two-shot, kTwo): the owner's reduced slots of its part (4 words a slot, at most
+// LLC_SPLIT_TWO_SUM_SLOTS slots), 16-byte aligned after the mbarrier.
+#define LLC_SPLIT_TWO_SUM_WORD (LLC_SPLIT_MBAR_WORD + 4u)
+#define LLC_SPLIT_TWO_SUM_SLOTS 512u
 
 // Probe variants (kProbe, a bit set; 0 = the shipped kernel): cost decomposition for the bench only
 // (kernels/allreduce/fused_rmsnorm_split_probe.cu, scripts/bench-fused.mjs --probes); never in the default path.
@@ -73,15 +77,56 @@
 #define LLC_SPLIT_SPREAD_STAGE_OFFSET 512u
 #define LLC_SPLIT_SPREAD_KEEP_OFFSET (LLCOMM_SPLIT_MAX_UNITS - 12u * 64u)
 
+// kTwo: peers the owner polls together in its reduce (recvReduce's kBatch). 4, so two poll rounds at 8 ranks: with
+// 8 (one round) ptxas spills 8-20 bytes at the 128-register cap. A compile-time knob for A/B runs.
+#ifndef LLCOMM_SPLIT_TWO_BATCH
+#define LLCOMM_SPLIT_TWO_BATCH 4
+#endif
+constexpr int kSplitTwoBatch = LLCOMM_SPLIT_TWO_BATCH;
+// kTwo (below): data slot i of a block's message -> its row (rowL) and its slot j of the row (j >= S: a hole).
+struct LlcSplitTwoGeometry {
+  llc_u32 K, V, vShift, kVirtual, b;
+  LLC_DEVICE llc_u32 slotAt(llc_u32 i, llc_u32& rowL) const {
+    const llc_u32 q = i >> vShift; // rowL * K + k
+    rowL = q / K;
+    return (q - rowL * K) * kVirtual + b * V + (i & (V - 1u));
+  }
+};
+// kTwo: send item f = (kk - 1) * P + s of a block: slot s of the part of owner me + kk (mod nranks), kk = 1 ..
+// nranks - 1. Returns the owner; sets s and i = owner * P + s (the data slot; i >= M past the message).
+LLC_DEVICE llc_u32 llcSplitTwoSendItem(llc_u32 f, llc_u32 P, llc_u32 me, llc_u32 n, llc_u32& s, llc_u32& i) {
+  const llc_u32 kk = 1u + f / P;
+  s = f - (kk - 1u) * P;
+  const llc_u32 o = me + kk < n ? me + kk : me + kk - n;
+  i = o * P + s;
+  return o;
+}
+
 // kPush: the `push` kernels (kernels/allreduce/fused_rmsnorm_split{,_ll}_push.cu), which exchange the q's without a
 // release; the host launches them where C > 1 and a cluster's rows fit (fused-launcher.ts fusedSplitPushes).
-template <class Fmt, int DT, int kProbe = 0, bool kPush = false>
+//
+// kTwo: the split two-shot (kernels/allreduce/fused_rmsnorm_split_twoshot.cu; a sentinel push kernel): the same
+// slot ownership and everything after the receive, but the block's data slots are exchanged two-shot instead of
+// one-shot. The block's message is its M = R * K * V data slots in index order i = (rowL * K + k) * V + u (holes,
+// j >= S, included: they are never sent nor received, the same on every rank), cut into nranks parts of P =
+// ceil(M / nranks) slots; part o is reduced by block b of rank o (the same cluster and block index on every rank:
+// clusters are consecutive channels of a rank). Reduce-scatter: every rank sends its slot i of part o to rank o
+// (its RS lane, slot i - oP); the owner reduces each slot of its part in rank order in f32 (recvReduce, its own
+// contribution as `own`: the bits of the one-shot's recvReduce), canonicalizes it as a sent value (the bits every
+// peer receives), keeps it in shared memory for its own units and broadcasts it (AG lanes); every rank then takes
+// each of its slots from its owner (AG lane) or from that shared copy and carries on as the one-shot split does
+// (residual add, q, push, norm). At 8 ranks a block sends and receives (n - 1) / n of its message twice instead of
+// n - 1 times (research/notes/fused-probes.md: the design and its prediction). Lanes: the channel-half's 2 * nranks
+// lanes of the two-shot (RS lanes first, then AG lanes; fused_rmsnorm_twoshot.cu), each holding P slots (the host
+// checks: fusedSplitRowsPerCluster).
+template <class Fmt, int DT, int kProbe = 0, bool kPush = false, bool kTwo = false>
 __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
   using Value = typename LlBuffer<Fmt>::Value;
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
   constexpr llc_u32 E = 16u / eb;                 // elements per 16-byte data slot
   constexpr int W = Fmt::kWords;                  // payload words per packet
   constexpr llc_u32 kPk = 4u / W;                 // packets per data slot (sentinel 1, LL16 2)
+  static_assert(!kTwo || (kPush && kPk == 1u && kProbe == 0), "the split two-shot is a sentinel push kernel");
   // The reference kernel's threads per row (llcNormThreads: LLCOMM_THREADS on the GPU, a compile-time constant, so
   // the gather below loads its q's with no branch between the loads; the emulator test runs both kernels with its
   // own, smaller, power-of-two block), split over the cluster.
@@ -133,7 +178,10 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // above the q's in use.
   // (push: 16-byte aligned for the mbarrier; the barrier kernels keep their unaligned array: their code as before)
   llc_u32* sharedWords;
-  if constexpr (kPush) {
+  if constexpr (kTwo) {
+    LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_TWO_SUM_WORD + 4u * LLC_SPLIT_TWO_SUM_SLOTS);
+    sharedWords = words;
+  } else if constexpr (kPush) {
     LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_MBAR_WORD + 2u);
     sharedWords = words;
   } else {
@@ -156,6 +204,18 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   static_assert(!kPush || kProbe == 0, "push is never a probe");
   if constexpr (kPush)
     if (C == 1u || R * kVirtual > LLCOMM_SPLIT_MAX_UNITS) return;
+  // kTwo: the block's message and its parts (above); a part larger than the shared copy of the sums (a host bug:
+  // fusedSplitRowsPerCluster never plans one) returns here as the push guard does, uniformly (M and P depend on R,
+  // K, V and nranks only).
+  // (computed in kTwo kernels only: the other kernels' code is as before, PTX byte for byte)
+  llc_u32 M = 0u, P = 1u;
+  if constexpr (kTwo) {
+    M = units * K;
+    P = (M + p.nranks - 1u) / p.nranks;
+    if (P > LLC_SPLIT_TWO_SUM_SLOTS) return;
+  }
+  // kTwo: the row and row slot j of data slot i of the block's message (j >= S: a hole).
+  const LlcSplitTwoGeometry geo{K, V, vShift, kVirtual, b};
   const llc_u32 mbar = llcSharedAddress(sharedWords + LLC_SPLIT_MBAR_WORD);
   constexpr bool kSpread = kPk == 2u && (kProbe & LLC_SPLIT_SPREAD) != 0; // see `spread` below
 
@@ -169,12 +229,27 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   const llc_u32 w0 = t >> tShift, rowL0 = w0 >> vShift, u0 = w0 & (V - 1u);
   const llc_u32 j0 = kl * kVirtual + b * V + u0;
   constexpr bool kEarlyInput = !kSpread && (kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) == 0;
+  // (kTwo: the slot of its first send item, f = t)
   LlcWords4 x0{};
-  if (kEarlyInput && w0 < units && kl < K && j0 < S) x0 = llcLoadWeakV4(input + rowL0 * rowBytes + 16ull * j0);
+  if constexpr (kTwo) {
+    if (t < (p.nranks - 1u) * P) {
+      llc_u32 s0, i0, row0 = 0;
+      llcSplitTwoSendItem(t, P, me, p.nranks, s0, i0);
+      const llc_u32 jt = i0 < M ? geo.slotAt(i0, row0) : S;
+      if (jt < S) x0 = llcLoadWeakV4(input + row0 * rowBytes + 16ull * jt);
+    }
+  } else if (kEarlyInput && w0 < units && kl < K && j0 < S) {
+    x0 = llcLoadWeakV4(input + rowL0 * rowBytes + 16ull * j0);
+  }
   LlcChannel ch(p.scratch[me], role.channel);
   LlcWaiter waiter(p.errorWord, p.timeoutNs, me, ch.epoch, ch.index);
-  const llc_u64 laneBytes = llcDivCount(region.channelHalfBytes, p.nranks) / 16u * 16u;
+  // kTwo: 2 * nranks lanes: the reduce-scatter's (lanes 0 .. nranks - 1) and the all-gather's (lanes nranks ..
+  // 2 nranks - 1). All-gather lane o, slot s is `buf`'s lane o, slot agSlot0 + s (slotPtr: lane * laneBytes + slot
+  // * 16, and agSlot0 * 16 = nranks * laneBytes), so one buffer serves both (with a second LlBuffer for the
+  // all-gather ptxas spilled 8 bytes at the 128-register cap).
+  const llc_u64 laneBytes = llcDivCount(region.channelHalfBytes, (kTwo ? 2u : 1u) * p.nranks) / 16u * 16u;
   const LlBuffer<Fmt> buf = llcMakeBuffer<Fmt>(p.recvBuf, ch.regionOffset(region), laneBytes, me, p.nranks, ch, &waiter);
+  const llc_u32 agSlot0 = kTwo ? static_cast<llc_u32>(p.nranks * (laneBytes / 16u)) : 0u;
 
   // `spread` (uniform; candidate LLC_SPLIT_SPREAD): 2 * units packets (K = 1: S == kVirtual, T = 2, so packet
   // t = 2w + h is thread t's, as below), few enough for >= LLCOMM_SPREAD_MIN_GROUPS thread groups (spreadGroups),
@@ -204,8 +279,25 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // (w0, kl): its input is x0. If the loop breaks at that slot (a hole, j0 >= S), firstSlot stays set but no later
   // slot of this thread is real either: its units' u are w0 + i * unitStride mod V (both powers of two, w0 <
   // unitStride), so u >= u0, with the same b and k, hence j >= j0 >= S.
+  if constexpr (kTwo) {
+    // Reduce-scatter, send side: item f = t, t + blockDim, ... (first x0).
+    bool first = true;
+    for (llc_u32 f = t; f < (p.nranks - 1u) * P; f += blockDim.x) {
+      llc_u32 s, i, rowL = 0;
+      const llc_u32 o = llcSplitTwoSendItem(f, P, me, p.nranks, s, i);
+      const llc_u32 j = i < M ? geo.slotAt(i, rowL) : S;
+      if (j < S) {
+        const LlcWords4 x = first ? x0 : llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+        Value v;
+#pragma unroll
+        for (int c = 0; c < W; ++c) v.w[c] = x.w[c];
+        buf.send(o, s, v);
+      }
+      first = false;
+    }
+  }
   bool firstSlot = kEarlyInput;
-  for (llc_u32 w = t >> tShift; !spread && w < units; w += unitStride) {
+  for (llc_u32 w = t >> tShift; !kTwo && !spread && w < units; w += unitStride) {
     const llc_u32 rowL = w >> vShift, u = w & (V - 1u);
     for (llc_u32 k = kl; k < K; k += kLanes) {
       const llc_u32 j = k * kVirtual + b * V + u;
@@ -236,6 +328,32 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
     }
     llcClusterArriveRelaxed(); // (not .aligned: a warp need not be converged here)
     llcClusterWaitAcquire(); // every mbarrier of the cluster initialized before this thread's first push
+  }
+
+  // kTwo, the owner: each slot s of my part reduced in rank order (my own contribution from x), canonicalized as a
+  // sent value (Fmt::write canonicalizes what peers receive: every rank then adds the same bits), broadcast to every
+  // peer's AG lane and kept for this block's units in shared memory; the __syncthreads makes the copies visible to
+  // the unit threads below (it is uniform: every thread of the block reaches it).
+  llc_u32* const twoSums = sharedWords + LLC_SPLIT_TWO_SUM_WORD;
+  if constexpr (kTwo) {
+    for (llc_u32 s = t; s < P; s += blockDim.x) {
+      const llc_u32 i = me * P + s;
+      if (i >= M) break;
+      llc_u32 rowL;
+      const llc_u32 j = geo.slotAt(i, rowL);
+      if (j >= S) continue; // a hole: no rank sent it
+      const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+      Value own;
+#pragma unroll
+      for (int c = 0; c < W; ++c) own.w[c] = x.w[c];
+      Value sum = buf.template recvReduce<DT, kSplitTwoBatch>(s, own); // rank order 0..n-1; re-arms the RS slots it read
+#pragma unroll
+      for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
+      buf.bcast(agSlot0 + s, sum);
+#pragma unroll
+      for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
+    }
+    __syncthreads();
   }
 
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
@@ -333,6 +451,17 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
           for (int c = 0; c < 4; ++c) wv.w[c] = spreadKeep[8 + c];
         }
         part = spreadPart;
+      } else if constexpr (kTwo) {
+        // The slot's residual is loaded before the receive, so the load overlaps the wait; the reduced slot from its
+        // owner's AG lane (recv re-arms it), or from this block's copy when the owner is me.
+        r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+        const llc_u32 o = i / P, s = i - o * P;
+        if (o == me) {
+#pragma unroll
+          for (int c = 0; c < W; ++c) part.w[c] = twoSums[4u * s + c];
+        } else {
+          part = buf.recv(o, agSlot0 + s);
+        }
       } else {
         const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j); // own contribution
         // The slot's residual is loaded before the receive, so the load overlaps the wait.

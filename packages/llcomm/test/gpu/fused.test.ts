@@ -171,7 +171,7 @@ function algorithmsFor(comm: CudaCommunicator, dtype: Dtype, hidden: number): Fu
     (a) => fusedRowsPerBlock(a, comm.size, hidden, dtype, comm.bufferBytes) > 0,
   )
   // The split kernels (a row over the blocks of a thread-block cluster): wherever some cluster size fits a row.
-  const split = (['split', 'split-ll'] as const).filter((a) =>
+  const split = (['split', 'split-ll', 'split-twoshot'] as const).filter((a) =>
     FUSED_CLUSTER_SIZES.some((c) => fusedSplitRowsPerCluster(a, comm.size, hidden, dtype, c, comm.bufferBytes) > 0),
   )
   return [...whole, ...split]
@@ -295,6 +295,7 @@ test('fused RMSNorm in a captured graph: replays on fresh data give the eager re
       ['f32', 2, 4096, 'twoshot'],
       ['bf16', 1, 4096, 'split-ll'],
       ['bf16', 4, 8192, 'split'],
+      ['bf16', 8, 8192, 'split-twoshot'],
     ] as const) {
       const name = `fused/graph/${algorithm}/${dtype}/rows=${rows}/hidden=${hidden}`
       const n = rows * hidden

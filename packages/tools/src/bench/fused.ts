@@ -4,7 +4,8 @@
  * rotating over INPUT_SETS buffer sets, timed with events on the stream, per-call time = replay time / calls; the
  * median over replays is reported. Variants per shape:
  *   fused-oneshot, fused-twoshot (where the row fits the kernel's lanes), fused-split, fused-split-ll (a row shared
- *   by the blocks of a thread-block cluster; sentinel / LL16), fused-auto (what deviceAllReduceRmsNorm
+ *   by the blocks of a thread-block cluster; sentinel / LL16), fused-split-twoshot (the same, each block's slots
+ *   exchanged two-shot), fused-auto (what deviceAllReduceRmsNorm
  *   picks), unfused = deviceAllReduce (llcomm auto) + deviceRmsNorm, allreduce alone, rmsnorm alone, and
  *   nccl + rmsnorm when NCCL is usable.
  * Virtual ranks on one device (all ranks' buffers are allocated in device 0's context).
@@ -247,7 +248,7 @@ export function benchFusedShape(
     // The split kernels (thread-block clusters): tried once eagerly, so that a driver or device that refuses the
     // cluster launch drops the column (reason in `skipped`) instead of breaking the graph capture of the others.
     const launchesOf: Record<string, number> = {}
-    for (const a of ['split', 'split-ll'] as const) {
+    for (const a of ['split', 'split-ll', 'split-twoshot'] as const) {
       try {
         const fused = sets.map((s) => comm.prepareDeviceAllReduceRmsNorm(normArgs(s, a)))
         fused[0].issue(streams)

@@ -73,9 +73,10 @@ export interface DeviceGraph {
 
 /**
  * oneshot / twoshot: whole rows per block (sentinel protocol); split / split-ll: one-shot with a row shared by the
- * blocks of a thread-block cluster (sm_90+), on sentinel slots or LL16 packets (kernels/llcomm/fused_split.cuh).
+ * blocks of a thread-block cluster (sm_90+), on sentinel slots or LL16 packets (kernels/llcomm/fused_split.cuh);
+ * split-twoshot: the same row sharing (clusters of 2-8 blocks) with each block's slots exchanged two-shot (sentinel).
  */
-export type FusedNormAlgorithm = 'oneshot' | 'twoshot' | 'split' | 'split-ll'
+export type FusedNormAlgorithm = 'oneshot' | 'twoshot' | 'split' | 'split-ll' | 'split-twoshot'
 
 export interface FusedNormCall {
   /** x, residual (read and written), out, weight: one device pointer per rank, by global rank. */
@@ -131,14 +132,14 @@ export interface PreparedFusedDeviceCall extends FusedDeviceInfo {
 
 /** A fused call packed once: issue() launches it again (same pointers and shape) without allocating. */
 export interface PreparedFusedCall {
-  /** 'oneshot' / 'twoshot' / 'split' / 'split-ll' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
+  /** 'oneshot' / 'twoshot' / 'split' / 'split-ll' / 'split-twoshot' (fused RMSNorm), 'rmsnorm' (reference), 'many'. */
   algorithm: string
   launches: number
   issue(streams: readonly CuStream[]): void
 }
 
-/** The two split fused kernels (a row shared by a thread-block cluster; fused-launcher.ts). */
-export type FusedSplitAlgorithm = 'split' | 'split-ll'
+/** The split fused kernels (a row shared by a thread-block cluster; fused-launcher.ts). */
+export type FusedSplitAlgorithm = 'split' | 'split-ll' | 'split-twoshot'
 
 /**
  * A probe launch: `kernel` (in `sourceFile`, default FUSED_PROBE_SOURCE) launched with the shape the split planner

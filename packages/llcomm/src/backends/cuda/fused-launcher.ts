@@ -47,10 +47,15 @@ import {
 import type { KernelModules } from './modules.js'
 
 const floor16 = (x: number) => Math.floor(x / 16) * 16
+// (split-twoshot has one kernel, a push kernel: its plans have clusters of C > 1 blocks whose q's fit)
 const splitKind = (a: FusedSplitAlgorithm): FusedKernelKind =>
-  a === 'split' ? 'fused_rmsnorm_split' : 'fused_rmsnorm_split_ll'
+  a === 'split' ? 'fused_rmsnorm_split' : a === 'split-ll' ? 'fused_rmsnorm_split_ll' : 'fused_rmsnorm_split_twoshot'
 const splitPushKind = (a: FusedSplitAlgorithm): FusedKernelKind =>
-  a === 'split' ? 'fused_rmsnorm_split_push' : 'fused_rmsnorm_split_ll_push'
+  a === 'split'
+    ? 'fused_rmsnorm_split_push'
+    : a === 'split-ll'
+      ? 'fused_rmsnorm_split_ll_push'
+      : 'fused_rmsnorm_split_twoshot'
 /**
  * LLCOMM_FUSED_SPLIT_PUSH=0: the split kernels exchange their q's through the two release barriers everywhere,
  * never with the push kernels (read once; for A/B runs and diagnosis: the outputs are the same bits).
@@ -237,14 +242,20 @@ export const FUSED_SPLIT_MAX_UNITS = 4096
 export const FUSED_SPLIT_MAX_ROWS = 64
 /** Cluster sizes the split kernels are launched with (portable sizes; 512 / C virtual threads per block). */
 export const FUSED_CLUSTER_SIZES: readonly number[] = [1, 2, 4, 8]
+/** fused_split.cuh LLC_SPLIT_TWO_SUM_SLOTS: the most slots of a split-twoshot part (its owner's shared copy). */
+export const FUSED_SPLIT_TWOSHOT_PART_SLOTS = 512
 
-const isSplit = (a: FusedNormAlgorithm): a is FusedSplitAlgorithm => a === 'split' || a === 'split-ll'
+export const isSplit = (a: FusedNormAlgorithm): a is FusedSplitAlgorithm =>
+  a === 'split' || a === 'split-ll' || a === 'split-twoshot'
 
 /**
  * Most rows one cluster of C blocks can carry in one launch (0: none). Block b of the cluster holds K * V data slots
  * (16 bytes each) per row, V = 512 / C, K = ceil(slots per row / 512), in its lane: sentinel lanes of channelHalf /
  * nranks bytes (one slot per data slot) or LL lanes of llHalf / nranks bytes (two 16-byte LL16 packets per data
- * slot); and at most FUSED_SPLIT_MAX_UNITS units and FUSED_SPLIT_MAX_ROWS rows.
+ * slot); and at most FUSED_SPLIT_MAX_UNITS units and FUSED_SPLIT_MAX_ROWS rows. split-twoshot: clusters of C > 1
+ * only (its one kernel is a push kernel: at most FUSED_SPLIT_MAX_UNITS / `threads` rows), and a block's R * K * V
+ * slots in nranks parts of ceil(R K V / nranks) slots, each within a two-shot lane of channelHalf / (2 nranks) bytes
+ * and within FUSED_SPLIT_TWOSHOT_PART_SLOTS. `threads`: the block size (the emulator test passes its own).
  */
 export function fusedSplitRowsPerCluster(
   algorithm: FusedSplitAlgorithm,
@@ -253,15 +264,26 @@ export function fusedSplitRowsPerCluster(
   dtype: Dtype,
   clusterBlocks: number,
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
+  threads: number = FUSED_SPLIT_VIRTUAL_THREADS,
 ): number {
   const layout = deviceBufferLayout(nranks, bufferBytes)
+  const slotsPerRow = (hidden * DTYPE_BYTES[dtype]) / 16
+  const k = Math.ceil(slotsPerRow / threads)
+  const v = threads / clusterBlocks
+  if (algorithm === 'split-twoshot') {
+    if (clusterBlocks < 2) return 0
+    const partSlots = Math.min(
+      floor16(Math.floor(layout.sentinel.channelHalfBytes / (2 * nranks))) / 16,
+      FUSED_SPLIT_TWOSHOT_PART_SLOTS,
+    )
+    // ceil(R K V / nranks) <= partSlots  <=>  R K V <= partSlots × nranks
+    const byParts = Math.floor((partSlots * nranks) / (k * v))
+    return Math.max(0, Math.min(FUSED_SPLIT_MAX_ROWS, Math.floor(FUSED_SPLIT_MAX_UNITS / threads), byParts))
+  }
   const laneSlots =
     algorithm === 'split'
       ? floor16(Math.floor(layout.sentinel.channelHalfBytes / nranks)) / 16
       : Math.floor(floor16(Math.floor(layout.ll.channelHalfBytes / nranks)) / 32)
-  const slotsPerRow = (hidden * DTYPE_BYTES[dtype]) / 16
-  const k = Math.ceil(slotsPerRow / FUSED_SPLIT_VIRTUAL_THREADS)
-  const v = FUSED_SPLIT_VIRTUAL_THREADS / clusterBlocks
   return Math.max(
     0,
     Math.min(FUSED_SPLIT_MAX_ROWS, Math.floor(FUSED_SPLIT_MAX_UNITS / v), Math.floor(laneSlots / (k * v))),
@@ -618,7 +640,7 @@ export class FusedLauncher {
     const resEb = call.residualF32 ? 4 : eb
     const flags = this.normFlags(call)
     const requested = call.algorithm ?? 'auto'
-    const split = requested === 'split' || requested === 'split-ll'
+    const split = requested !== 'auto' && isSplit(requested)
     if (split && !reference)
       for (const g of this.devices.groups)
         if (Number(g.arch.replace(/\D/g, '')) < 90)

@@ -643,6 +643,7 @@ export type FusedKernelKind =
   | 'fused_rmsnorm_split_ll'
   | 'fused_rmsnorm_split_push'
   | 'fused_rmsnorm_split_ll_push'
+  | 'fused_rmsnorm_split_twoshot'
   | 'rmsnorm'
   | 'allreduce_many'
 export interface FusedKernel {
@@ -662,6 +663,7 @@ const FUSED_KINDS: readonly FusedKernelKind[] = [
   'fused_rmsnorm_split_ll',
   'fused_rmsnorm_split_push',
   'fused_rmsnorm_split_ll_push',
+  'fused_rmsnorm_split_twoshot',
   'rmsnorm',
   'allreduce_many',
 ]

@@ -1,0 +1,40 @@
+// What every all-reduce kernel starts with: its rank and channel, its element range, its epoch and its waiter;
+// plus the token maps the instantiation table's X-macros use.
+#pragma once
+#include "llcomm/abi.cuh"
+#include "llcomm/channel.cuh"
+#include "llcomm/dtype.cuh"
+#include "llcomm/ptx.cuh"
+#include "llcomm/wait.cuh"
+
+#if LLC_HAS_DEVICE
+
+#define LLC_DT_f32 LLCOMM_DTYPE_F32
+#define LLC_DT_f16 LLCOMM_DTYPE_F16
+#define LLC_DT_bf16 LLCOMM_DTYPE_BF16
+#define LLCOMM_KERNEL_NAME(algorithm, protocol, dtype, op) llcomm_##algorithm##_##protocol##_##dtype##_##op
+// Channels split the message in pieces aligned to 16 bytes, so every piece starts on a vector boundary.
+#define LLCOMM_ALIGN_BYTES 16u
+
+struct LlcCall {
+  LlcBlockRole role;
+  LlcRange range; // this channel's elements of the message
+  const char* input;  // this rank's input, at range.begin
+  char* output;       // this rank's output, at range.begin
+  llc_u64 bytes;      // range.size() * element bytes
+};
+
+template <int DT>
+LLC_DEVICE LlcCall llcBeginCall(const LlcommAllReduceParams& p) {
+  llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
+  LlcCall c;
+  c.role = llcBlockRole(p.blocksPerRank, p.launchRanks);
+  constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
+  c.range = llcPiece(p.count, p.blocksPerRank, c.role.channel, LLCOMM_ALIGN_BYTES / eb);
+  c.input = reinterpret_cast<const char*>(p.input[c.role.rank]) + c.range.begin * eb;
+  c.output = reinterpret_cast<char*>(p.output[c.role.rank]) + c.range.begin * eb;
+  c.bytes = c.range.size() * eb;
+  return c;
+}
+
+#endif // LLC_HAS_DEVICE
