@@ -570,8 +570,30 @@ test("the split two-shot (a row over a cluster, each block's slots exchanged two
   add('f16', 4, 8, 512, 0, 8, 2) // 8 rows a cluster (the push kernels' most at 512 threads)
   add('bf16', 3, 3, 1064, 0, 4, 4, 128) // 4 warps a block: the level-1 sums over the cluster
   add('f32', 3, 3, 1064, LLCOMM_FUSED_RESIDUAL_F32, 8, 8, 128)
+  // The owner's spread reduce (8 ranks or more, parts without holes, at least 4 thread groups a part's slot): parts
+  // of 4 slots (K = 1, 8 groups: one peer a poller), of 2 slots (K = 2 on two lanes, two clusters a rank), of 1 slot
+  // at 16 ranks (16 groups), every dtype and flag set.
+  dtypes.forEach((dtype, i) => {
+    add(dtype, 8, 2, 256, flagSets[i], 2, 2)
+    add(dtype, 8, 2, 512, flagSets[(i + 1) % 4], 8, 4)
+  })
+  add('bf16', 16, 1, 1024, LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32, 8, 8)
+  add('f16', 8, 2, 256, LLCOMM_FUSED_NO_RESIDUAL_IN, 2, 2)
   const clusters = new Set(cases.map((c) => c.shape?.clusterBlocks))
   assert.deepEqual([...clusters].sort(), [2, 4, 8], 'every cluster size above one')
+  // fused_split.cuh's rule for the owner's reduce: spread (LlBuffer::spreadGroups(P) > 1 on a part without holes),
+  // else serial; both must run.
+  const spreadOwner = (c: NormCase) => {
+    const threads = c.threads ?? THREADS_PER_BLOCK
+    const cb = c.shape?.clusterBlocks ?? 1
+    const slots = (c.hidden * DTYPE_BYTES[c.dtype]) / 16
+    const rowsPerCluster = Math.ceil(c.rows / ((c.shape?.blocksPerRank ?? 1) / cb))
+    const m = rowsPerCluster * Math.ceil(slots / threads) * (threads / cb)
+    const part = Math.ceil(m / c.nranks)
+    const groups = Math.min(Math.floor(threads / part), c.nranks)
+    return c.nranks >= 8 && slots % threads === 0 && part * c.nranks === m && part < threads && groups >= 4
+  }
+  assert.ok(cases.filter(spreadOwner).length >= 8 && cases.filter((c) => !spreadOwner(c)).length >= 8, 'both reduces')
   await runNormCases(t, 'split-twoshot', cases)
 })
 

@@ -77,12 +77,23 @@
 #define LLC_SPLIT_SPREAD_STAGE_OFFSET 512u
 #define LLC_SPLIT_SPREAD_KEEP_OFFSET (LLCOMM_SPLIT_MAX_UNITS - 12u * 64u)
 
-// kTwo: peers the owner polls together in its reduce (recvReduce's kBatch). 4, so two poll rounds at 8 ranks: with
-// 8 (one round) ptxas spills 8-20 bytes at the 128-register cap. A compile-time knob for A/B runs.
+// kTwo: peers the owner polls together in its serial reduce (recvReduce's kBatch). 4, so two poll rounds at 8
+// ranks: with 8 (one round) ptxas spills 8-20 bytes at the 128-register cap. A compile-time knob for A/B runs.
 #ifndef LLCOMM_SPLIT_TWO_BATCH
 #define LLCOMM_SPLIT_TWO_BATCH 4
 #endif
 constexpr int kSplitTwoBatch = LLCOMM_SPLIT_TWO_BATCH;
+// kTwo: the owner's reduce spread over the block (LlBuffer::blockRecvReduceSpread: (slot, peer) pairs over the
+// threads, staged in shared memory, reduced in rank order: the same bits) where it applies: a part without holes
+// (every slot of every row is real: S a multiple of kVirtual, and nranks divides M) and spreadGroups(P) > 1 (8 ranks or
+// more). Else the serial reduce, a thread per slot. A compile-time knob for A/B runs (0: always serial).
+#ifndef LLCOMM_SPLIT_TWO_SPREAD
+#define LLCOMM_SPLIT_TWO_SPREAD 1
+#endif
+// The spread reduce's stage: LLC_SPLIT_TWO_STAGE_WORDS words after the sums: a window of 8 ranks up to 64-slot parts
+// (LLCOMM_PEER_STAGE_WORDS, 8,192, would take the kernel's static shared memory past 48 KB; with 2,048 it is 35 KB).
+#define LLC_SPLIT_TWO_STAGE_WORD (LLC_SPLIT_TWO_SUM_WORD + 4u * LLC_SPLIT_TWO_SUM_SLOTS)
+#define LLC_SPLIT_TWO_STAGE_WORDS 2048u
 // kTwo (below): data slot i of a block's message -> its row (rowL) and its slot j of the row (j >= S: a hole).
 struct LlcSplitTwoGeometry {
   llc_u32 K, V, vShift, kVirtual, b;
@@ -179,7 +190,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // (push: 16-byte aligned for the mbarrier; the barrier kernels keep their unaligned array: their code as before)
   llc_u32* sharedWords;
   if constexpr (kTwo) {
-    LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_TWO_SUM_WORD + 4u * LLC_SPLIT_TWO_SUM_SLOTS);
+    LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_TWO_STAGE_WORD + (LLCOMM_SPLIT_TWO_SPREAD ? LLC_SPLIT_TWO_STAGE_WORDS : 0u));
     sharedWords = words;
   } else if constexpr (kPush) {
     LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_MBAR_WORD + 2u);
@@ -336,7 +347,32 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // the unit threads below (it is uniform: every thread of the block reaches it).
   llc_u32* const twoSums = sharedWords + LLC_SPLIT_TWO_SUM_WORD;
   if constexpr (kTwo) {
-    for (llc_u32 s = t; s < P; s += blockDim.x) {
+    // the spread reduce (uniform: S, M, P and nranks are the same in every thread)
+    const llc_u32 ownerGroups =
+        LLCOMM_SPLIT_TWO_SPREAD && S % kVirtual == 0u && P * p.nranks == M ? buf.spreadGroups(P) : 1u;
+    if (ownerGroups > 1u) {
+      // P < blockDim.x here (spreadGroups), so thread t < P owns slot t of my part; no holes, so every one is real.
+      // A window of ranks: LLC_SPLIT_TWO_STAGE_WORDS / (4 P), at least one (P * 4 < 2048: P < blockDim.x <= 512).
+      Value own{};
+      llc_u32 rowL = 0;
+      if (t < P) {
+        const llc_u32 j = geo.slotAt(me * P + t, rowL);
+        const LlcWords4 x = llcLoadWeakV4(input + rowL * rowBytes + 16ull * j);
+#pragma unroll
+        for (int c = 0; c < W; ++c) own.w[c] = x.w[c];
+      }
+      // every thread of the block (it has __syncthreads); the sum of slot t in thread t < P, in rank order
+      Value sum = buf.template blockRecvReduceSpread<DT, kSplitTwoBatch, LLC_SPLIT_TWO_STAGE_WORDS>(
+          P, ownerGroups, own, sharedWords + LLC_SPLIT_TWO_STAGE_WORD, [] {}, [] {});
+      if (t < P) {
+#pragma unroll
+        for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
+        buf.bcast(agSlot0 + t, sum);
+#pragma unroll
+        for (int c = 0; c < W; ++c) twoSums[4u * t + c] = sum.w[c];
+      }
+    }
+    for (llc_u32 s = t; ownerGroups <= 1u && s < P; s += blockDim.x) {
       const llc_u32 i = me * P + s;
       if (i >= M) break;
       llc_u32 rowL;

@@ -214,7 +214,9 @@ struct LlBuffer {
   // still reaches every __syncthreads.
   // `idle()` runs in every thread that polls nothing, before the first __syncthreads, and `done()` in every thread
   // after the last window (the one-shot kernels check the call signature in one or the other: signature.cuh).
-  template <int DT, int kBatch = LLCOMM_RECV_BATCH, class Idle, class Done>
+  // kStageWords: the words `stage` holds (a kernel with a smaller stage of its own passes it: fused_split.cuh kTwo).
+  template <int DT, int kBatch = LLCOMM_RECV_BATCH, llc_u32 kStageWords = LLCOMM_PEER_STAGE_WORDS, class Idle,
+            class Done>
   LLC_DEVICE Value blockRecvReduceSpread(llc_u32 slots, llc_u32 groups, const Value& own, llc_u32* stage, Idle idle,
                                          Done done) const {
     const llc_u32 t = threadIdx.x;
@@ -222,7 +224,7 @@ struct LlBuffer {
     // The division, not llcStageWindow: with it oneshot-ll (this function's kernel) was 0.3 / 0.8 / 1.8 us slower at
     // 16 / 32 / 64 ranks, 8 B (its polls and last barrier waited longer, Nsight Compute; the Words variant below
     // gained; bench/results/cuda-h200-ab-prologue32-2026-12-03b.txt).
-    llc_u32 window = LLCOMM_PEER_STAGE_WORDS / perRank;
+    llc_u32 window = kStageWords / perRank;
     window = window < nranks ? window : nranks;
     const llc_u32 g = groups < window ? groups : window; // groups beyond the window would have nothing to poll
     const bool poller = t < g * slots;
