@@ -23,6 +23,8 @@ import {
   FUSED_SPLIT_VIRTUAL_THREADS,
   fusedRowsPerBlock,
   fusedSplitRowsPerCluster,
+  fusedSplitPushes,
+  fusedSplitTwoshotFirst,
   fusedTwoshotFirst,
   kernelsDirectory,
   LLCOMM_MANY_MAX_BUFFERS,
@@ -237,9 +239,11 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
     planFusedNorm('auto', nranks, rows, hidden, 'bf16', MIB, nranks, undefined, true)
   // 8 ranks, hidden 8192: the one-shot does not fit; split (one launch) beats the two-shot at batch 1-8
   // (6.1-9.6 against 11.7-12.5 us), the two-shot keeps batch 16 (split needs two launches: 19.3 against 14.0).
-  // Since 2026-12-03 (the two-shot's spread path, fusedTwoshotFirst) batch 8 of 8192 takes the two-shot.
-  for (const rows of [1, 2, 4]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
-  for (const rows of [8, 16]) assert.equal(auto(8, rows, 8192).algorithm, 'twoshot', `8r 8192 b${rows}`)
+  // Since 2026-12-03 (the two-shot's spread path, fusedTwoshotFirst) batch 8 of 8192 takes the two-shot; since
+  // 2026-12-07 batch 4-8 take the split two-shot (fusedSplitTwoshotFirst; its parts fit the 1 MiB buffer's lanes).
+  for (const rows of [1, 2]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
+  for (const rows of [4, 8]) assert.equal(auto(8, rows, 8192).algorithm, 'split-twoshot', `8r 8192 b${rows}`)
+  assert.equal(auto(8, 16, 8192).algorithm, 'twoshot', '8r 8192 b16')
   // 8 ranks, hidden 4096: split at batch 1-4 (5.7-6.5 against 6.4-6.8), the one-shot from batch 8 (7.0 against 7.4);
   // since the split push kernels (2026-12-07, one H100) split at batch 8 too (6.49 against the one-shot's 7.01 us,
   // bench/results/cuda-h100-split-push-ab-2026-12-07.txt).
@@ -255,9 +259,11 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
   // (14.24 against split's 15.05); 4096 as at 1 MiB.
   const autoDefault = (nranks: number, rows: number, hidden: number) =>
     planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true).algorithm
-  // Since 2026-12-03 the two-shot's spread path takes 8192 batch 8-16 and 4096 batch 16-32 (fusedTwoshotFirst, below).
-  for (const rows of [1, 2, 4]) assert.equal(autoDefault(8, rows, 8192), 'split', `8r 8192 b${rows}, 4 MiB`)
-  for (const rows of [8, 16]) assert.equal(autoDefault(8, rows, 8192), 'twoshot', `8r 8192 b${rows}, 4 MiB`)
+  // Since 2026-12-03 the two-shot's spread path takes 8192 batch 8-16 and 4096 batch 16-32 (fusedTwoshotFirst, below);
+  // since 2026-12-07 the split two-shot takes 8192 batch 4-8 (fusedSplitTwoshotFirst, below).
+  for (const rows of [1, 2]) assert.equal(autoDefault(8, rows, 8192), 'split', `8r 8192 b${rows}, 4 MiB`)
+  for (const rows of [4, 8]) assert.equal(autoDefault(8, rows, 8192), 'split-twoshot', `8r 8192 b${rows}, 4 MiB`)
+  assert.equal(autoDefault(8, 16, 8192), 'twoshot', '8r 8192 b16, 4 MiB')
   for (const rows of [1, 2, 4]) assert.equal(autoDefault(8, rows, 4096), 'split', `8r 4096 b${rows}, 4 MiB`)
   assert.equal(autoDefault(8, 8, 4096), 'split')
   assert.equal(autoDefault(8, 16, 4096), 'twoshot')
@@ -299,7 +305,7 @@ test("planFusedNorm 'auto' takes the two-shot where its spread path serves the r
   assert.deepEqual([first(32, 16, 4096), first(64, 1, 4096)], [false, false])
   for (const [nranks, rows, hidden] of [
     [8, 16, 4096],
-    [8, 8, 8192],
+    [8, 16, 8192],
     [16, 16, 4096],
     [16, 1, 4096],
   ] as const) {
@@ -309,14 +315,45 @@ test("planFusedNorm 'auto' takes the two-shot where its spread path serves the r
   }
 })
 
-test('planFusedNorm split / split-ll: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {
+test("planFusedNorm 'auto' takes the split two-shot at 8-15 ranks, hidden 8192 and more, batch 4-8 (one H100, 8 ranks, bf16, 2026-12-07)", () => {
+  // bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json: 8192 batch 4 7.75 us against split's 8.51 and
+  // the two-shot's 8.27, batch 8 7.84 against the two-shot's 8.37; not batch 1-2 or 16, nor hidden 4096, nor 2 ranks.
+  const auto = (nranks: number, rows: number, hidden: number, bufferBytes?: number) =>
+    planFusedNorm('auto', nranks, rows, hidden, 'bf16', bufferBytes, nranks, undefined, true)
+  for (const rows of [4, 5, 8]) {
+    assert.equal(fusedSplitTwoshotFirst(8, rows, 8192), true)
+    const plan = auto(8, rows, 8192)
+    assert.equal(plan.algorithm, 'split-twoshot', `8r 8192 b${rows}`)
+    assert.equal(plan.launches.length, 1)
+    assert.ok(
+      plan.launches.every((l) => (l.clusterBlocks ?? 1) > 1 && fusedSplitPushes(l)),
+      'clusters of C > 1',
+    )
+  }
+  assert.deepEqual(
+    [
+      fusedSplitTwoshotFirst(8, 2, 8192),
+      fusedSplitTwoshotFirst(8, 16, 8192),
+      fusedSplitTwoshotFirst(8, 4, 4096),
+      fusedSplitTwoshotFirst(2, 8, 8192),
+      fusedSplitTwoshotFirst(16, 4, 8192),
+    ],
+    [false, false, false, false, false],
+  )
+  // the 1 MiB buffer's two-shot lanes hold its parts too (4 rows a cluster of 2)
+  assert.equal(auto(8, 8, 8192, MIB).algorithm, 'split-twoshot')
+  // without the split kernels (before sm_90): never
+  assert.equal(planFusedNorm('auto', 8, 4, 8192, 'bf16').algorithm, 'oneshot')
+})
+
+test('planFusedNorm split / split-ll / split-twoshot: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {
   const dtypes: Dtype[] = ['f32', 'f16', 'bf16']
   const limits = [() => Number.POSITIVE_INFINITY, (c: number) => Math.floor(64 / c)]
   for (const nranks of [2, 3, 8, 16])
     for (const dtype of dtypes)
       for (const hidden of [8, 1000, 4096, 8192])
         for (const rows of [1, 2, 7, 16, 17, 64, 300])
-          for (const alg of ['split', 'split-ll'] as const)
+          for (const alg of ['split', 'split-ll', 'split-twoshot'] as const)
             for (const limit of limits) {
               if ((hidden * (dtype === 'f32' ? 4 : 2)) % 16 !== 0) continue
               const fitsSomewhere = FUSED_CLUSTER_SIZES.some(
@@ -345,6 +382,8 @@ test('planFusedNorm split / split-ll: clusters within one rank, the rows of ever
                   'rows within the lanes',
                 )
                 assert.ok((perCluster * FUSED_SPLIT_VIRTUAL_THREADS) / c <= FUSED_SPLIT_MAX_UNITS, 'units')
+                if (alg === 'split-twoshot')
+                  assert.ok(c > 1 && fusedSplitPushes(l), 'a push launch (C > 1, its rows fit)')
                 if (c > 1) assert.ok(nranks * g <= limit(c), 'co-resident clusters')
                 next += l.rows
               }

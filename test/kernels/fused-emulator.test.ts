@@ -591,7 +591,9 @@ test("the split two-shot (a row over a cluster, each block's slots exchanged two
     const m = rowsPerCluster * Math.ceil(slots / threads) * (threads / cb)
     const part = Math.ceil(m / c.nranks)
     const groups = Math.min(Math.floor(threads / part), c.nranks)
-    return c.nranks >= 8 && slots % threads === 0 && part * c.nranks === m && part < threads && groups >= 4
+    return (
+      c.nranks >= 8 && slots % threads === 0 && part * c.nranks === m && 4 * m <= 2048 && part < threads && groups >= 4
+    )
   }
   assert.ok(cases.filter(spreadOwner).length >= 8 && cases.filter((c) => !spreadOwner(c)).length >= 8, 'both reduces')
   await runNormCases(t, 'split-twoshot', cases)

@@ -85,8 +85,10 @@
 constexpr int kSplitTwoBatch = LLCOMM_SPLIT_TWO_BATCH;
 // kTwo: the owner's reduce spread over the block (LlBuffer::blockRecvReduceSpread: (slot, peer) pairs over the
 // threads, staged in shared memory, reduced in rank order: the same bits) where it applies: a part without holes
-// (every slot of every row is real: S a multiple of kVirtual, and nranks divides M) and spreadGroups(P) > 1 (8 ranks or
-// more). Else the serial reduce, a thread per slot. A compile-time knob for A/B runs (0: always serial).
+// (every slot of every row is real: S a multiple of kVirtual, and nranks divides M), every rank's part in one window
+// of the stage (4 M words) and spreadGroups(P) > 1 (8 ranks or more). Else the serial reduce, a thread per slot
+// (measured: spread -0.25..-0.47 us against it at 8 ranks, batch 1-8, one H100). A compile-time knob for A/B runs
+// (0: always serial).
 #ifndef LLCOMM_SPLIT_TWO_SPREAD
 #define LLCOMM_SPLIT_TWO_SPREAD 1
 #endif
@@ -348,8 +350,12 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   llc_u32* const twoSums = sharedWords + LLC_SPLIT_TWO_SUM_WORD;
   if constexpr (kTwo) {
     // the spread reduce (uniform: S, M, P and nranks are the same in every thread)
-    const llc_u32 ownerGroups =
-        LLCOMM_SPLIT_TWO_SPREAD && S % kVirtual == 0u && P * p.nranks == M ? buf.spreadGroups(P) : 1u;
+    // (and only where one window of the stage holds every rank: with two, 8 ranks x 128-slot parts at 8192 x 16,
+    // the spread reduce was 0.46-0.58 us slower than the serial one; bench/results/cuda-h100-split-twoshot-ab-2026-12-07.txt)
+    const llc_u32 ownerGroups = LLCOMM_SPLIT_TWO_SPREAD && S % kVirtual == 0u && P * p.nranks == M &&
+                                        4u * M <= LLC_SPLIT_TWO_STAGE_WORDS
+                                    ? buf.spreadGroups(P)
+                                    : 1u;
     if (ownerGroups > 1u) {
       // P < blockDim.x here (spreadGroups), so thread t < P owns slot t of my part; no holes, so every one is real.
       // A window of ranks: LLC_SPLIT_TWO_STAGE_WORDS / (4 P), at least one (P * 4 < 2048: P < blockDim.x <= 512).

@@ -152,6 +152,20 @@ export function fusedTwoshotFirst(
 }
 
 /**
+ * Whether 'auto' tries the split two-shot first (split-twoshot: a row over a cluster, each block's slots exchanged
+ * two-shot; it is taken when it serves the rows in one launch): 8-15 ranks, a hidden of 8192 or more, 4-8 rows.
+ * Measured on one H100 (80GB HBM3), 8 virtual ranks, bf16, 4 MiB buffer, 2026-12-07
+ * (bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json, two interleaved rounds in
+ * cuda-h100-split-twoshot-ab-2026-12-07.txt): hidden 8192 batch 4 7.75 us against split's 8.51 and the two-shot's
+ * 8.27, batch 8 7.84 against the two-shot's 8.37; not at batch 1-2 (6.46 / 6.69 against split's 5.54 / 6.20), 16
+ * (12.47 against the two-shot's 9.88) or a hidden of 4096 (batch 4 / 8: 6.43 / 6.58 against split's 6.01 / 6.38).
+ * Batch 5-7 not measured (between two measured wins); 2 ranks: split was faster (8192 batch 8: 5.90 against 6.57).
+ */
+export function fusedSplitTwoshotFirst(nranks: number, rows: number, hidden: number): boolean {
+  return nranks >= 8 && nranks < 16 && hidden >= 8192 && rows >= 4 && rows <= 8
+}
+
+/**
  * Which fused kernel and which launches. 'auto' without the split kernels (`autoSplit` false: before sm_90) takes the
  * one-shot when all rows fit one launch, else the two-shot. With them, the crossovers measured on one H200 (bf16, 2
  * and 8 virtual ranks, hidden 4096/8192, batch 1-16: bench/results/cuda-h200-bench-fused-bf16-2026-12-01{b,c}.json):
@@ -183,6 +197,19 @@ export function planFusedNorm(
   if (algorithm !== 'auto' && isSplit(algorithm))
     return planFusedSplit(algorithm, nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
   checkNormShape(rows, hidden, dtype)
+  if (algorithm === 'auto' && autoSplit && fusedSplitTwoshotFirst(nranks, rows, hidden)) {
+    const two = tryPlanFusedSplit(
+      'split-twoshot',
+      nranks,
+      rows,
+      hidden,
+      dtype,
+      bufferBytes,
+      ranksPerDevice,
+      clusterLimit,
+    )
+    if (two && two.launches.length === 1) return two
+  }
   const maxBlocks = maxBlocksPerRank(nranks)
   const perBlock = {
     oneshot: fusedRowsPerBlock('oneshot', nranks, hidden, dtype, bufferBytes),
@@ -202,14 +229,7 @@ export function planFusedNorm(
       splitAt8 ||
       (rows < 16 && nranks >= 8 && hidden >= 8192))
   if (algorithm === 'auto' && autoSplit && splitFirst) {
-    let split: FusedNormPlan | undefined
-    try {
-      split = planFusedSplit('split', nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
-    } catch (e) {
-      // its rows do not fit the split kernel's lanes (INVALID_ARGUMENT): the one-shot or two-shot below
-      if (!(e instanceof LlcommError) || e.code !== 'INVALID_ARGUMENT') throw e
-      split = undefined
-    }
+    const split = tryPlanFusedSplit('split', nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
     if (split && split.launches.length === 1) return split
   }
   if (algorithm === 'auto') alg = oneshotFits && !twoshotFirst ? 'oneshot' : 'twoshot'
@@ -231,6 +251,16 @@ export function planFusedNorm(
     launches.push({ firstRow: first, rows: n, blocksPerRank: blocks })
   }
   return { algorithm: alg, launches }
+}
+
+/** planFusedSplit, or undefined where the rows do not fit the kernel's lanes (INVALID_ARGUMENT): 'auto' goes on. */
+function tryPlanFusedSplit(...args: Parameters<typeof planFusedSplit>): FusedNormPlan | undefined {
+  try {
+    return planFusedSplit(...args)
+  } catch (e) {
+    if (!(e instanceof LlcommError) || e.code !== 'INVALID_ARGUMENT') throw e
+    return undefined
+  }
 }
 
 // ---- the split kernels (kernels/llcomm/fused_split.cuh): a row shared by the blocks of a cluster ----
