@@ -6,6 +6,9 @@
 #   - fused GPU test passes (both reduces still run: 8192 x 16 now takes the serial one);
 #   - split-twoshot at 8192 x 16: the product within 0.05 us of s4 (the same serial code), batch 1-8 unchanged
 #     (within 0.05 us of session-s17-a's push column);
+#   - self (ab15/self: LLCOMM_SPLIT_TWO_SELF=1, the owner sends its reduced slots to its own all-gather lane too and
+#     the unit threads take every slot from the all-gather lanes: no shared copy, no __syncthreads after the reduce)
+#     against push: -0.1..-0.3 us at 8192 batch 1-8 (the block barrier waited for the slowest owner thread).
 #   - TP 8 decode of Llama-3.1-70B shapes (8 virtual ranks, 20 of 80 layers, context 4096): at batch 4 and 8 'fused'
 #     (auto: split-twoshot) faster than 'unfused' by 160 AllReduce+RMSNorm calls x ~1 us, about 0.15-0.2 ms a step,
 #     more than the run-to-run spread; and faster than fused-twoshot by ~0.5 us a call (~0.08 ms a step) at batch 4.
@@ -13,6 +16,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp/llcomm-s17-b}
 mkdir -p "$out/ab"
+# (the device tool brings back 8 files: the A/B runs are packed into ab.tgz at the end)
+trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
 export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
 export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
 summary="$out/summary.txt"
@@ -21,18 +26,21 @@ say() { echo "$*" | tee -a "$summary"; }
 LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_RESULTS="$out/gpu-product.jsonl" LLCOMM_GPU_CASE_PREFIX=product timeout 170 \
   node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-product.log" 2>&1
 say "gpu-test product (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-product.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-product.jsonl")"
-for v in push s4; do
-  env $([ $v = push ] || echo LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-17b-$v) timeout 100 \
-    node scripts/bench-fused.mjs --ranks 8 --hidden 8192 --batch 1,2,4,8,16 --dtype bf16 --out "$out/ab/$v-r1.json" \
-    > "$out/ab/$v-r1.txt" 2>&1
-  say "bench $v: rc $?"
+for r in 1 2; do
+  for v in $([ $r = 1 ] && echo push self s4 || echo s4 self push); do
+    env $([ $v = push ] || echo LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-17b-$v) \
+      timeout 100 node scripts/bench-fused.mjs --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 \
+      --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
+    say "bench $v round $r: rc $?"
+  done
 done
+AB_COMPARE=fused-split-twoshot node research/scripts/probe/fused-ab-table.mjs "$out/ab" push self s4 > "$out/ab-table.txt" 2>&1
 for b in 4 8; do
   timeout 200 node packages/tools/bin/llcomm.js decode --no-progress --devices 0,0,0,0,0,0,0,0 \
     --model llama-3.1-70b --layers 20 --batch $b --context 4096 --algorithms none,twoshot-sentinel --fused --rounds 5 \
-    --json "$out/decode-70b-l20-b$b.json" > "$out/decode-70b-l20-b$b.txt" 2>&1
+    --json "$out/decode-70b-l20-b$b.json" > "$out/ab/decode-70b-l20-b$b.txt" 2>&1
   say "decode 70b batch $b: rc $?"
 done
-echo "== bench (split-2s column: push then s4)"; grep -hE '^ +8 ' "$out/ab/push-r1.txt" "$out/ab/s4-r1.txt" | sed -E 's/ +/ /g'
-for b in 4 8; do echo "== decode 70b b$b"; grep -vE '^\s*$' "$out/decode-70b-l20-b$b.txt" | tail -14; done
+echo "== A/B (spl2s: split-twoshot)"; cut -c1-420 "$out/ab-table.txt"
+for b in 4 8; do echo "== decode 70b b$b"; grep -vE "^\s*$" "$out/ab/decode-70b-l20-b$b.txt" | tail -14; done
 echo "== summary"; cat "$summary"

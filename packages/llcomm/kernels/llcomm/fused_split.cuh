@@ -92,6 +92,11 @@ constexpr int kSplitTwoBatch = LLCOMM_SPLIT_TWO_BATCH;
 #ifndef LLCOMM_SPLIT_TWO_SPREAD
 #define LLCOMM_SPLIT_TWO_SPREAD 1
 #endif
+// kTwo candidate (A/B only, default 0): the owner sends each reduced slot to its own all-gather lane too, and the
+// unit threads take every slot from an all-gather lane (no shared copy, no __syncthreads after the reduce).
+#ifndef LLCOMM_SPLIT_TWO_SELF
+#define LLCOMM_SPLIT_TWO_SELF 0
+#endif
 // The spread reduce's stage: LLC_SPLIT_TWO_STAGE_WORDS words after the sums: a window of 8 ranks up to 64-slot parts
 // (LLCOMM_PEER_STAGE_WORDS, 8,192, would take the kernel's static shared memory past 48 KB; with 2,048 it is 35 KB).
 #define LLC_SPLIT_TWO_STAGE_WORD (LLC_SPLIT_TWO_SUM_WORD + 4u * LLC_SPLIT_TWO_SUM_SLOTS)
@@ -374,8 +379,12 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
 #pragma unroll
         for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
         buf.bcast(agSlot0 + t, sum);
+        if constexpr (LLCOMM_SPLIT_TWO_SELF) {
+          buf.send(me, agSlot0 + t, sum);
+        } else {
 #pragma unroll
-        for (int c = 0; c < W; ++c) twoSums[4u * t + c] = sum.w[c];
+          for (int c = 0; c < W; ++c) twoSums[4u * t + c] = sum.w[c];
+        }
       }
     }
     for (llc_u32 s = t; ownerGroups <= 1u && s < P; s += blockDim.x) {
@@ -392,10 +401,14 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
 #pragma unroll
       for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
       buf.bcast(agSlot0 + s, sum);
+      if constexpr (LLCOMM_SPLIT_TWO_SELF) {
+        buf.send(me, agSlot0 + s, sum);
+      } else {
 #pragma unroll
-      for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
+        for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
+      }
     }
-    __syncthreads();
+    if constexpr (!LLCOMM_SPLIT_TWO_SELF) __syncthreads();
   }
 
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
@@ -498,7 +511,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         // owner's AG lane (recv re-arms it), or from this block's copy when the owner is me.
         r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
         const llc_u32 o = i / P, s = i - o * P;
-        if (o == me) {
+        if (!LLCOMM_SPLIT_TWO_SELF && o == me) {
 #pragma unroll
           for (int c = 0; c < W; ++c) part.w[c] = twoSums[4u * s + c];
         } else {
