@@ -72,6 +72,16 @@ after(() => {
   if (work) rmSync(work, { recursive: true, force: true })
 })
 
+/** The dtypes and flag sets the norm tests cycle through (the last: an FP8 e4m3 output with a per-tensor scale, the
+ * emulator's 4, and an f32 residual). */
+const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
+const flagSets = [
+  0,
+  LLCOMM_FUSED_RESIDUAL_F32,
+  LLCOMM_FUSED_NO_RESIDUAL_IN,
+  LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32,
+]
+
 /** The error word as the harness prints it (the device struct's fields, abi.ts). */
 type ErrorWord = ErrorWordFields
 interface NormResult {
@@ -245,13 +255,6 @@ async function runNormCases(t: TestContext, what: string, cases: NormCase[]): Pr
 test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   const cases: NormCase[] = []
-  const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
-  const flagSets = [
-    0,
-    LLCOMM_FUSED_RESIDUAL_F32,
-    LLCOMM_FUSED_NO_RESIDUAL_IN,
-    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32, // FP8 e4m3 output with a per-tensor scale (the emulator's: 4)
-  ]
   for (const algorithm of ['oneshot', 'twoshot'] as const)
     dtypes.forEach((dtype, i) => {
       for (const flags of flagSets)
@@ -334,13 +337,6 @@ test('split fused kernels (a row over the blocks of a cluster; sentinel and LL16
   // slot index k up to ceil(slots / 32): the same code paths as 512 on the GPU (several slots per unit on several
   // lanes, holes past the row, clusters of 1 to 8), with the planner's launch shapes.
   const cases: NormCase[] = []
-  const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
-  const flagSets = [
-    0,
-    LLCOMM_FUSED_RESIDUAL_F32,
-    LLCOMM_FUSED_NO_RESIDUAL_IN,
-    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32,
-  ]
   for (const algorithm of ['split', 'split-ll'] as const)
     dtypes.forEach((dtype, i) => {
       for (const flags of flagSets)
@@ -521,13 +517,6 @@ test("the split two-shot (a row over a cluster, each block's slots exchanged two
   // and clusters a rank, 2 to 16 ranks, every cluster size above one, every flag set, several warps a block, and
   // three calls (both epoch halves and the re-armed slots of the first).
   const cases: NormCase[] = []
-  const dtypes: Dtype[] = ['bf16', 'f16', 'f32']
-  const flagSets = [
-    0,
-    LLCOMM_FUSED_RESIDUAL_F32,
-    LLCOMM_FUSED_NO_RESIDUAL_IN,
-    LLCOMM_FUSED_OUT_E4M3 | LLCOMM_FUSED_RESIDUAL_F32,
-  ]
   // `hidden` in 16-bit elements (half as many f32: the same row bytes)
   const add = (
     dtype: Dtype,

@@ -1,5 +1,26 @@
-# Sourced by the fused A/B session scripts (session-s15-a.sh, session-s16-a.sh); needs $out and a say() that prints a
-# line (and may log it). Trees are folders under ab15/ (ignored; built from research/scripts/probe/fused-patches/).
+# Sourced by the fused A/B session scripts (session-s15-a.sh, session-s16-a.sh, session-s17-*.sh); needs $out and a
+# say() that prints a line (and may log it): fused_session_init makes both. Trees are folders under ab15/ (ignored;
+# built from research/scripts/probe/fused-patches/ or by a session's own note).
+
+# fused_session_init DEFAULT_OUT: out=${OUT:-DEFAULT_OUT} with $out/ab, the CUDA test environment, an empty
+# $out/summary.txt and say().
+fused_session_init() {
+  out=${OUT:-$1}
+  mkdir -p "$out/ab"
+  export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
+  export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
+  summary="$out/summary.txt"
+  : > "$summary"
+  say() { echo "$*" | tee -a "$summary"; }
+}
+
+# fused_gpu_test_product: the whole fused GPU test (no sanitizer, no NCCL) on the product kernels, into
+# $out/gpu-product.{jsonl,log}.
+fused_gpu_test_product() {
+  LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_RESULTS="$out/gpu-product.jsonl" LLCOMM_GPU_CASE_PREFIX=product timeout 170 \
+    node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-product.log" 2>&1
+  say "gpu-test product (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-product.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-product.jsonl")"
+}
 
 # fused_ab_round ROUND CACHE_TAG VARIANT...: one run of scripts/bench-fused.mjs per variant (8 ranks, bf16, hidden
 # 4096 / 8192, batch 1-16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything

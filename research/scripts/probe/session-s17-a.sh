@@ -13,21 +13,13 @@
 # What would falsify the design: split-twoshot slower than split at 8192 x 4 as well.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-out=${OUT:-/tmp/llcomm-s17-a}
-mkdir -p "$out/ab"
-export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
-export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
-summary="$out/summary.txt"
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
 source research/scripts/probe/fused-ab-lib.sh
+fused_session_init /tmp/llcomm-s17-a
 if [ "${STEP:-ab}" = ab ]; then
   fused_ab_round 1 17 push s4 s8
   fused_ab_round 2 17 s8 s4 push
   AB_COMPARE=fused-split-twoshot node research/scripts/probe/fused-ab-table.mjs "$out/ab" push s4 s8 > "$out/ab-table.txt" 2>&1
-  LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_RESULTS="$out/gpu-product.jsonl" LLCOMM_GPU_CASE_PREFIX=product timeout 170 \
-    node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-product.log" 2>&1
-  say "gpu-test product (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-product.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-product.jsonl")"
+  fused_gpu_test_product
   grep '"passed":false' "$out/gpu-product.jsonl" | head -5 | cut -c1-400
   echo "== A/B (spl2s: split-twoshot)"; cut -c1-400 "$out/ab-table.txt"
 fi

@@ -14,26 +14,13 @@
 #     more than the run-to-run spread; and faster than fused-twoshot by ~0.5 us a call (~0.08 ms a step) at batch 4.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-out=${OUT:-/tmp/llcomm-s17-b}
-mkdir -p "$out/ab"
+source research/scripts/probe/fused-ab-lib.sh
+fused_session_init /tmp/llcomm-s17-b
 # (the device tool brings back 8 files: the A/B runs are packed into ab.tgz at the end)
 trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
-export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
-export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
-summary="$out/summary.txt"
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
-LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_RESULTS="$out/gpu-product.jsonl" LLCOMM_GPU_CASE_PREFIX=product timeout 170 \
-  node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-product.log" 2>&1
-say "gpu-test product (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-product.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-product.jsonl")"
-for r in 1 2; do
-  for v in $([ $r = 1 ] && echo push self s4 || echo s4 self push); do
-    env $([ $v = push ] || echo LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-17b-$v) \
-      timeout 100 node scripts/bench-fused.mjs --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 \
-      --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
-    say "bench $v round $r: rc $?"
-  done
-done
+fused_gpu_test_product
+fused_ab_round 1 17b push self s4
+fused_ab_round 2 17b s4 self push
 AB_COMPARE=fused-split-twoshot node research/scripts/probe/fused-ab-table.mjs "$out/ab" push self s4 > "$out/ab-table.txt" 2>&1
 for b in 4 8; do
   timeout 200 node packages/tools/bin/llcomm.js decode --no-progress --devices 0,0,0,0,0,0,0,0 \

@@ -353,6 +353,18 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // peer's AG lane and kept for this block's units in shared memory; the __syncthreads makes the copies visible to
   // the unit threads below (it is uniform: every thread of the block reaches it).
   llc_u32* const twoSums = sharedWords + LLC_SPLIT_TWO_SUM_WORD;
+  // the owner's reduced slot s of its part: canonicalized, broadcast, kept (or, SELF, sent to my own lane too)
+  const auto publish = [&](llc_u32 s, Value sum) {
+#pragma unroll
+    for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
+    buf.bcast(agSlot0 + s, sum);
+    if constexpr (LLCOMM_SPLIT_TWO_SELF) {
+      buf.send(me, agSlot0 + s, sum);
+    } else {
+#pragma unroll
+      for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
+    }
+  };
   if constexpr (kTwo) {
     // the spread reduce (uniform: S, M, P and nranks are the same in every thread)
     // (and only where one window of the stage holds every rank: with two, 8 ranks x 128-slot parts at 8192 x 16,
@@ -375,17 +387,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       // every thread of the block (it has __syncthreads); the sum of slot t in thread t < P, in rank order
       Value sum = buf.template blockRecvReduceSpread<DT, kSplitTwoBatch, LLC_SPLIT_TWO_STAGE_WORDS>(
           P, ownerGroups, own, sharedWords + LLC_SPLIT_TWO_STAGE_WORD, [] {}, [] {});
-      if (t < P) {
-#pragma unroll
-        for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
-        buf.bcast(agSlot0 + t, sum);
-        if constexpr (LLCOMM_SPLIT_TWO_SELF) {
-          buf.send(me, agSlot0 + t, sum);
-        } else {
-#pragma unroll
-          for (int c = 0; c < W; ++c) twoSums[4u * t + c] = sum.w[c];
-        }
-      }
+      if (t < P) publish(t, sum);
     }
     for (llc_u32 s = t; ownerGroups <= 1u && s < P; s += blockDim.x) {
       const llc_u32 i = me * P + s;
@@ -397,16 +399,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       Value own;
 #pragma unroll
       for (int c = 0; c < W; ++c) own.w[c] = x.w[c];
-      Value sum = buf.template recvReduce<DT, kSplitTwoBatch>(s, own); // rank order 0..n-1; re-arms the RS slots it read
-#pragma unroll
-      for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
-      buf.bcast(agSlot0 + s, sum);
-      if constexpr (LLCOMM_SPLIT_TWO_SELF) {
-        buf.send(me, agSlot0 + s, sum);
-      } else {
-#pragma unroll
-        for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
-      }
+      publish(s, buf.template recvReduce<DT, kSplitTwoBatch>(s, own)); // rank order; re-arms the RS slots it read
     }
     if constexpr (!LLCOMM_SPLIT_TWO_SELF) __syncthreads();
   }
