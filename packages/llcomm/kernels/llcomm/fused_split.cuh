@@ -97,6 +97,11 @@ constexpr int kSplitTwoBatch = LLCOMM_SPLIT_TWO_BATCH;
 #ifndef LLCOMM_SPLIT_TWO_SELF
 #define LLCOMM_SPLIT_TWO_SELF 0
 #endif
+// kTwo candidate (A/B only, default 0): the `keep` path of the LL16 kernel (residual and weights of a thread's one
+// slot kept in registers for the output pass, weights loaded before the receive) in the split two-shot too.
+#ifndef LLCOMM_SPLIT_TWO_KEEP
+#define LLCOMM_SPLIT_TWO_KEEP 0
+#endif
 // The spread reduce's stage: LLC_SPLIT_TWO_STAGE_WORDS words after the sums: a window of 8 ranks up to 64-slot parts
 // (LLCOMM_PEER_STAGE_WORDS, 8,192, would take the kernel's static shared memory past 48 KB; with 2,048 it is 35 KB).
 #define LLC_SPLIT_TWO_STAGE_WORD (LLC_SPLIT_TWO_SUM_WORD + 4u * LLC_SPLIT_TWO_SUM_SLOTS)
@@ -435,7 +440,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // residual and the slot's weights (loaded before the receive, overlapping the wait) in registers for the output.
   // LL16 only: the sentinel kernel is at the 128-register cap already (its 4-word slots, 8 peers in flight) and
   // spills with them (ptxas: 110 bytes), so it reloads.
-  constexpr bool kKeepable = kPk > 1u;
+  constexpr bool kKeepable = kPk > 1u || (kTwo && LLCOMM_SPLIT_TWO_KEEP);
   constexpr bool kLate = kKeepable && (kProbe & LLC_SPLIT_LATE_RESIDUAL) != 0;
   const bool keep = kKeepable && kLanes == K && units <= unitStride;
   LlcSlotFloats<DT> keptR;
@@ -503,6 +508,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         // The slot's residual is loaded before the receive, so the load overlaps the wait; the reduced slot from its
         // owner's AG lane (recv re-arms it), or from this block's copy when the owner is me.
         r = llcResidualBefore<DT>(resRow, static_cast<llc_u64>(j) * E, p.flags);
+        if constexpr (kKeepable)
+          if (keep) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
         const llc_u32 o = i / P, s = i - o * P;
         if (!LLCOMM_SPLIT_TWO_SELF && o == me) {
 #pragma unroll
