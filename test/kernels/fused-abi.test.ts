@@ -240,10 +240,10 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
   // 8 ranks, hidden 8192: the one-shot does not fit; split (one launch) beats the two-shot at batch 1-8
   // (6.1-9.6 against 11.7-12.5 us), the two-shot keeps batch 16 (split needs two launches: 19.3 against 14.0).
   // Since 2026-12-03 (the two-shot's spread path, fusedTwoshotFirst) batch 8 of 8192 takes the two-shot; since
-  // 2026-12-07 batch 4-8 take the split two-shot (fusedSplitTwoshotFirst; its parts fit the 1 MiB buffer's lanes).
+  // 2026-12-07 batch 4-7 take the split two-shot (fusedSplitTwoshotFirst; its parts fit the 1 MiB buffer's lanes).
   for (const rows of [1, 2]) assert.equal(auto(8, rows, 8192).algorithm, 'split', `8r 8192 b${rows}`)
-  for (const rows of [4, 8]) assert.equal(auto(8, rows, 8192).algorithm, 'split-twoshot', `8r 8192 b${rows}`)
-  assert.equal(auto(8, 16, 8192).algorithm, 'twoshot', '8r 8192 b16')
+  assert.equal(auto(8, 4, 8192).algorithm, 'split-twoshot', '8r 8192 b4')
+  for (const rows of [8, 16]) assert.equal(auto(8, rows, 8192).algorithm, 'twoshot', `8r 8192 b${rows}`)
   // 8 ranks, hidden 4096: split at batch 1-4 (5.7-6.5 against 6.4-6.8), the one-shot from batch 8 (7.0 against 7.4);
   // since the split push kernels (2026-12-07, one H100) split at batch 8 too (6.49 against the one-shot's 7.01 us,
   // bench/results/cuda-h100-split-push-ab-2026-12-07.txt).
@@ -260,10 +260,10 @@ test("planFusedNorm 'auto' with the split kernels usable: the measured crossover
   const autoDefault = (nranks: number, rows: number, hidden: number) =>
     planFusedNorm('auto', nranks, rows, hidden, 'bf16', undefined, nranks, undefined, true).algorithm
   // Since 2026-12-03 the two-shot's spread path takes 8192 batch 8-16 and 4096 batch 16-32 (fusedTwoshotFirst, below);
-  // since 2026-12-07 the split two-shot takes 8192 batch 4-8 (fusedSplitTwoshotFirst, below).
+  // since 2026-12-07 the split two-shot takes 8192 batch 4-7 (fusedSplitTwoshotFirst, below).
   for (const rows of [1, 2]) assert.equal(autoDefault(8, rows, 8192), 'split', `8r 8192 b${rows}, 4 MiB`)
-  for (const rows of [4, 8]) assert.equal(autoDefault(8, rows, 8192), 'split-twoshot', `8r 8192 b${rows}, 4 MiB`)
-  assert.equal(autoDefault(8, 16, 8192), 'twoshot', '8r 8192 b16, 4 MiB')
+  assert.equal(autoDefault(8, 4, 8192), 'split-twoshot', '8r 8192 b4, 4 MiB')
+  for (const rows of [8, 16]) assert.equal(autoDefault(8, rows, 8192), 'twoshot', `8r 8192 b${rows}, 4 MiB`)
   for (const rows of [1, 2, 4]) assert.equal(autoDefault(8, rows, 4096), 'split', `8r 4096 b${rows}, 4 MiB`)
   assert.equal(autoDefault(8, 8, 4096), 'split')
   assert.equal(autoDefault(8, 16, 4096), 'twoshot')
@@ -315,12 +315,13 @@ test("planFusedNorm 'auto' takes the two-shot where its spread path serves the r
   }
 })
 
-test("planFusedNorm 'auto' takes the split two-shot at 8-15 ranks, hidden 8192 and more, batch 4-8 (one H100, 8 ranks, bf16, 2026-12-07)", () => {
-  // bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json: 8192 batch 4 7.75 us against split's 8.51 and
-  // the two-shot's 8.27, batch 8 7.84 against the two-shot's 8.37; not batch 1-2 or 16, nor hidden 4096, nor 2 ranks.
+test("planFusedNorm 'auto' takes the split two-shot at 8-15 ranks, hidden 8192 and more, batch 4-7 (one H100, 8 ranks, bf16, 2026-12-07)", () => {
+  // bench/results/cuda-h100-split-twoshot-keep-ab-2026-12-07.txt: 8192 batch 4 7.47 us against split's 8.58 and the
+  // two-shot's 8.34; not batch 1-2 or 16, nor hidden 4096, nor 2 ranks; not batch 8, where the TP 8 decode step
+  // (bench/results/cuda-h100-v8-decode-70b-l20-b8-fused-2026-12-07.json) was faster with the fused two-shot.
   const auto = (nranks: number, rows: number, hidden: number, bufferBytes?: number) =>
     planFusedNorm('auto', nranks, rows, hidden, 'bf16', bufferBytes, nranks, undefined, true)
-  for (const rows of [4, 5, 8]) {
+  for (const rows of [4, 5, 7]) {
     assert.equal(fusedSplitTwoshotFirst(8, rows, 8192), true)
     const plan = auto(8, rows, 8192)
     assert.equal(plan.algorithm, 'split-twoshot', `8r 8192 b${rows}`)
@@ -330,17 +331,18 @@ test("planFusedNorm 'auto' takes the split two-shot at 8-15 ranks, hidden 8192 a
       'clusters of C > 1',
     )
   }
-  // not at batch 2 or 16, hidden 4096, 2 ranks, or 16 ranks (not measured)
+  // not at batch 2, 8 or 16, hidden 4096, 2 ranks, or 16 ranks (not measured)
   for (const [nranks, rows, hidden] of [
     [8, 2, 8192],
     [8, 16, 8192],
+    [8, 8, 8192],
     [8, 4, 4096],
     [2, 8, 8192],
     [16, 4, 8192],
   ])
     assert.equal(fusedSplitTwoshotFirst(nranks, rows, hidden), false, `${nranks}r ${hidden} b${rows}`)
   // the 1 MiB buffer's two-shot lanes hold its parts too (4 rows a cluster of 2)
-  assert.equal(auto(8, 8, 8192, MIB).algorithm, 'split-twoshot')
+  assert.equal(auto(8, 6, 8192, MIB).algorithm, 'split-twoshot')
   // without the split kernels (before sm_90): never
   assert.equal(planFusedNorm('auto', 8, 4, 8192, 'bf16').algorithm, 'oneshot')
 })

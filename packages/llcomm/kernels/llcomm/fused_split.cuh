@@ -92,16 +92,6 @@ constexpr int kSplitTwoBatch = LLCOMM_SPLIT_TWO_BATCH;
 #ifndef LLCOMM_SPLIT_TWO_SPREAD
 #define LLCOMM_SPLIT_TWO_SPREAD 1
 #endif
-// kTwo candidate (A/B only, default 0): the owner sends each reduced slot to its own all-gather lane too, and the
-// unit threads take every slot from an all-gather lane (no shared copy, no __syncthreads after the reduce).
-#ifndef LLCOMM_SPLIT_TWO_SELF
-#define LLCOMM_SPLIT_TWO_SELF 0
-#endif
-// kTwo candidate (A/B only, default 0): the `keep` path of the LL16 kernel (residual and weights of a thread's one
-// slot kept in registers for the output pass, weights loaded before the receive) in the split two-shot too.
-#ifndef LLCOMM_SPLIT_TWO_KEEP
-#define LLCOMM_SPLIT_TWO_KEEP 0
-#endif
 // The spread reduce's stage: LLC_SPLIT_TWO_STAGE_WORDS words after the sums: a window of 8 ranks up to 64-slot parts
 // (LLCOMM_PEER_STAGE_WORDS, 8,192, would take the kernel's static shared memory past 48 KB; with 2,048 it is 35 KB).
 #define LLC_SPLIT_TWO_STAGE_WORD (LLC_SPLIT_TWO_SUM_WORD + 4u * LLC_SPLIT_TWO_SUM_SLOTS)
@@ -358,17 +348,15 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // peer's AG lane and kept for this block's units in shared memory; the __syncthreads makes the copies visible to
   // the unit threads below (it is uniform: every thread of the block reaches it).
   llc_u32* const twoSums = sharedWords + LLC_SPLIT_TWO_SUM_WORD;
-  // the owner's reduced slot s of its part: canonicalized, broadcast, kept (or, SELF, sent to my own lane too)
+  // the owner's reduced slot s of its part: canonicalized, broadcast and kept. (Sending it to this rank's own
+  // all-gather lane instead, with no shared copy and no __syncthreads after the reduce, was 0.7-1.7 us slower at
+  // hidden 8192: research/notes/fused-probes.md, session 17.)
   const auto publish = [&](llc_u32 s, Value sum) {
 #pragma unroll
     for (int c = 0; c < W; ++c) sum.w[c] = Fmt::canonicalize(sum.w[c]);
     buf.bcast(agSlot0 + s, sum);
-    if constexpr (LLCOMM_SPLIT_TWO_SELF) {
-      buf.send(me, agSlot0 + s, sum);
-    } else {
 #pragma unroll
-      for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
-    }
+    for (int c = 0; c < W; ++c) twoSums[4u * s + c] = sum.w[c];
   };
   if constexpr (kTwo) {
     // the spread reduce (uniform: S, M, P and nranks are the same in every thread)
@@ -406,7 +394,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
       for (int c = 0; c < W; ++c) own.w[c] = x.w[c];
       publish(s, buf.template recvReduce<DT, kSplitTwoBatch>(s, own)); // rank order; re-arms the RS slots it read
     }
-    if constexpr (!LLCOMM_SPLIT_TWO_SELF) __syncthreads();
+    __syncthreads();
   }
 
   if constexpr ((kProbe & LLC_SPLIT_PROBE_XCHG_ONLY) != 0) {
@@ -440,7 +428,9 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // residual and the slot's weights (loaded before the receive, overlapping the wait) in registers for the output.
   // LL16 only: the sentinel kernel is at the 128-register cap already (its 4-word slots, 8 peers in flight) and
   // spills with them (ptxas: 110 bytes), so it reloads.
-  constexpr bool kKeepable = kPk > 1u || (kTwo && LLCOMM_SPLIT_TWO_KEEP);
+  // (kTwo too, whose registers allow it: -0.25..-0.35 us on an H100, 8 ranks, bf16, bench/results/
+  // cuda-h100-split-twoshot-keep-ab-2026-12-07.txt)
+  constexpr bool kKeepable = kPk > 1u || kTwo;
   constexpr bool kLate = kKeepable && (kProbe & LLC_SPLIT_LATE_RESIDUAL) != 0;
   const bool keep = kKeepable && kLanes == K && units <= unitStride;
   LlcSlotFloats<DT> keptR;
@@ -511,7 +501,7 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         if constexpr (kKeepable)
           if (keep) wv = llcLoadWeakV4(reinterpret_cast<const char*>(p.weight[me]) + 16ull * j);
         const llc_u32 o = i / P, s = i - o * P;
-        if (!LLCOMM_SPLIT_TWO_SELF && o == me) {
+        if (o == me) {
 #pragma unroll
           for (int c = 0; c < W; ++c) part.w[c] = twoSums[4u * s + c];
         } else {

@@ -153,16 +153,20 @@ export function fusedTwoshotFirst(
 
 /**
  * Whether 'auto' tries the split two-shot first (split-twoshot: a row over a cluster, each block's slots exchanged
- * two-shot; it is taken when it serves the rows in one launch): 8-15 ranks, a hidden of 8192 or more, 4-8 rows.
- * Measured on one H100 (80GB HBM3), 8 virtual ranks, bf16, 4 MiB buffer, 2026-12-07
- * (bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json, two interleaved rounds in
- * cuda-h100-split-twoshot-ab-2026-12-07.txt): hidden 8192 batch 4 7.75 us against split's 8.51 and the two-shot's
- * 8.27, batch 8 7.84 against the two-shot's 8.37; not at batch 1-2 (6.46 / 6.69 against split's 5.54 / 6.20), 16
- * (12.47 against the two-shot's 9.88) or a hidden of 4096 (batch 4 / 8: 6.43 / 6.58 against split's 6.01 / 6.38).
- * Batch 5-7 not measured (between two measured wins); 2 ranks: split was faster (8192 batch 8: 5.90 against 6.57).
+ * two-shot; it is taken when it serves the rows in one launch): 8-15 ranks, a hidden of 8192 or more, 4-7 rows.
+ * Measured on one H100 (80GB HBM3), 8 virtual ranks, bf16, 4 MiB buffer, 2026-12-07, two interleaved rounds
+ * (bench/results/cuda-h100-split-twoshot-keep-ab-2026-12-07.txt; its `keep` tree is these kernels): hidden 8192
+ * batch 4 7.47 us against split's 8.58 and the fused two-shot's 8.34. Not at batch 8, although the kernel is faster
+ * there too (7.65 against the two-shot's 8.43): in a TP 8 decode step of Llama-3.1-70B shapes (virtual ranks, 20
+ * layers, 40 fused calls of 8 x 8192 a step) the step with it was 53-140 us slower than with the fused two-shot in 11
+ * of 12 rounds (bench/results/cuda-h100-v8-decode-70b-l20-b8-fused-2026-12-07.json; at batch 4 47-71 us faster in 7
+ * of 7: …-b4-fused-2026-12-07.json), so 'auto' keeps the two-shot at 8 until that is understood. Not at batch 1-2 (6.22 / 6.42 against split's 5.55 /
+ * 6.24), 16 (the two-shot 9.86) or a hidden of 4096 (batch 4: 6.18 against split's 6.07). Batch 5-7 not measured;
+ * 2 ranks: split was faster (8192 batch 8: 5.90 against 6.57, the first build;
+ * bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json).
  */
 export function fusedSplitTwoshotFirst(nranks: number, rows: number, hidden: number): boolean {
-  return nranks >= 8 && nranks < 16 && hidden >= 8192 && rows >= 4 && rows <= 8
+  return nranks >= 8 && nranks < 16 && hidden >= 8192 && rows >= 4 && rows <= 7
 }
 
 /**
