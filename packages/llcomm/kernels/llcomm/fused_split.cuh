@@ -131,7 +131,11 @@ LLC_DEVICE llc_u32 llcSplitTwoSendItem(llc_u32 f, llc_u32 P, llc_u32 me, llc_u32
 // (residual add, q, push, norm). At 8 ranks a block sends and receives (n - 1) / n of its message twice instead of
 // n - 1 times (research/notes/fused-probes.md: the design and its prediction). Lanes: the channel-half's 2 * nranks
 // lanes of the two-shot (RS lanes first, then AG lanes; fused_rmsnorm_twoshot.cu), each holding P slots (the host
-// checks: fusedSplitRowsPerCluster).
+// checks: fusedSplitRowsPerCluster). Ordering, as in fused_rmsnorm_twoshot.cu: each slot's validity rides in its own
+// words (sentinel.cuh), so no fence orders a send; every (receiver, lane, slot) is written once per call and re-armed
+// by the thread that read it (recvReduce for the RS lanes, recv for the AG lanes; sentinel.cuh rearm(): the next
+// write to it is two calls later), so the channel half is fully re-armed whatever layout the next call on it uses;
+// the owner's shared copy is ordered before the unit threads' reads by the __syncthreads after the reduce.
 template <class Fmt, int DT, int kProbe = 0, bool kPush = false, bool kTwo = false>
 __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p, const LlcommRegion& region) {
   using Value = typename LlBuffer<Fmt>::Value;
