@@ -94,6 +94,8 @@ interface NormResult {
   sentinelBytesNotArmed: number
   guardsBroken: number
   badEpochs: number
+  /** Residual elements (all ranks) whose reference is NaN or +-Inf (LLCOMM_EMU_ADVERSARIAL runs). */
+  nonFinite: number
   first: string
   error: ErrorWord
 }
@@ -132,6 +134,9 @@ interface NormCase {
   threads?: number
   /** The kernel must refuse the launch (LLCOMM_EMU_EXPECT_NOOP: nothing written, no epoch step, no wait timing out). */
   expectNoop?: boolean
+  /** Row 0 of x holds NaN, +-Inf, -0, subnormals, the largest finite value and the sentinel's bits
+   * (LLCOMM_EMU_ADVERSARIAL: fused_emulator.cpp says which, and what is compared). */
+  adversarial?: boolean
 }
 interface ManyCase {
   kind: 'many'
@@ -183,7 +188,11 @@ function argsOf(c: Case): string[] {
 
 function runCase<R>(c: Case): Promise<R> {
   return new Promise((resolve, reject) => {
-    const env = c.kind === 'norm' && c.expectNoop ? { ...process.env, LLCOMM_EMU_EXPECT_NOOP: '1' } : process.env
+    const env = {
+      ...process.env,
+      ...(c.kind === 'norm' && c.expectNoop ? { LLCOMM_EMU_EXPECT_NOOP: '1' } : {}),
+      ...(c.kind === 'norm' && c.adversarial ? { LLCOMM_EMU_ADVERSARIAL: '1' } : {}),
+    }
     execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`fused_emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as R)
@@ -231,9 +240,13 @@ function withPushCases(cases: NormCase[]): NormCase[] {
  * float64 one, every rank bitwise equal and equal to AllReduce + llcomm_rmsnorm, sentinel slots re-armed, epochs
  * counting the calls, nothing written past a buffer.
  */
-async function runNormCases(t: TestContext, what: string, cases: NormCase[]): Promise<void> {
+async function runNormCases(
+  t: TestContext,
+  what: string,
+  cases: NormCase[],
+): Promise<{ c: NormCase; r: NormResult }[]> {
   const started = Date.now()
-  const results = await runAll<NormResult>(cases)
+  const results = (await runAll<NormResult>(cases)) as { c: NormCase; r: NormResult }[]
   t.diagnostic(`${cases.length} emulated ${what} runs in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   for (const { c, r } of results) {
     assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
@@ -250,6 +263,7 @@ async function runNormCases(t: TestContext, what: string, cases: NormCase[]): Pr
     assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
     assert.ok(r.ok, label(c))
   }
+  return results
 }
 
 test('fused AllReduce + residual + RMSNorm: exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition', async (t) => {
@@ -586,6 +600,55 @@ test("the split two-shot (a row over a cluster, each block's slots exchanged two
   }
   assert.ok(cases.filter(spreadOwner).length >= 8 && cases.filter((c) => !spreadOwner(c)).length >= 8, 'both reduces')
   await runNormCases(t, 'split-twoshot', cases)
+})
+
+test("adversarial values (NaN, +-Inf, -0, subnormals, overflow, the sentinel's bits) through every fused kernel: bitwise equal on all ranks and to oneshot-sentinel + RMSNorm, non-finite values kept by class", async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // Every fused kernel receives, reduces and re-sends data: a user value equal to the sentinel's bits must be
+  // canonicalized on every send (else the receiver waits for it forever), and the owner of a two-shot part must send
+  // the bits it adds itself. Row 0 of x carries the special values (fused_emulator.cpp LLCOMM_EMU_ADVERSARIAL); the
+  // unfused composition is the emulated oneshot-sentinel AllReduce into the reference RMSNorm.
+  const cases: NormCase[] = []
+  dtypes.forEach((dtype, i) => {
+    const h = (hidden: number) => (dtype === 'f32' ? hidden / 2 : hidden)
+    for (const algorithm of ['oneshot', 'twoshot', 'split', 'split-ll'] as const)
+      cases.push({ kind: 'norm', algorithm, dtype, nranks: 3, rows: 5, hidden: h(264), flags: flagSets[i], calls: 2 })
+    for (const algorithm of ['split', 'split-ll'] as const) // clusters of 2 (the push kernels too, below)
+      cases.push({
+        kind: 'norm',
+        algorithm,
+        dtype,
+        nranks: 3,
+        rows: 5,
+        hidden: h(264),
+        flags: flagSets[(i + 3) % 4],
+        calls: 2,
+        shape: { blocksPerRank: 4, clusterBlocks: 2 },
+      })
+    for (const [nranks, rows, hidden, blocksPerRank, clusterBlocks, flags] of [
+      [3, 5, 264, 4, 2, flagSets[(i + 1) % 4]], // the serial owner reduce, holes
+      [8, 2, 256, 2, 2, flagSets[(i + 2) % 4]], // the spread owner reduce
+    ] as const)
+      cases.push({
+        kind: 'norm',
+        algorithm: 'split-twoshot',
+        dtype,
+        nranks,
+        rows,
+        hidden: h(hidden),
+        flags,
+        calls: 2,
+        shape: { blocksPerRank, clusterBlocks },
+      })
+  })
+  // the push kernels on the launches that take them (split / split-ll with clusters of 2-8 blocks)
+  const all = withPushCases(cases).map((c) => ({ ...c, adversarial: true }))
+  assert.ok(
+    all.some((c) => c.push),
+    'the push kernels run too',
+  )
+  for (const { c, r } of await runNormCases(t, 'adversarial', all))
+    assert.ok(r.nonFinite > 0, `${label(c)}: no non-finite value reached the check`)
 })
 
 test('the push kernels refuse a launch the host never sends (one block a cluster, or more rows a cluster than their q area holds): nothing written, no epoch step, no hang', async (t) => {

@@ -160,6 +160,7 @@ static std::string jsonError(const LlcommErrorWord& ew) {
 }
 
 using NormFn = void (*)(const LlcommFusedNormParams);
+using OneFn = void (*)(const LlcommAllReduceParams);
 template <int DT>
 static void normKernels(const std::string& kernel, NormFn& fused, NormFn& reference) {
 #define LLC_EMU_PICK(dt)                                                                                             \
@@ -213,6 +214,16 @@ static int runNorm(int argc, char** argv) {
   // epochs and the receive buffers as they were, with no wait timing out. Counted in `written` and `badEpochs`.
   const char* noopEnv = std::getenv("LLCOMM_EMU_EXPECT_NOOP");
   const bool expectNoop = noopEnv != nullptr && noopEnv[0] == '1';
+  // LLCOMM_EMU_ADVERSARIAL=1: row 0 of x also holds the values the protocols must carry untouched (the sentinel's
+  // bits, NaN, +-Inf, -0, the smallest subnormal, the largest finite value: element i by i % 53, on chosen ranks), so
+  // its sums are NaN, +-Inf, overflow or absorb a subnormal. The unfused composition is then the emulated
+  // oneshot-sentinel AllReduce (one block, one lane: the rank-order f32 sum every llcomm AllReduce gives, from the
+  // same canonicalized bits) into the reference kernel, and the residual's reference is its output plus the residual
+  // in double, rounded as the kernels do; non-finite values are compared by class (NaN, +Inf, -Inf), and the output's
+  // tolerance is checked on rows whose residual is finite. Every rank bitwise equal and bitwise equal to the unfused
+  // composition, as everywhere.
+  const char* advEnv = std::getenv("LLCOMM_EMU_ADVERSARIAL");
+  const bool adversarial = advEnv != nullptr && advEnv[0] == '1';
   NormFn fused = nullptr, reference = nullptr;
   if (dt == LLCOMM_DTYPE_F32) normKernels<LLCOMM_DTYPE_F32>(kernel, fused, reference);
   else if (dt == LLCOMM_DTYPE_F16) normKernels<LLCOMM_DTYPE_F16>(kernel, fused, reference);
@@ -226,6 +237,29 @@ static int runNorm(int argc, char** argv) {
   const size_t oeb = e4m3 ? 1 : eb;
   const size_t reb = resF32 ? 4 : eb;
   const size_t elems = static_cast<size_t>(rows) * hidden;
+  if (adversarial && (expectNoop || elems * eb > s.channelHalfBytes / n / 16u * 16u)) return 2; // one lane
+  const OneFn one = dt == LLCOMM_DTYPE_F32   ? &llcomm_oneshot_sentinel_sentinel_f32_sum
+                    : dt == LLCOMM_DTYPE_F16 ? &llcomm_oneshot_sentinel_sentinel_f16_sum
+                                             : &llcomm_oneshot_sentinel_sentinel_bf16_sum;
+  // the adversarial bit patterns of x's dtype
+  const bool f32 = dt == LLCOMM_DTYPE_F32;
+  const llc_u32 sentinelBits = f32 ? 0xFFFFFFFFu : 0xFFFFu, nanBits = f32 ? 0x7FC00001u : dt == LLCOMM_DTYPE_F16 ? 0x7E01u : 0x7FC1u;
+  const llc_u32 posInf = f32 ? 0x7F800000u : dt == LLCOMM_DTYPE_F16 ? 0x7C00u : 0x7F80u;
+  const llc_u32 negZero = f32 ? 0x80000000u : 0x8000u, tiny = 1u;
+  const llc_u32 maxFinite = f32 ? 0x7F7FFFFFu : dt == LLCOMM_DTYPE_F16 ? 0x7BFFu : 0x7F7Fu;
+  // element i of row 0 on rank r: the special bits, or 0 (keep the generated value)
+  const auto special = [&](unsigned r, unsigned i) -> llc_u32 {
+    switch (i % 53) {
+      case 7: return r == n - 1 ? sentinelBits : 0u;    // the sentinel's bits as data: NaN out
+      case 11: return r == 0 ? posInf : 0u;              // +Inf
+      case 13: return r == 0 ? posInf : r == 1 ? (posInf | (f32 ? 0x80000000u : 0x8000u)) : 0u; // +Inf + -Inf: NaN
+      case 17: return negZero;                           // -0 everywhere: the sum is -0
+      case 19: return tiny;                              // subnormals, absorbed or kept
+      case 23: return r == n / 2 ? nanBits : 0u;         // a NaN with a payload
+      case 29: return maxFinite;                         // overflows to +Inf in the dtype (f32: +Inf in f32 too)
+      default: return 0u;
+    }
+  };
   Rig rig(n, recvBytes, s);
   if (split)
     for (unsigned r = 0; r < n; ++r) std::memset(rig.recv[r]->data() + ll.offset, 0, LLCOMM_MAX_CHANNELS * 2 * ll.channelHalfBytes);
@@ -236,6 +270,7 @@ static int runNorm(int argc, char** argv) {
   auto eighths = [&](int k) { return (static_cast<int>(rng() % (2 * k + 1)) - k) / 8.0; };
   long residualMismatch = 0, outOff = 0, crossRank = 0, vsUnfused = 0, armed = 0, guards = 0, badEpochs = 0;
   long written = 0; // expectNoop: bytes of residual or output that changed
+  long nonFinite = 0; // adversarial: residual elements (all ranks) whose reference is NaN or +-Inf
   double worstRel = 0;
   std::string first;
   std::vector<unsigned> expectedEpoch(LLCOMM_MAX_CHANNELS, 0);
@@ -257,7 +292,8 @@ static int runNorm(int argc, char** argv) {
       for (size_t i = 0; i < elems; ++i) {
         const double v = eighths(8); // |partial sums| <= 8 n: exact in every dtype for n <= 16
         sumD[i] += v;
-        setElem(*x[r], eb, i, fromDouble(dt, v));
+        const llc_u32 adv = adversarial && i < hidden ? special(r, static_cast<unsigned>(i)) : 0u;
+        setElem(*x[r], eb, i, adv != 0u || (adversarial && i < hidden && i % 53 == 17) ? adv : fromDouble(dt, v));
         const llc_u32 rb = resF32 ? __float_as_uint(static_cast<float>(resIn[i])) : fromDouble(dt, resIn[i]);
         setElem(*res[r], reb, i, rb);
         setElem(*resRef[r], reb, i, rb);
@@ -265,6 +301,7 @@ static int runNorm(int argc, char** argv) {
       for (unsigned i = 0; i < hidden; ++i) setElem(*weight[r], eb, i, fromDouble(dt, w[i]));
     }
     for (size_t i = 0; i < elems; ++i) setElem(sum, eb, i, fromDouble(dt, sumD[i]));
+    std::vector<std::unique_ptr<Buffer>> arOut; // adversarial: the emulated oneshot-sentinel's output per rank
     LlcommFusedNormParams p;
     std::memset(&p, 0, sizeof p);
     for (unsigned r = 0; r < n; ++r) {
@@ -307,10 +344,33 @@ static int runNorm(int argc, char** argv) {
     const unsigned groups = blocks / cluster;
     for (unsigned ch = 0; ch < blocks; ++ch)
       if (static_cast<unsigned long long>((rows + groups - 1) / groups) * (ch / cluster) < rows) expectedEpoch[ch]++;
-    // The unfused composition: the AllReduce's output (the exact sum) into the reference kernel.
+    // adversarial: the AllReduce (one block: channel 0 steps once more) on the same rig, each rank's output its own
+    if (adversarial) {
+      LlcommAllReduceParams a;
+      std::memset(&a, 0, sizeof a);
+      for (unsigned r = 0; r < n; ++r) {
+        arOut.push_back(std::make_unique<Buffer>(elems * eb, 0xCD));
+        a.input[r] = x[r]->addr();
+        a.output[r] = arOut[r]->addr();
+        a.recvBuf[r] = rig.recv[r]->addr();
+        a.scratch[r] = rig.scratch[r]->addr();
+        a.launchRanks[r] = static_cast<llc_u8>(r);
+      }
+      a.errorWord = rig.errorWord.addr();
+      a.count = elems;
+      a.timeoutNs = p.timeoutNs;
+      a.sentinel = s;
+      a.nranks = n;
+      a.ranksInLaunch = n;
+      a.blocksPerRank = 1;
+      emuLaunch(one, a, n, threads);
+      expectedEpoch[0]++;
+    }
+    // The unfused composition: the AllReduce's output (the exact sum; adversarial: the emulated AllReduce's) into the
+    // reference kernel.
     LlcommFusedNormParams q = p;
     for (unsigned r = 0; r < n; ++r) {
-      q.input[r] = sum.addr();
+      q.input[r] = adversarial ? arOut[r]->addr() : sum.addr();
       q.residual[r] = resRef[r]->addr();
       q.out[r] = outRef[r]->addr();
     }
@@ -321,10 +381,15 @@ static int runNorm(int argc, char** argv) {
       double sq = 0;
       for (unsigned i = 0; i < hidden; ++i) {
         const size_t k = static_cast<size_t>(row) * hidden + i;
-        rD[i] = (noResidualIn ? 0.0 : resIn[k]) + toDouble(dt, fromDouble(dt, sumD[k]));
+        // adversarial: the AllReduce's element (a dtype value: the rank-order f32 sum rounded once), plus the
+        // residual in f32 (as the kernels add), rounded to the residual's dtype
+        const double s0 = adversarial ? toDouble(dt, getElem(*arOut[0], eb, k)) : toDouble(dt, fromDouble(dt, sumD[k]));
+        rD[i] = adversarial ? static_cast<double>(static_cast<float>(noResidualIn ? 0.0 : resIn[k]) + static_cast<float>(s0))
+                            : (noResidualIn ? 0.0 : resIn[k]) + s0;
         if (!resF32) rD[i] = toDouble(dt, fromDouble(dt, rD[i]));
         sq += rD[i] * rD[i];
       }
+      const bool finiteRow = std::isfinite(sq);
       const double inv = 1.0 / std::sqrt(sq / hidden + eps);
       for (unsigned i = 0; i < hidden; ++i) {
         const size_t k = static_cast<size_t>(row) * hidden + i;
@@ -334,9 +399,20 @@ static int runNorm(int argc, char** argv) {
         for (unsigned r : launchRanks) {
           const llc_u32 rb = getElem(*res[r], reb, k), ob = getElem(*out[r], oeb, k);
           if (rb != r0 || ob != o0) crossRank++;
-          if (rb != getElem(*resRef[r], reb, k) || ob != getElem(*outRef[r], oeb, k)) vsUnfused++;
+          // adversarial: a NaN against a NaN of another payload is equal here. The host's f32 arithmetic keeps a NaN
+          // operand's payload, so the sentinel's bits (canonicalized by the sentinel protocols, carried as they are by
+          // LL16) give the fused LL16 kernels and the sentinel AllReduce different NaNs; sm_90's arithmetic returns
+          // the canonical NaN, so on the GPU the bits are equal (the GPU test compares them bit for bit).
+          const llc_u32 rr = getElem(*resRef[r], reb, k), orf = getElem(*outRef[r], oeb, k);
+          const auto nanR = [&](llc_u32 v) { return std::isnan(resF32 ? __uint_as_float(v) : toDouble(dt, v)); };
+          const auto nanO = [&](llc_u32 v) { return std::isnan(e4m3 ? e4m3ToDouble(v) : toDouble(dt, v)); };
+          const bool sameRes = rb == rr || (adversarial && nanR(rb) && nanR(rr));
+          const bool sameOut = ob == orf || (adversarial && nanO(ob) && nanO(orf));
+          if (!sameRes || !sameOut) vsUnfused++;
           const double gotR = resF32 ? __uint_as_float(rb) : toDouble(dt, rb);
-          if (gotR != rD[i]) {
+          const bool sameR = std::isnan(rD[i]) ? std::isnan(gotR) : gotR == rD[i]; // +-Inf compare equal to themselves
+          if (!std::isfinite(rD[i])) nonFinite++;
+          if (!sameR) {
             if (residualMismatch++ == 0) {
               char b[200];
               std::snprintf(b, sizeof b, "call %d rank %u row %u elem %u: residual %g want %g", c, r, row, i, gotR, rD[i]);
@@ -347,7 +423,7 @@ static int runNorm(int argc, char** argv) {
           // e4m3: half a step of a 3-bit mantissa (1/16 relative), 2^-10 absolute in the subnormal range
           const double rel = std::fabs(got - want) / std::max(std::fabs(want), e4m3 ? 1.0 / 64 : 1e-3);
           worstRel = std::max(worstRel, rel);
-          if (!(rel <= tol)) {
+          if (finiteRow && !(rel <= tol)) {
             if (outOff++ == 0 && first.empty()) {
               char b[200];
               std::snprintf(b, sizeof b, "call %d rank %u row %u elem %u: out %g want %g", c, r, row, i, got, want);
@@ -371,16 +447,15 @@ static int runNorm(int argc, char** argv) {
   guards += rig.guardsBroken();
   const bool ok = residualMismatch == 0 && outOff == 0 && crossRank == 0 && vsUnfused == 0 && armed == 0 &&
                   guards == 0 && badEpochs == 0 && written == 0;
-  std::printf("{\"ok\":%s,\"written\":%ld,\"residualMismatches\":%ld,\"outOutOfTolerance\":%ld,\"worstRelError\":%.3g,"
+  std::printf("{\"ok\":%s,\"written\":%ld,\"nonFinite\":%ld,\"residualMismatches\":%ld,\"outOutOfTolerance\":%ld,\"worstRelError\":%.3g,"
               "\"crossRankDiffs\":%ld,\"diffsVsUnfused\":%ld,\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,"
               "\"badEpochs\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f}\n",
-              ok ? "true" : "false", written, residualMismatch, outOff, worstRel, crossRank, vsUnfused, armed, guards, badEpochs,
+              ok ? "true" : "false", written, nonFinite, residualMismatch, outOff, worstRel, crossRank, vsUnfused, armed, guards, badEpochs,
               first.c_str(), jsonError(rig.error()).c_str(), seconds);
   return 0;
 }
 
 using ManyFn = void (*)(const LlcommAllReduceManyParams);
-using OneFn = void (*)(const LlcommAllReduceParams);
 
 static int runMany(int argc, char** argv) {
   if (argc < 12) return 2;

@@ -280,6 +280,134 @@ test('fused AllReduce + residual + RMSNorm: model-exact residual, RMSNorm within
   assert.deepEqual(failures, [])
 })
 
+/**
+ * Row 0 of every rank's x gets the values the protocols must carry untouched, element i by i % 53 (as
+ * test/kernels/emulator/fused_emulator.cpp LLCOMM_EMU_ADVERSARIAL): the sentinel's bits (last rank), +Inf (rank 0),
+ * +Inf and -Inf (ranks 0 and 1: NaN), -0 everywhere, the smallest subnormal everywhere, a NaN with a payload (rank
+ * n / 2), the largest finite value everywhere (overflow). Returns the count of elements set.
+ */
+function makeAdversarial(set: NormSet, dtype: Dtype, hidden: number): number {
+  const f32 = dtype === 'f32'
+  const bits = {
+    sentinel: f32 ? 0xffffffff : 0xffff,
+    nan: f32 ? 0x7fc00001 : dtype === 'f16' ? 0x7e01 : 0x7fc1,
+    posInf: f32 ? 0x7f800000 : dtype === 'f16' ? 0x7c00 : 0x7f80,
+    sign: f32 ? 0x80000000 : 0x8000,
+    maxFinite: f32 ? 0x7f7fffff : dtype === 'f16' ? 0x7bff : 0x7f7f,
+  }
+  const n = set.hostX.length
+  let count = 0
+  set.hostX.forEach((a, r) => {
+    const view = f32 ? new Uint32Array(a.buffer, a.byteOffset, a.length) : (a as Uint16Array)
+    for (let i = 0; i < hidden; i++) {
+      const m = i % 53
+      const v =
+        m === 7 && r === n - 1
+          ? bits.sentinel
+          : m === 11 && r === 0
+            ? bits.posInf
+            : m === 13 && r <= 1
+              ? (bits.posInf | (r === 1 ? bits.sign : 0)) >>> 0
+              : m === 17
+                ? bits.sign
+                : m === 19
+                  ? 1
+                  : m === 23 && r === n >> 1
+                    ? bits.nan
+                    : m === 29
+                      ? bits.maxFinite
+                      : undefined
+      if (v === undefined) continue
+      view[i] = v
+      count++
+    }
+    d().copyHtoD(set.x[r], a, a.byteLength)
+  })
+  return count
+}
+
+test("fused RMSNorm with adversarial values (NaN, +-Inf, -0, subnormals, overflow, the sentinel's bits): bit for bit equal on every rank and to the unfused composition", {
+  skip: !ON_GPU,
+}, async () => {
+  const failures: string[] = []
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      for (const dtype of DTYPES as Dtype[])
+        for (const [rows, hidden] of [
+          [1, 4096],
+          [4, 8192],
+          [3, 264],
+        ] as const)
+          for (const algorithm of algorithmsFor(comm, dtype, hidden)) {
+            const name = `fused/adversarial/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}/hidden=${hidden}`
+            const free: DevicePtr[] = []
+            try {
+              const n = rows * hidden
+              const set = makeNormSet(comm, dtype, rows, hidden, false, 9000 + rows + hidden, free)
+              const specials = makeAdversarial(set, dtype, hidden)
+              const args = {
+                inputs: set.x,
+                residuals: set.residual,
+                outputs: set.out,
+                weights: set.weight,
+                rows,
+                hidden,
+                eps: EPS,
+                dtype,
+                algorithm,
+                stream,
+              }
+              comm.deviceAllReduceRmsNorm(args)
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              const res = readBack(set.residual, dtype, n)
+              const out = readBack(set.out, dtype, n)
+              resetNormSet(set, n, dtype, false)
+              comm.deviceAllReduce({
+                inputs: set.x,
+                outputs: set.sum,
+                count: n,
+                dtype,
+                algorithm: 'oneshot-sentinel',
+                fallback: false,
+                stream,
+              })
+              comm.deviceRmsNorm({ ...args, inputs: set.sum })
+              d().streamSynchronize(stream)
+              comm.checkDeviceError()
+              const resU = readBack(set.residual, dtype, n)
+              const outU = readBack(set.out, dtype, n)
+              let crossRank = 0
+              let vsUnfused = 0
+              for (let r = 0; r < ranks; r++) {
+                if (bitsEqual(res[r], res[0]) >= 0 || bitsEqual(out[r], out[0]) >= 0) crossRank++
+                if (bitsEqual(res[r], resU[r]) >= 0 || bitsEqual(out[r], outU[r]) >= 0) vsUnfused++
+              }
+              // the special values reached the output: row 0 is not finite
+              let nonFinite = 0
+              for (let i = 0; i < hidden; i++) if (!Number.isFinite(value(res[0], dtype, i))) nonFinite++
+              const passed = crossRank === 0 && vsUnfused === 0 && nonFinite > 0
+              recordCase({ name, passed, crossRank, vsUnfused, nonFinite, specials })
+              if (!passed)
+                failures.push(`${name}: ranks differ ${crossRank}, vs unfused ${vsUnfused}, non-finite ${nonFinite}`)
+            } catch (e) {
+              const err = e as Error & { code?: string }
+              recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+              failures.push(`${name}: ${err.message}`)
+            } finally {
+              for (const p of free) d().memFree(p)
+            }
+          }
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+  assert.deepEqual(failures, [])
+})
+
 test('fused RMSNorm in a captured graph: replays on fresh data give the eager results', { skip: !ON_GPU }, async () => {
   const ranks = 8
   const replays = REDUCED ? 40 : 400
