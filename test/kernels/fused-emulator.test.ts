@@ -522,6 +522,41 @@ test('blocks of several warps: the level-1 sums of the norm (q_l + q_{l+32} + ..
   await runNormCases(t, 'multi-warp', withPushCases(cases))
 })
 
+/**
+ * A split-twoshot case of `hidden` 16-bit elements a row (half as many f32: the same row bytes) on the given launch
+ * shape, whose rows the host would plan (fusedSplitRowsPerCluster with the emulator's block).
+ */
+function splitTwoshotCase(
+  dtype: Dtype,
+  nranks: number,
+  rows: number,
+  hidden: number,
+  flags: number,
+  blocksPerRank: number,
+  clusterBlocks: number,
+  threads = THREADS_PER_BLOCK,
+  calls = 3,
+): NormCase {
+  const h = dtype === 'f32' ? hidden / 2 : hidden
+  const perCluster = Math.ceil(rows / (blocksPerRank / clusterBlocks))
+  assert.ok(
+    perCluster <= fusedSplitRowsPerCluster('split-twoshot', nranks, h, dtype, clusterBlocks, undefined, threads),
+    `split-twoshot ${nranks} ranks ${rows} x ${h} ${dtype}: a cluster's rows fit its parts`,
+  )
+  return {
+    kind: 'norm',
+    algorithm: 'split-twoshot',
+    dtype,
+    nranks,
+    rows,
+    hidden: h,
+    flags,
+    calls,
+    shape: { blocksPerRank, clusterBlocks },
+    ...(threads !== THREADS_PER_BLOCK ? { threads } : {}),
+  }
+}
+
 test("the split two-shot (a row over a cluster, each block's slots exchanged two-shot): exact residual, RMSNorm within rounding, identical on all ranks and to the unfused composition", async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   // fused_split.cuh kTwo. With 32 threads a block (32 virtual threads a row, V = 32 / C) the shapes below reach: a
@@ -531,36 +566,7 @@ test("the split two-shot (a row over a cluster, each block's slots exchanged two
   // and clusters a rank, 2 to 16 ranks, every cluster size above one, every flag set, several warps a block, and
   // three calls (both epoch halves and the re-armed slots of the first).
   const cases: NormCase[] = []
-  // `hidden` in 16-bit elements (half as many f32: the same row bytes)
-  const add = (
-    dtype: Dtype,
-    nranks: number,
-    rows: number,
-    hidden: number,
-    flags: number,
-    blocksPerRank: number,
-    clusterBlocks: number,
-    threads = THREADS_PER_BLOCK,
-  ) => {
-    const h = dtype === 'f32' ? hidden / 2 : hidden
-    const perCluster = Math.ceil(rows / (blocksPerRank / clusterBlocks))
-    assert.ok(
-      perCluster <= fusedSplitRowsPerCluster('split-twoshot', nranks, h, dtype, clusterBlocks, undefined, threads),
-      `split-twoshot ${nranks} ranks ${rows} x ${h} ${dtype}: a cluster's rows fit its parts`,
-    )
-    cases.push({
-      kind: 'norm',
-      algorithm: 'split-twoshot',
-      dtype,
-      nranks,
-      rows,
-      hidden: h,
-      flags,
-      calls: 3,
-      shape: { blocksPerRank, clusterBlocks },
-      ...(threads !== THREADS_PER_BLOCK ? { threads } : {}),
-    })
-  }
+  const add = (...args: Parameters<typeof splitTwoshotCase>) => cases.push(splitTwoshotCase(...args))
   dtypes.forEach((dtype, i) => {
     for (const flags of flagSets) add(dtype, 3, 5, 264, flags, 4, 2) // K = 2, a hole-ridden second slot
     add(dtype, 8, 2, 1000, flagSets[(i + 1) % 4], 8, 4) // K = 4, one row a cluster
@@ -625,21 +631,8 @@ test("adversarial values (NaN, +-Inf, -0, subnormals, overflow, the sentinel's b
         calls: 2,
         shape: { blocksPerRank: 4, clusterBlocks: 2 },
       })
-    for (const [nranks, rows, hidden, blocksPerRank, clusterBlocks, flags] of [
-      [3, 5, 264, 4, 2, flagSets[(i + 1) % 4]], // the serial owner reduce, holes
-      [8, 2, 256, 2, 2, flagSets[(i + 2) % 4]], // the spread owner reduce
-    ] as const)
-      cases.push({
-        kind: 'norm',
-        algorithm: 'split-twoshot',
-        dtype,
-        nranks,
-        rows,
-        hidden: h(hidden),
-        flags,
-        calls: 2,
-        shape: { blocksPerRank, clusterBlocks },
-      })
+    cases.push(splitTwoshotCase(dtype, 3, 5, 264, flagSets[(i + 1) % 4], 4, 2, THREADS_PER_BLOCK, 2)) // serial, holes
+    cases.push(splitTwoshotCase(dtype, 8, 2, 256, flagSets[(i + 2) % 4], 2, 2, THREADS_PER_BLOCK, 2)) // spread reduce
   })
   // the push kernels on the launches that take them (split / split-ll with clusters of 2-8 blocks)
   const all = withPushCases(cases).map((c) => ({ ...c, adversarial: true }))

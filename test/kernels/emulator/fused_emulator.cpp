@@ -145,6 +145,29 @@ struct Rig {
     std::memcpy(&e, scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * ch, 4);
     return e;
   }
+  // One oneshot-sentinel AllReduce of `count` elements, one block a rank (the callers keep it within one lane):
+  // input[r] -> output[r], on this rig's buffers (channel 0 steps its epoch).
+  template <class OneFnT>
+  void oneshotSentinel(OneFnT one, const std::vector<llc_u64>& input, const std::vector<llc_u64>& output, size_t count,
+                       llc_u64 timeoutNs, unsigned threads) {
+    LlcommAllReduceParams q;
+    std::memset(&q, 0, sizeof q);
+    for (unsigned r = 0; r < n; ++r) {
+      q.input[r] = input[r];
+      q.output[r] = output[r];
+      q.recvBuf[r] = recv[r]->addr();
+      q.scratch[r] = scratch[r]->addr();
+      q.launchRanks[r] = static_cast<llc_u8>(r);
+    }
+    q.errorWord = errorWord.addr();
+    q.count = count;
+    q.timeoutNs = timeoutNs;
+    q.sentinel = sentinel;
+    q.nranks = n;
+    q.ranksInLaunch = n;
+    q.blocksPerRank = 1;
+    emuLaunch(one, q, n, threads);
+  }
   LlcommErrorWord error() {
     LlcommErrorWord ew;
     std::memcpy(&ew, errorWord.data(), sizeof ew);
@@ -346,24 +369,13 @@ static int runNorm(int argc, char** argv) {
       if (static_cast<unsigned long long>((rows + groups - 1) / groups) * (ch / cluster) < rows) expectedEpoch[ch]++;
     // adversarial: the AllReduce (one block: channel 0 steps once more) on the same rig, each rank's output its own
     if (adversarial) {
-      LlcommAllReduceParams a;
-      std::memset(&a, 0, sizeof a);
+      std::vector<llc_u64> ins, outs;
       for (unsigned r = 0; r < n; ++r) {
         arOut.push_back(std::make_unique<Buffer>(elems * eb, 0xCD));
-        a.input[r] = x[r]->addr();
-        a.output[r] = arOut[r]->addr();
-        a.recvBuf[r] = rig.recv[r]->addr();
-        a.scratch[r] = rig.scratch[r]->addr();
-        a.launchRanks[r] = static_cast<llc_u8>(r);
+        ins.push_back(x[r]->addr());
+        outs.push_back(arOut[r]->addr());
       }
-      a.errorWord = rig.errorWord.addr();
-      a.count = elems;
-      a.timeoutNs = p.timeoutNs;
-      a.sentinel = s;
-      a.nranks = n;
-      a.ranksInLaunch = n;
-      a.blocksPerRank = 1;
-      emuLaunch(one, a, n, threads);
+      rig.oneshotSentinel(one, ins, outs, elems, p.timeoutNs, threads);
       expectedEpoch[0]++;
     }
     // The unfused composition: the AllReduce's output (the exact sum; adversarial: the emulated AllReduce's) into the
@@ -521,23 +533,12 @@ static int runMany(int argc, char** argv) {
     emuLaunch(many, p, n * blocks, threads);
     // One oneshot-sentinel call per buffer, one block each (the tests keep every buffer within one lane).
     for (size_t b = 0; b < B; ++b) {
-      LlcommAllReduceParams q;
-      std::memset(&q, 0, sizeof q);
+      std::vector<llc_u64> ins, outs;
       for (unsigned r = 0; r < n; ++r) {
-        q.input[r] = in[b][r]->addr();
-        q.output[r] = outOne[b][r]->addr();
-        q.recvBuf[r] = rig.recv[r]->addr();
-        q.scratch[r] = rig.scratch[r]->addr();
-        q.launchRanks[r] = static_cast<llc_u8>(r);
+        ins.push_back(in[b][r]->addr());
+        outs.push_back(outOne[b][r]->addr());
       }
-      q.errorWord = rig.errorWord.addr();
-      q.count = counts[b];
-      q.timeoutNs = p.timeoutNs;
-      q.sentinel = s;
-      q.nranks = n;
-      q.ranksInLaunch = n;
-      q.blocksPerRank = 1;
-      emuLaunch(one, q, n, threads);
+      rig.oneshotSentinel(one, ins, outs, counts[b], p.timeoutNs, threads);
     }
     for (size_t b = 0; b < B; ++b)
       for (size_t i = 0; i < counts[b]; ++i) {

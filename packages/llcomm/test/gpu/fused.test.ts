@@ -8,7 +8,7 @@
 // graph capture with replays on fresh data; allReduceMany against one AllReduce per buffer, device and host view.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { Dtype, TensorArray } from '../../src/api/types.js'
+import type { AlgorithmName, Dtype, TensorArray } from '../../src/api/types.js'
 import { DTYPE_BYTES, DTYPES } from '../../src/api/types.js'
 import {
   type CudaCommunicator,
@@ -177,6 +177,111 @@ function algorithmsFor(comm: CudaCommunicator, dtype: Dtype, hidden: number): Fu
   return [...whole, ...split]
 }
 
+/**
+ * One recorded GPU case: `body` runs with a list its device allocations go to (freed after) and returns whether it
+ * passed, the fields recorded with it and, on failure, why; a thrown error is recorded as a failure.
+ */
+type CaseOutcome = { passed: boolean; fields: Record<string, unknown>; why: string }
+async function gpuCase(
+  name: string,
+  failures: string[],
+  body: (free: DevicePtr[]) => CaseOutcome | Promise<CaseOutcome>,
+): Promise<void> {
+  const free: DevicePtr[] = []
+  try {
+    const { passed, fields, why } = await body(free)
+    recordCase({ name, passed, ...fields })
+    if (!passed) failures.push(`${name}: ${why}`)
+  } catch (e) {
+    const err = e as Error & { code?: string }
+    recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
+    failures.push(`${name}: ${err.message}`)
+  } finally {
+    for (const p of free) d().memFree(p)
+  }
+}
+
+/** `body` on a communicator of `ranks` virtual ranks on device 0, for each of RANKS, with a stream; both closed after. */
+async function forEachRankCount(
+  body: (comm: CudaCommunicator, stream: CuStream, ranks: number) => void | Promise<void>,
+): Promise<void> {
+  for (const ranks of RANKS) {
+    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
+    const stream: CuStream = d().streamCreate()
+    try {
+      await body(comm, stream, ranks)
+    } finally {
+      d().streamDestroy(stream)
+      await comm.close()
+    }
+  }
+}
+
+/** The fused call's arguments on `set`. */
+const normArgs = (
+  set: NormSet,
+  shape: { rows: number; hidden: number; dtype: Dtype; residualF32?: boolean },
+  algorithm: FusedNormAlgorithm,
+  stream: CuStream,
+) => ({
+  inputs: set.x,
+  residuals: set.residual,
+  outputs: set.out,
+  weights: set.weight,
+  eps: EPS,
+  ...shape,
+  algorithm,
+  stream,
+})
+
+/**
+ * One fused call on `set` (args), then the unfused composition on fresh copies of the same inputs (deviceAllReduce
+ * with `unfused`, then deviceRmsNorm); both read back and compared bit for bit: ranks whose residual or output differs
+ * from rank 0's, and from the unfused composition's.
+ */
+function fusedAgainstUnfused(
+  comm: CudaCommunicator,
+  set: NormSet,
+  args: DeviceAllReduceRmsNormArgs & { stream: CuStream },
+  unfused: AlgorithmName,
+): {
+  info: ReturnType<CudaCommunicator['deviceAllReduceRmsNorm']>
+  res: TensorArray[]
+  out: TensorArray[]
+  crossRank: number
+  vsUnfused: number
+} {
+  const n = args.rows * args.hidden
+  const f32 = args.residualF32 ?? false
+  const info = comm.deviceAllReduceRmsNorm(args)
+  d().streamSynchronize(args.stream)
+  comm.checkDeviceError()
+  const res = readBack(set.residual, args.dtype, n, f32)
+  const out = readBack(set.out, args.dtype, n)
+  resetNormSet(set, n, args.dtype, f32)
+  comm.deviceAllReduce({
+    inputs: set.x,
+    outputs: set.sum,
+    count: n,
+    dtype: args.dtype,
+    algorithm: unfused,
+    fallback: false,
+    stream: args.stream,
+  })
+  comm.deviceRmsNorm({ ...args, inputs: set.sum })
+  d().streamSynchronize(args.stream)
+  comm.checkDeviceError()
+  const resU = readBack(set.residual, args.dtype, n, f32)
+  const outU = readBack(set.out, args.dtype, n)
+  let crossRank = 0
+  let vsUnfused = 0
+  for (let r = 0; r < res.length; r++) {
+    if (bitsEqual(res[r], res[0]) >= 0 || bitsEqual(out[r], out[0]) >= 0) crossRank++
+    if (bitsEqual(res[r], resU[r]) >= 0 || bitsEqual(out[r], outU[r]) >= 0) vsUnfused++
+  }
+  return { info, res, out, crossRank, vsUnfused }
+}
+
 /** The unfused AllReduce a fused algorithm is compared with (every llcomm AllReduce gives the same bits). */
 const unfusedOf = (a: FusedNormAlgorithm) => (a === 'twoshot' ? 'twoshot-sentinel' : 'oneshot-sentinel')
 
@@ -184,99 +289,40 @@ test('fused AllReduce + residual + RMSNorm: model-exact residual, RMSNorm within
   skip: !ON_GPU,
 }, async () => {
   const failures: string[] = []
-  for (const ranks of RANKS) {
-    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
-    const stream: CuStream = d().streamCreate()
+  await forEachRankCount(async (comm, stream, ranks) => {
     let seed = 100 * ranks
-    try {
-      for (const dtype of DTYPES as Dtype[])
-        for (const hidden of HIDDEN)
-          for (const rows of ROWS)
-            for (const residualF32 of dtype === 'bf16' ? [false, true] : [false])
-              for (const algorithm of algorithmsFor(comm, dtype, hidden)) {
-                const name = `fused/rmsnorm/${algorithm}/${dtype}${residualF32 ? '+f32res' : ''}/ranks=${ranks}/rows=${rows}/hidden=${hidden}`
-                const free: DevicePtr[] = []
-                try {
-                  const n = rows * hidden
-                  const set = makeNormSet(comm, dtype, rows, hidden, residualF32, seed++, free)
-                  const args = {
-                    inputs: set.x,
-                    residuals: set.residual,
-                    outputs: set.out,
-                    weights: set.weight,
-                    rows,
-                    hidden,
-                    eps: EPS,
-                    dtype,
-                    residualF32,
-                    algorithm,
-                    stream,
-                  }
-                  const info = comm.deviceAllReduceRmsNorm(args)
-                  d().streamSynchronize(stream)
-                  comm.checkDeviceError()
-                  const res = readBack(set.residual, dtype, n, residualF32)
-                  const out = readBack(set.out, dtype, n)
-                  // The unfused composition on fresh copies of the same inputs.
-                  resetNormSet(set, n, dtype, residualF32)
-                  comm.deviceAllReduce({
-                    inputs: set.x,
-                    outputs: set.sum,
-                    count: n,
-                    dtype,
-                    algorithm: unfusedOf(algorithm),
-                    fallback: false,
-                    stream,
-                  })
-                  comm.deviceRmsNorm({ ...args, inputs: set.sum })
-                  d().streamSynchronize(stream)
-                  comm.checkDeviceError()
-                  const resU = readBack(set.residual, dtype, n, residualF32)
-                  const outU = readBack(set.out, dtype, n)
-                  let crossRank = 0
-                  let vsUnfused = 0
-                  for (let r = 0; r < ranks; r++) {
-                    if (bitsEqual(res[r], res[0]) >= 0 || bitsEqual(out[r], out[0]) >= 0) crossRank++
-                    if (bitsEqual(res[r], resU[r]) >= 0 || bitsEqual(out[r], outU[r]) >= 0) vsUnfused++
-                  }
-                  const [wrongRes, off, worst] = checkAgainstModel(
-                    set,
-                    res[0],
-                    out[0],
-                    dtype,
-                    rows,
-                    hidden,
-                    residualF32,
-                  )
-                  const passed =
-                    wrongRes === 0 && off === 0 && crossRank === 0 && vsUnfused === 0 && info.algorithm === algorithm
-                  recordCase({
-                    name,
-                    passed,
+    for (const dtype of DTYPES as Dtype[])
+      for (const hidden of HIDDEN)
+        for (const rows of ROWS)
+          for (const residualF32 of dtype === 'bf16' ? [false, true] : [false])
+            for (const algorithm of algorithmsFor(comm, dtype, hidden)) {
+              const name = `fused/rmsnorm/${algorithm}/${dtype}${residualF32 ? '+f32res' : ''}/ranks=${ranks}/rows=${rows}/hidden=${hidden}`
+              await gpuCase(name, failures, (free) => {
+                const set = makeNormSet(comm, dtype, rows, hidden, residualF32, seed++, free)
+                const args = normArgs(set, { rows, hidden, dtype, residualF32 }, algorithm, stream)
+                const { info, res, out, crossRank, vsUnfused } = fusedAgainstUnfused(
+                  comm,
+                  set,
+                  args,
+                  unfusedOf(algorithm),
+                )
+                const [wrongRes, off, worst] = checkAgainstModel(set, res[0], out[0], dtype, rows, hidden, residualF32)
+                return {
+                  passed:
+                    wrongRes === 0 && off === 0 && crossRank === 0 && vsUnfused === 0 && info.algorithm === algorithm,
+                  fields: {
                     wrongResidual: wrongRes,
                     outOff: off,
                     worstRelError: worst,
                     crossRank,
                     vsUnfused,
                     launches: info.launches,
-                  })
-                  if (!passed)
-                    failures.push(
-                      `${name}: residual wrong ${wrongRes}, out off ${off} (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
-                    )
-                } catch (e) {
-                  const err = e as Error & { code?: string }
-                  recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
-                  failures.push(`${name}: ${err.message}`)
-                } finally {
-                  for (const p of free) d().memFree(p)
+                  },
+                  why: `residual wrong ${wrongRes}, out off ${off} (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
                 }
-              }
-    } finally {
-      d().streamDestroy(stream)
-      await comm.close()
-    }
-  }
+              })
+            }
+  })
   assert.deepEqual(failures, [])
 })
 
@@ -330,81 +376,31 @@ test("fused RMSNorm with adversarial values (NaN, +-Inf, -0, subnormals, overflo
   skip: !ON_GPU,
 }, async () => {
   const failures: string[] = []
-  for (const ranks of RANKS) {
-    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
-    const stream: CuStream = d().streamCreate()
-    try {
-      for (const dtype of DTYPES as Dtype[])
-        for (const [rows, hidden] of [
-          [1, 4096],
-          [4, 8192],
-          [3, 264],
-        ] as const)
-          for (const algorithm of algorithmsFor(comm, dtype, hidden)) {
-            const name = `fused/adversarial/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}/hidden=${hidden}`
-            const free: DevicePtr[] = []
-            try {
-              const n = rows * hidden
-              const set = makeNormSet(comm, dtype, rows, hidden, false, 9000 + rows + hidden, free)
-              const specials = makeAdversarial(set, dtype, hidden)
-              const args = {
-                inputs: set.x,
-                residuals: set.residual,
-                outputs: set.out,
-                weights: set.weight,
-                rows,
-                hidden,
-                eps: EPS,
-                dtype,
-                algorithm,
-                stream,
-              }
-              comm.deviceAllReduceRmsNorm(args)
-              d().streamSynchronize(stream)
-              comm.checkDeviceError()
-              const res = readBack(set.residual, dtype, n)
-              const out = readBack(set.out, dtype, n)
-              resetNormSet(set, n, dtype, false)
-              comm.deviceAllReduce({
-                inputs: set.x,
-                outputs: set.sum,
-                count: n,
-                dtype,
-                algorithm: 'oneshot-sentinel',
-                fallback: false,
-                stream,
-              })
-              comm.deviceRmsNorm({ ...args, inputs: set.sum })
-              d().streamSynchronize(stream)
-              comm.checkDeviceError()
-              const resU = readBack(set.residual, dtype, n)
-              const outU = readBack(set.out, dtype, n)
-              let crossRank = 0
-              let vsUnfused = 0
-              for (let r = 0; r < ranks; r++) {
-                if (bitsEqual(res[r], res[0]) >= 0 || bitsEqual(out[r], out[0]) >= 0) crossRank++
-                if (bitsEqual(res[r], resU[r]) >= 0 || bitsEqual(out[r], outU[r]) >= 0) vsUnfused++
-              }
-              // the special values reached the output: row 0 is not finite
-              let nonFinite = 0
-              for (let i = 0; i < hidden; i++) if (!Number.isFinite(value(res[0], dtype, i))) nonFinite++
-              const passed = crossRank === 0 && vsUnfused === 0 && nonFinite > 0
-              recordCase({ name, passed, crossRank, vsUnfused, nonFinite, specials })
-              if (!passed)
-                failures.push(`${name}: ranks differ ${crossRank}, vs unfused ${vsUnfused}, non-finite ${nonFinite}`)
-            } catch (e) {
-              const err = e as Error & { code?: string }
-              recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
-              failures.push(`${name}: ${err.message}`)
-            } finally {
-              for (const p of free) d().memFree(p)
+  await forEachRankCount(async (comm, stream, ranks) => {
+    for (const dtype of DTYPES as Dtype[])
+      for (const [rows, hidden] of [
+        [1, 4096],
+        [4, 8192],
+        [3, 264],
+      ] as const)
+        for (const algorithm of algorithmsFor(comm, dtype, hidden)) {
+          const name = `fused/adversarial/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}/hidden=${hidden}`
+          await gpuCase(name, failures, (free) => {
+            const set = makeNormSet(comm, dtype, rows, hidden, false, 9000 + rows + hidden, free)
+            const specials = makeAdversarial(set, dtype, hidden)
+            const args = normArgs(set, { rows, hidden, dtype }, algorithm, stream)
+            const { res, crossRank, vsUnfused } = fusedAgainstUnfused(comm, set, args, 'oneshot-sentinel')
+            // the special values reached the output: row 0 is not finite
+            let nonFinite = 0
+            for (let i = 0; i < hidden; i++) if (!Number.isFinite(value(res[0], dtype, i))) nonFinite++
+            return {
+              passed: crossRank === 0 && vsUnfused === 0 && nonFinite > 0,
+              fields: { crossRank, vsUnfused, nonFinite, specials },
+              why: `ranks differ ${crossRank}, vs unfused ${vsUnfused}, non-finite ${nonFinite}`,
             }
-          }
-    } finally {
-      d().streamDestroy(stream)
-      await comm.close()
-    }
-  }
+          })
+        }
+  })
   assert.deepEqual(failures, [])
 })
 
@@ -523,81 +519,68 @@ test('allReduceMany: one launch, bitwise equal to one oneshot-sentinel AllReduce
   skip: !ON_GPU,
 }, async () => {
   const failures: string[] = []
-  for (const ranks of RANKS) {
-    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
-    const stream: CuStream = d().streamCreate()
-    try {
-      for (const dtype of DTYPES as Dtype[])
-        for (const counts of [
-          [4096, 1, 37, 8192, 300],
-          [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-          [100_000, 17],
-        ]) {
-          const name = `fused/many/${dtype}/ranks=${ranks}/counts=${counts.join(',')}`
-          const free: DevicePtr[] = []
-          try {
-            const random = rng(ranks * 31 + counts.length)
-            const eb = DTYPE_BYTES[dtype]
-            const host = counts.map((c) =>
-              Array.from({ length: ranks }, () => {
-                const a = newArray(dtype, c)
-                fill(a, dtype, false, () => random() * 2 - 1)
-                return a
-              }),
-            )
-            const ins = counts.map((c, b) =>
-              host[b].map((a) => {
-                const p = alloc(c * eb, free)
-                d().copyHtoD(p, a, c * eb)
-                return p
-              }),
-            )
-            const outs = counts.map((c) => host[0].map(() => alloc(c * eb, free)))
-            const one = counts.map((c) => host[0].map(() => alloc(c * eb, free)))
-            const info = comm.deviceAllReduceMany({ inputs: ins, outputs: outs, counts, dtype, stream })
-            for (const [b, c] of counts.entries())
-              comm.deviceAllReduce({
-                inputs: ins[b],
-                outputs: one[b],
-                count: c,
-                dtype,
-                algorithm: 'oneshot-sentinel',
-                fallback: false,
-                stream,
-              })
-            d().streamSynchronize(stream)
-            comm.checkDeviceError()
-            let diffs = 0
-            for (const [b, c] of counts.entries()) {
-              const got = readBack(outs[b], dtype, c)
-              const want = readBack(one[b], dtype, c)
-              for (let r = 0; r < ranks; r++)
-                if (bitsEqual(got[r], want[r]) >= 0 || bitsEqual(got[r], got[0]) >= 0) diffs++
-            }
-            const hostView = await comm.allReduceMany(host, { dtype })
-            let hostDiffs = 0
-            for (const [b, c] of counts.entries()) {
-              const want = readBack(one[b], dtype, c)
-              for (let r = 0; r < ranks; r++) if (bitsEqual(hostView[b][r], want[r]) >= 0) hostDiffs++
-            }
-            const oneLaunch = counts.length <= 8 && counts.reduce((a, c) => a + c, 0) * eb <= 64 * 1024
-            const passed = diffs === 0 && hostDiffs === 0 && (!oneLaunch || info.launches === 1)
-            recordCase({ name, passed, diffs, hostDiffs, launches: info.launches })
-            if (!passed)
-              failures.push(`${name}: ${diffs} device / ${hostDiffs} host buffers differ; launches ${info.launches}`)
-          } catch (e) {
-            const err = e as Error & { code?: string }
-            recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
-            failures.push(`${name}: ${err.message}`)
-          } finally {
-            for (const p of free) d().memFree(p)
+  await forEachRankCount(async (comm, stream, ranks) => {
+    for (const dtype of DTYPES as Dtype[])
+      for (const counts of [
+        [4096, 1, 37, 8192, 300],
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        [100_000, 17],
+      ]) {
+        const name = `fused/many/${dtype}/ranks=${ranks}/counts=${counts.join(',')}`
+        await gpuCase(name, failures, async (free) => {
+          const random = rng(ranks * 31 + counts.length)
+          const eb = DTYPE_BYTES[dtype]
+          const host = counts.map((c) =>
+            Array.from({ length: ranks }, () => {
+              const a = newArray(dtype, c)
+              fill(a, dtype, false, () => random() * 2 - 1)
+              return a
+            }),
+          )
+          const ins = counts.map((c, b) =>
+            host[b].map((a) => {
+              const p = alloc(c * eb, free)
+              d().copyHtoD(p, a, c * eb)
+              return p
+            }),
+          )
+          const outs = counts.map((c) => host[0].map(() => alloc(c * eb, free)))
+          const one = counts.map((c) => host[0].map(() => alloc(c * eb, free)))
+          const info = comm.deviceAllReduceMany({ inputs: ins, outputs: outs, counts, dtype, stream })
+          for (const [b, c] of counts.entries())
+            comm.deviceAllReduce({
+              inputs: ins[b],
+              outputs: one[b],
+              count: c,
+              dtype,
+              algorithm: 'oneshot-sentinel',
+              fallback: false,
+              stream,
+            })
+          d().streamSynchronize(stream)
+          comm.checkDeviceError()
+          let diffs = 0
+          for (const [b, c] of counts.entries()) {
+            const got = readBack(outs[b], dtype, c)
+            const want = readBack(one[b], dtype, c)
+            for (let r = 0; r < ranks; r++)
+              if (bitsEqual(got[r], want[r]) >= 0 || bitsEqual(got[r], got[0]) >= 0) diffs++
           }
-        }
-    } finally {
-      d().streamDestroy(stream)
-      await comm.close()
-    }
-  }
+          const hostView = await comm.allReduceMany(host, { dtype })
+          let hostDiffs = 0
+          for (const [b, c] of counts.entries()) {
+            const want = readBack(one[b], dtype, c)
+            for (let r = 0; r < ranks; r++) if (bitsEqual(hostView[b][r], want[r]) >= 0) hostDiffs++
+          }
+          const oneLaunch = counts.length <= 8 && counts.reduce((a, c) => a + c, 0) * eb <= 64 * 1024
+          return {
+            passed: diffs === 0 && hostDiffs === 0 && (!oneLaunch || info.launches === 1),
+            fields: { diffs, hostDiffs, launches: info.launches },
+            why: `${diffs} device / ${hostDiffs} host buffers differ; launches ${info.launches}`,
+          }
+        })
+      }
+  })
   assert.deepEqual(failures, [])
 })
 
@@ -615,101 +598,86 @@ test('fused RMSNorm with an FP8 e4m3 output: within half a step of float64 × sc
 }, async () => {
   const failures: string[] = []
   const outScale = 4
-  for (const ranks of RANKS) {
-    const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(ranks).fill(0), timeoutMs: 5000 })
-    const stream: CuStream = d().streamCreate()
-    try {
-      for (const dtype of ['bf16', 'f32'] as Dtype[])
-        for (const rows of [1, 16])
-          for (const algorithm of algorithmsFor(comm, dtype, 4096)) {
-            const hidden = 4096
-            const name = `fused/rmsnorm-e4m3/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}`
-            const free: DevicePtr[] = []
-            try {
-              const n = rows * hidden
-              const set = makeNormSet(comm, dtype, rows, hidden, false, 4000 + rows, free)
-              const q = Array.from({ length: ranks }, () => alloc(n, free))
-              const args = {
-                inputs: set.x,
-                residuals: set.residual,
-                outputs: q,
-                weights: set.weight,
-                rows,
-                hidden,
-                eps: EPS,
-                dtype,
-                algorithm,
-                outDtype: 'e4m3' as const,
-                outScale,
-                stream,
-              }
-              comm.deviceAllReduceRmsNorm(args)
-              d().streamSynchronize(stream)
-              comm.checkDeviceError()
-              const res = readBack(set.residual, dtype, n)
-              const got = q.map((p) => {
-                const a = new Uint8Array(n)
-                d().copyDtoH(a, p, n)
-                return a
-              })
-              resetNormSet(set, n, dtype, false)
-              comm.deviceAllReduce({
-                inputs: set.x,
-                outputs: set.sum,
-                count: n,
-                dtype,
-                algorithm: unfusedOf(algorithm),
-                fallback: false,
-                stream,
-              })
-              comm.deviceRmsNorm({ ...args, inputs: set.sum })
-              d().streamSynchronize(stream)
-              comm.checkDeviceError()
-              let crossRank = 0
-              let vsUnfused = 0
-              for (let r = 0; r < ranks; r++) {
-                const u = new Uint8Array(n)
-                d().copyDtoH(u, q[r], n)
-                if (bitsEqual(got[r], got[0]) >= 0) crossRank++
-                if (bitsEqual(got[r], u) >= 0) vsUnfused++
-              }
-              // The float64 RMSNorm of the (model-exact, checked in the test above) residual, times the scale.
-              let off = 0
-              let worst = 0
-              for (let row = 0; row < rows; row++) {
-                let sq = 0
-                for (let i = 0; i < hidden; i++) sq += value(res[0], dtype, row * hidden + i) ** 2
-                const inv = 1 / Math.sqrt(sq / hidden + EPS)
-                for (let i = 0; i < hidden; i++) {
-                  const k = row * hidden + i
-                  const want = Math.max(
-                    -448,
-                    Math.min(448, value(res[0], dtype, k) * inv * value(set.hostWeight, dtype, i) * outScale),
-                  )
-                  const rel = Math.abs(e4m3ToNumber(got[0][k]) - want) / Math.max(Math.abs(want), 1 / 64)
-                  worst = Math.max(worst, rel)
-                  if (!(rel <= 0.07)) off++
-                }
-              }
-              const passed = off === 0 && crossRank === 0 && vsUnfused === 0
-              recordCase({ name, passed, outOff: off, worstRelError: worst, crossRank, vsUnfused })
-              if (!passed)
-                failures.push(
-                  `${name}: ${off} off (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
-                )
-            } catch (e) {
-              const err = e as Error & { code?: string }
-              recordCase({ name, passed: false, error: `${err.code ?? ''} ${err.message}` })
-              failures.push(`${name}: ${err.message}`)
-            } finally {
-              for (const p of free) d().memFree(p)
+  await forEachRankCount(async (comm, stream, ranks) => {
+    for (const dtype of ['bf16', 'f32'] as Dtype[])
+      for (const rows of [1, 16])
+        for (const algorithm of algorithmsFor(comm, dtype, 4096)) {
+          const hidden = 4096
+          const name = `fused/rmsnorm-e4m3/${algorithm}/${dtype}/ranks=${ranks}/rows=${rows}`
+          await gpuCase(name, failures, (free) => {
+            const n = rows * hidden
+            const set = makeNormSet(comm, dtype, rows, hidden, false, 4000 + rows, free)
+            const q = Array.from({ length: ranks }, () => alloc(n, free))
+            const args = {
+              inputs: set.x,
+              residuals: set.residual,
+              outputs: q,
+              weights: set.weight,
+              rows,
+              hidden,
+              eps: EPS,
+              dtype,
+              algorithm,
+              outDtype: 'e4m3' as const,
+              outScale,
+              stream,
             }
-          }
-    } finally {
-      d().streamDestroy(stream)
-      await comm.close()
-    }
-  }
+            comm.deviceAllReduceRmsNorm(args)
+            d().streamSynchronize(stream)
+            comm.checkDeviceError()
+            const res = readBack(set.residual, dtype, n)
+            const got = q.map((p) => {
+              const a = new Uint8Array(n)
+              d().copyDtoH(a, p, n)
+              return a
+            })
+            resetNormSet(set, n, dtype, false)
+            comm.deviceAllReduce({
+              inputs: set.x,
+              outputs: set.sum,
+              count: n,
+              dtype,
+              algorithm: unfusedOf(algorithm),
+              fallback: false,
+              stream,
+            })
+            comm.deviceRmsNorm({ ...args, inputs: set.sum })
+            d().streamSynchronize(stream)
+            comm.checkDeviceError()
+            let crossRank = 0
+            let vsUnfused = 0
+            for (let r = 0; r < ranks; r++) {
+              const u = new Uint8Array(n)
+              d().copyDtoH(u, q[r], n)
+              if (bitsEqual(got[r], got[0]) >= 0) crossRank++
+              if (bitsEqual(got[r], u) >= 0) vsUnfused++
+            }
+            // The float64 RMSNorm of the (model-exact, checked in the test above) residual, times the scale.
+            let off = 0
+            let worst = 0
+            for (let row = 0; row < rows; row++) {
+              let sq = 0
+              for (let i = 0; i < hidden; i++) sq += value(res[0], dtype, row * hidden + i) ** 2
+              const inv = 1 / Math.sqrt(sq / hidden + EPS)
+              for (let i = 0; i < hidden; i++) {
+                const k = row * hidden + i
+                const want = Math.max(
+                  -448,
+                  Math.min(448, value(res[0], dtype, k) * inv * value(set.hostWeight, dtype, i) * outScale),
+                )
+                const rel = Math.abs(e4m3ToNumber(got[0][k]) - want) / Math.max(Math.abs(want), 1 / 64)
+                worst = Math.max(worst, rel)
+                if (!(rel <= 0.07)) off++
+              }
+            }
+            return {
+              passed: off === 0 && crossRank === 0 && vsUnfused === 0,
+              fields: { outOff: off, worstRelError: worst, crossRank, vsUnfused },
+              why: `${off} off (worst ${worst}), ranks differ ${crossRank}, vs unfused ${vsUnfused}`,
+            }
+          })
+        }
+  })
   assert.deepEqual(failures, [])
 })
 
