@@ -196,7 +196,8 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
   // (push: 16-byte aligned for the mbarrier; the barrier kernels keep their unaligned array: their code as before)
   llc_u32* sharedWords;
   if constexpr (kTwo) {
-    LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_TWO_STAGE_WORD + (LLCOMM_SPLIT_TWO_SPREAD ? LLC_SPLIT_TWO_STAGE_WORDS : 0u));
+    LLC_SHARED_WORDS_ALIGNED(words,
+                             LLC_SPLIT_TWO_STAGE_WORD + (LLCOMM_SPLIT_TWO_SPREAD ? LLC_SPLIT_TWO_STAGE_WORDS : 0u));
     sharedWords = words;
   } else if constexpr (kPush) {
     LLC_SHARED_WORDS_ALIGNED(words, LLC_SPLIT_MBAR_WORD + 2u);

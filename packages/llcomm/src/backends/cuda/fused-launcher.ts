@@ -160,10 +160,10 @@ export function fusedTwoshotFirst(
  * there too (7.65 against the two-shot's 8.43): in a TP 8 decode step of Llama-3.1-70B shapes (virtual ranks, 20
  * layers, 40 fused calls of 8 x 8192 a step) the step with it was 53-140 us slower than with the fused two-shot in 11
  * of 12 rounds (bench/results/cuda-h100-v8-decode-70b-l20-b8-fused-2026-12-07.json; at batch 4 47-71 us faster in 7
- * of 7: …-b4-fused-2026-12-07.json), so 'auto' keeps the two-shot at 8 until that is understood. Not at batch 1-2 (6.22 / 6.42 against split's 5.55 /
- * 6.24), 16 (the two-shot 9.86) or a hidden of 4096 (batch 4: 6.18 against split's 6.07). Batch 5-7 not measured;
- * 2 ranks: split was faster (8192 batch 8: 5.90 against 6.57, the first build;
- * bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json).
+ * of 7: …-b4-fused-2026-12-07.json), so 'auto' keeps the two-shot at 8 until that is understood. Not at batch 1-2
+ * (6.22 / 6.42 against split's 5.55 / 6.24), 16 (the two-shot 9.86) or a hidden of 4096 (batch 4: 6.18 against
+ * split's 6.07). Batch 5-7 not measured; 2 ranks: split was faster (8192 batch 8: 5.90 against 6.57, the first
+ * build; bench/results/cuda-h100-bench-fused-split-twoshot-2026-12-07.json).
  */
 export function fusedSplitTwoshotFirst(nranks: number, rows: number, hidden: number): boolean {
   return nranks >= 8 && nranks < 16 && hidden >= 8192 && rows >= 4 && rows <= 7
