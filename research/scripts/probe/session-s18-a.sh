@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 21, prepared in session 17 for the next session's first GPU call (2026-12-07).
+# 1. The fused GPU test as refactored at a01d1f8 (gpuCase / forEachRankCount / fusedAgainstUnfused), not yet run on a
+#    GPU: every test of packages/llcomm/test/gpu/fused.test.ts, the adversarial one included.
+# 2. The codegen lead of session 17 (research/notes/fused-probes.md): the split push kernel compiled from the same
+#    source with an unused lambda that captures `me` (fused-patches/split-mecap.patch: its PTX is the `self` trees'
+#    byte for byte, the split-twoshot kernel's is unchanged) ran 0.08-0.23 us faster in all 8 split cells of session
+#    17's second A/B. Here three interleaved rounds, push (product) against mecap.
+# Predictions (written before the run): the fused GPU test passes as before (996 + 90 adversarial cases);
+# mecap - push on the split column -0.08..-0.23 us at 4096 / 8192 batch 1-8, 0 at batch 16 (C = 1: the barrier
+# kernel, whose PTX the patch does not change). If it holds, the next step is to find the instruction order that
+# matters (SASS of both) and write it on purpose; the dead lambda is never shipped.
+# Build the tree first (here, before bundling): the script does it when ab15/mecap is missing.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+source research/scripts/probe/fused-ab-lib.sh
+if [ ! -d ab15/mecap ]; then
+  mkdir -p ab15 && cp -r packages/llcomm/kernels ab15/mecap &&
+    (cd ab15/mecap && patch -p4 < ../../research/scripts/probe/fused-patches/split-mecap.patch) || exit 1
+  [ -n "${PREPARE_ONLY:-}" ] && exit 0
+fi
+fused_session_init /tmp/llcomm-s18-a
+trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
+LLCOMM_GPU_RESULTS="$out/gpu-fused.jsonl" LLCOMM_GPU_CASE_PREFIX=product LLCOMM_GPU_NO_NCCL=1 timeout 250 \
+  node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-fused.log" 2>&1
+say "gpu-test fused.test.js (refactored): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-fused.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-fused.jsonl")"
+fused_ab_round 1 18 push mecap
+fused_ab_round 2 18 mecap push
+fused_ab_round 3 18 push mecap
+AB_COMPARE=fused-split node research/scripts/probe/fused-ab-table.mjs "$out/ab" push mecap > "$out/ab-table.txt" 2>&1
+echo "== A/B (split column: mecap / push)"; cut -c1-400 "$out/ab-table.txt"
+echo "== summary"; cat "$summary"
