@@ -19,10 +19,9 @@
 # and synccheck, then racecheck (product).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-out=${OUT:-/tmp/llcomm-s15-a}
-mkdir -p "$out/ab" "$out/sass"
-export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
-export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
+source research/scripts/probe/fused-ab-lib.sh
+fused_session_init /tmp/llcomm-s15-a
+mkdir -p "$out/sass"
 k=packages/llcomm/kernels
 for kf in $k/fused_rmsnorm_split $k/fused_rmsnorm_split_ll $k/fused_rmsnorm_split_push $k/fused_rmsnorm_split_ll_push \
   ab15/direct/fused_rmsnorm_split_push; do
@@ -35,8 +34,6 @@ for kf in $k/fused_rmsnorm_split $k/fused_rmsnorm_split_ll $k/fused_rmsnorm_spli
           for (f in c) if (!(f in y)) printf "sass %s: MEMBAR %d, cluster arrive %d, WARPSYNC %d, SYNCS 0\n", f, m[f], c[f], w[f] }' \
     "$out/sass/$tag.sass"
 done
-say() { echo "$*"; }
-source research/scripts/probe/fused-ab-lib.sh
 sanitize() { fused_sanitize "$1" "$2" 15; }
 sanitize synccheck product
 variants=${AB_VARIANTS:-bar push direct}

@@ -16,14 +16,9 @@
 #   - SASS: no MEMBAR, no WARPSYNC in the push kernels (product and direct); synccheck / racecheck clean.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-out=${OUT:-/tmp/llcomm-s16-a}
-mkdir -p "$out/ab" "$out/sass"
-export NCCL_NVLS_ENABLE=0 LLCOMM_TEST_BACKEND=cuda
-export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache}
-summary="$out/summary.txt"
-: > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
 source research/scripts/probe/fused-ab-lib.sh
+fused_session_init /tmp/llcomm-s16-a
+mkdir -p "$out/sass"
 variants=${AB_VARIANTS:-push direct dearly bar}
 for ((r = 1; r <= ${AB_ROUNDS:-2}; r++)); do fused_ab_round $r 16 $variants; done
 node research/scripts/probe/fused-ab-table.mjs "$out/ab" $variants > "$out/ab-table.txt" 2>&1
