@@ -24,7 +24,8 @@ fused_gpu_test_product() {
 
 # fused_ab_round ROUND CACHE_TAG VARIANT...: one run of scripts/bench-fused.mjs per variant (8 ranks, bf16, hidden
 # 4096 / 8192, batch 1-16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything
-# else a kernel tree ab15/VARIANT with an NVRTC cache of its own.
+# scaleX = push with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=X, anything else a kernel tree ab15/VARIANT with an NVRTC cache
+# of its own.
 fused_ab_round() {
   local r=$1 tag=$2 v env
   shift 2
@@ -32,6 +33,9 @@ fused_ab_round() {
     case $v in
       bar) env=(LLCOMM_FUSED_SPLIT_PUSH=0) ;;
       push) env=(LLCOMM_FUSED_SPLIT_PUSH=1) ;;
+      # the product's kernels with every block target scaled (e.g. scale0.5: twice the blocks a row; the unfused
+      # AllReduce's plans move too, so read the fused columns only)
+      scale*) env=(LLCOMM_FUSED_SPLIT_PUSH=1 LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=${v#scale}) ;;
       *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$tag-$v) ;;
     esac
     env "${env[@]}" timeout 100 node scripts/bench-fused.mjs \

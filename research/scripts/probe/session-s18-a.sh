@@ -16,6 +16,10 @@
 #    across it (the PTX difference of mecap's split push kernel, whose other differences are a reloaded nranks and a
 #    reordered compare). Only the split kernels' data-slot recvReduce, 16-bit dtypes only (f32 spills 12 bytes with
 #    it, as mecap's f32 kernel does). Prediction: opaque = mecap within 0.05 us on the split column.
+# 4. (added likewise) `scale0.5`: the product with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=0.5, so the split planner wants
+#    twice the blocks a row (4096 x 1: clusters of 8 instead of 4, 64 slots a block). The push kernels' block counts
+#    were never re-chosen on the H100. Prediction: split at 4096 x 1-2 within +-0.1 us of push (the exchange's
+#    polls spread over twice the SMs against a larger cluster's pushes); not a gain of 0.4.
 # Build the trees first (here, before bundling: PREPARE_ONLY=1): the script does it when ab15/mecap or ab15/opaque is missing.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -34,10 +38,10 @@ trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
 LLCOMM_GPU_RESULTS="$out/gpu-fused.jsonl" LLCOMM_GPU_CASE_PREFIX=product LLCOMM_GPU_NO_NCCL=1 timeout 250 \
   node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-fused.log" 2>&1
 say "gpu-test fused.test.js (refactored): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-fused.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-fused.jsonl")"
-# Rounds stop early when the call's 600 s would not hold another (a round of three trees is about 100 s).
-fused_ab_round 1 18 push mecap opaque
-[ $SECONDS -lt 430 ] && fused_ab_round 2 18 opaque mecap push
-[ $SECONDS -lt 430 ] && fused_ab_round 3 18 push opaque mecap
-AB_COMPARE=fused-split node research/scripts/probe/fused-ab-table.mjs "$out/ab" push mecap opaque > "$out/ab-table.txt" 2>&1
+# Rounds stop early when the call's 600 s would not hold another (a round of four runs is about 100-200 s).
+fused_ab_round 1 18 push mecap opaque scale0.5
+[ $SECONDS -lt 440 ] && fused_ab_round 2 18 scale0.5 opaque mecap push
+[ $SECONDS -lt 440 ] && fused_ab_round 3 18 push opaque mecap scale0.5
+AB_COMPARE=fused-split node research/scripts/probe/fused-ab-table.mjs "$out/ab" push mecap opaque scale0.5 > "$out/ab-table.txt" 2>&1
 echo "== A/B (split column: mecap / push)"; cut -c1-400 "$out/ab-table.txt"
 echo "== summary"; cat "$summary"
