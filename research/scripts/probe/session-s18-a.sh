@@ -41,6 +41,8 @@ say "gpu-test fused.test.js (refactored): rc $?, cases passed $(grep -c '"passed
 # Rounds stop early when the call's 600 s would not hold another (a round of four runs is about 100-200 s).
 fused_ab_round 1 18 push mecap opaque scale0.5
 [ $SECONDS -lt 440 ] && fused_ab_round 2 18 scale0.5 opaque mecap push
+# the opaque tree's whole fused GPU test (so that, if it is merged, the merged kernels' PTX is a GPU-tested tree's)
+[ $SECONDS -lt 450 ] && fused_gpu_test opaque 18
 [ $SECONDS -lt 440 ] && fused_ab_round 3 18 push opaque mecap scale0.5
 AB_COMPARE=fused-split node research/scripts/probe/fused-ab-table.mjs "$out/ab" push mecap opaque scale0.5 > "$out/ab-table.txt" 2>&1
 echo "== A/B (split column: mecap / push)"; cut -c1-400 "$out/ab-table.txt"
