@@ -521,7 +521,9 @@ __device__ __forceinline__ void fusedRmsNormSplit(const LlcommFusedNormParams& p
         Value own;
 #pragma unroll
         for (int c = 0; c < W; ++c) own.w[c] = (h == 0 ? x.w[c] : x.w[(kPk - 1) * W + c]);
-        part = buf.template recvReduce<DT>(i * kPk + h, own); // rank order; re-arms what it read
+        // rank order; re-arms what it read. kFreshBound for 16-bit dtypes (ll_buffer.cuh; with it the f32 sentinel
+        // kernel spills 12 bytes at the 128-register cap)
+        part = buf.template recvReduce<DT, LLCOMM_RECV_BATCH, DT != LLCOMM_DTYPE_F32>(i * kPk + h, own);
       }
       llc_u32 sum[4]; // constant indices only (a run-time index would put it in local memory)
       if (kPk == 2) {

@@ -144,7 +144,11 @@ struct LlBuffer {
   // Receive slot `slot` from every rank and reduce in f32 in rank order 0..nranks-1 (my own contribution is `own`,
   // not read from the buffer, canonicalized like a sent value), so every rank computes bitwise the same result. Peers are polled
   // kBatch at a time with all their loads in flight; received values wait in registers.
-  template <int DT, int kBatch = LLCOMM_RECV_BATCH>
+  // kFreshBound (code generation only; the same loads, stores and sums): the accumulate loop's `r < nranks` takes
+  // nranks through an empty asm, so the compiler computes each member's bound after the poll loop instead of keeping
+  // the pending mask's predicates alive across it. In the split push kernels (16-bit dtypes) that ran faster on an
+  // H100 (research/notes/fused-probes.md, session 18); elsewhere off (every other kernel's code as before).
+  template <int DT, int kBatch = LLCOMM_RECV_BATCH, bool kFreshBound = false>
   LLC_DEVICE Value recvReduce(llc_u32 slot, const Value& own) const {
     LlcAcc<DT, Fmt::kWords> acc;
     for (llc_u32 base = 0; base < nranks; base += kBatch) {
@@ -158,10 +162,12 @@ struct LlBuffer {
         pending = pollBatch<kBatch>(pending, [&](int j) { return slotPtr(me, base + j, slot); }, got);
         if (pending != 0 && !waiter->keepWaiting(spin, base + __ffs(pending) - 1, Fmt::kWhat, slot)) break;
       }
+      llc_u32 bound = nranks;
+      if constexpr (kFreshBound) asm volatile("" : "+r"(bound)); // opaque to the compiler: see kFreshBound
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const llc_u32 r = base + j;
-        if (r < nranks) {
+        if (r < bound) {
           Value v;
 #pragma unroll
           for (int i = 0; i < Fmt::kWords; ++i) v.w[i] = r == me ? Fmt::canonicalize(own.w[i]) : got[j].w[i];
