@@ -24,7 +24,7 @@ fused_gpu_test_product() {
 
 # fused_ab_round ROUND CACHE_TAG VARIANT...: one run of scripts/bench-fused.mjs per variant (8 ranks, bf16, hidden
 # 4096 / 8192, batch 1-16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything
-# scaleX = push with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=X, anything else a kernel tree ab15/VARIANT with an NVRTC cache
+# scaleX = push with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=X, clA.B = push with split clusters of A or B only, anything else a kernel tree ab15/VARIANT with an NVRTC cache
 # of its own.
 fused_ab_round() {
   local r=$1 tag=$2 v env
@@ -36,6 +36,10 @@ fused_ab_round() {
       # the product's kernels with every block target scaled (e.g. scale0.5: twice the blocks a row; the unfused
       # AllReduce's plans move too, so read the fused columns only)
       scale*) env=(LLCOMM_FUSED_SPLIT_PUSH=1 LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=${v#scale}) ;;
+      # the product's kernels with the split planner's cluster sizes restricted (cl8: clusters of 8 only; cl2.8: 2
+      # or 8) through the fused-cluster-sizes.mjs preload
+      cl*) env=(LLCOMM_FUSED_SPLIT_PUSH=1 LLCOMM_PROBE_SPLIT_CLUSTERS=$(echo "${v#cl}" | tr . ,)
+        "NODE_OPTIONS=--import=$(realpath research/scripts/probe/fused-cluster-sizes.mjs)") ;;
       *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$tag-$v) ;;
     esac
     env "${env[@]}" timeout 100 node scripts/bench-fused.mjs \
