@@ -23,7 +23,7 @@ fused_gpu_test_product() {
 }
 
 # fused_ab_round ROUND CACHE_TAG VARIANT...: one run of scripts/bench-fused.mjs per variant (8 ranks, bf16, hidden
-# 4096 / 8192, batch 1-16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything
+# 4096 / 8192, batch $AB_BATCH or 1,2,4,8,16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything
 # scaleX = push with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=X, clA.B = push with split clusters of A or B only, anything else a kernel tree ab15/VARIANT with an NVRTC cache
 # of its own.
 fused_ab_round() {
@@ -43,7 +43,7 @@ fused_ab_round() {
       *) env=(LLCOMM_KERNELS_DIR=$(realpath ab15/$v) LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$tag-$v) ;;
     esac
     env "${env[@]}" timeout 100 node scripts/bench-fused.mjs \
-      --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
+      --ranks 8 --hidden 4096,8192 --batch "${AB_BATCH:-1,2,4,8,16}" --dtype bf16 --out "$out/ab/$v-r$r.json" > "$out/ab/$v-r$r.log" 2>&1
     say "$v round $r: rc $?"
   done
 }
