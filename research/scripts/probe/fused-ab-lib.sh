@@ -23,9 +23,9 @@ fused_gpu_test_product() {
 }
 
 # fused_ab_round ROUND CACHE_TAG VARIANT...: one run of scripts/bench-fused.mjs per variant (8 ranks, bf16, hidden
-# 4096 / 8192, batch $AB_BATCH or 1,2,4,8,16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0, push = =1, anything
-# scaleX = push with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=X, clA.B = push with split clusters of A or B only, anything else a kernel tree ab15/VARIANT with an NVRTC cache
-# of its own.
+# 4096 / 8192, batch $AB_BATCH or 1,2,4,8,16) into $out/ab/VARIANT-rROUND.json: bar = LLCOMM_FUSED_SPLIT_PUSH=0,
+# push = =1, scaleX = push with LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=X, clA.B = push with split clusters of A or B
+# only, anything else a kernel tree ab15/VARIANT with an NVRTC cache of its own.
 fused_ab_round() {
   local r=$1 tag=$2 v env
   shift 2

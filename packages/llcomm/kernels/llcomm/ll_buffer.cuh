@@ -146,8 +146,9 @@ struct LlBuffer {
   // kBatch at a time with all their loads in flight; received values wait in registers.
   // kFreshBound (code generation only; the same loads, stores and sums): the accumulate loop's `r < nranks` takes
   // nranks through an empty asm, so the compiler computes each member's bound after the poll loop instead of keeping
-  // the pending mask's predicates alive across it. In the split push kernels (16-bit dtypes) that ran faster on an
-  // H100 (research/notes/fused-probes.md, session 18); elsewhere off (every other kernel's code as before).
+  // the pending mask's predicates alive across it. In the split push kernels (16-bit dtypes) that ran 0.08-0.24 us
+  // faster on an H100 at 8 ranks (bench/results/cuda-h100-split-fresh-bound-ab-2026-12-07.txt); elsewhere off (every
+  // other kernel's code as before). The asm has no "memory" clobber: it orders no load or store (not a fence).
   template <int DT, int kBatch = LLCOMM_RECV_BATCH, bool kFreshBound = false>
   LLC_DEVICE Value recvReduce(llc_u32 slot, const Value& own) const {
     LlcAcc<DT, Fmt::kWords> acc;
