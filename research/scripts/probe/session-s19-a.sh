@@ -8,8 +8,9 @@
 # 1. The whole fused GPU test with the patched planner (its plans at 4-7 rows are new: four to seven clusters of 2).
 # 2. Three interleaved rounds at batch 4-7: push (the patched planner) against cl1.4.8 (clusters of 2 excluded: the
 #    old planner's choice at 4-7 rows).
-# Predictions (written before the run): GPU test passes (1086 cases); push - cl1.4.8 on split and split-twoshot
-# -0.15..-0.2 us at batch 4 (both hiddens), -0.1..-0.2 at batch 5-7 (not measured before; 10-14 blocks a rank, not
+# Predictions (written before the run): GPU test passes (more than 1086 cases: session 18 added rows = 4 to its main
+# matrix after its last GPU run, its first 4-7-row cases: split-twoshot at 8192 and the new plans); push - cl1.4.8
+# on split and split-twoshot -0.15..-0.2 us at batch 4 (both hiddens), -0.1..-0.2 at batch 5-7 (not measured before; 10-14 blocks a rank, not
 # a power of two: the block role divides at run time there, which may cost ~0.05). If batch 5-7 lose, narrow the
 # rule to 4 rows.
 set -uo pipefail
