@@ -19,7 +19,9 @@ import {
   FUSED_CLUSTER_SIZES,
   FUSED_KERNELS,
   FUSED_NORM_PARAMS_LAYOUT,
+  FUSED_SPLIT_MAX_ROWS,
   FUSED_SPLIT_MAX_UNITS,
+  FUSED_SPLIT_TWOSHOT_PART_SLOTS,
   FUSED_SPLIT_VIRTUAL_THREADS,
   fusedRowsPerBlock,
   fusedSplitRowsPerCluster,
@@ -88,6 +90,18 @@ test('fused-abi.ts layouts match offsetof/sizeof of fused_abi.cuh compiled on th
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
+})
+
+test("the split planner's limits are fused_split.cuh's (a plan past them makes the kernel return without writing)", () => {
+  const header = readFileSync(join(kernelsDirectory(), 'llcomm', 'fused_split.cuh'), 'utf8')
+  const define = (name: string) => {
+    const m = new RegExp(`^#define ${name} (\\d+)u?\\s*$`, 'm').exec(header)
+    assert.ok(m, `#define ${name} not found`)
+    return Number(m[1])
+  }
+  assert.equal(define('LLCOMM_SPLIT_MAX_UNITS'), FUSED_SPLIT_MAX_UNITS)
+  assert.equal(define('LLCOMM_SPLIT_MAX_ROWS'), FUSED_SPLIT_MAX_ROWS)
+  assert.equal(define('LLC_SPLIT_TWO_SUM_SLOTS'), FUSED_SPLIT_TWOSHOT_PART_SLOTS)
 })
 
 test('fused_abi.cuh declares exactly the fields fused-abi.ts lays out, in order', () => {

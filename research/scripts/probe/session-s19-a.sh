@@ -2,7 +2,7 @@
 # Issue 21, prepared in session 18 for the next session's first GPU call (2026-12-07). The planner-pairs candidate:
 # fused-patches/planner-pairs.patch (host only: planFusedSplit takes a row per cluster of 2 at 8-15 ranks, 4-7 rows;
 # fusedSplitPairsFirst, with its unit test). Session 18 measured the shape through the cl2 preload at 4 rows only
-# (research/results/fused-h100-2026-12-07/s18/s18-c-cluster-ab-table.txt: split -0.15 us at 4096 x 4, split-twoshot
+# (bench/results/cuda-h100-split-cluster-size-ab-2026-12-07.txt: split -0.15 us at 4096 x 4, split-twoshot
 # -0.19 at 8192 x 4). Before bundling, here: git apply research/scripts/probe/fused-patches/planner-pairs.patch &&
 # npx tsc -b && bash scripts/device-bundle.sh (so the carried dist plans with it).
 # 1. The whole fused GPU test with the patched planner (its plans at 4-7 rows are new: four to seven clusters of 2).
