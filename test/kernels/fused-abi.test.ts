@@ -26,6 +26,7 @@ import {
   fusedRowsPerBlock,
   fusedSplitRowsPerCluster,
   fusedSplitPushes,
+  fusedSplitPairsFirst,
   fusedSplitTwoshotFirst,
   fusedTwoshotFirst,
   kernelsDirectory,
@@ -36,6 +37,7 @@ import {
   parseFusedInstantiations,
   planAllReduceMany,
   planFusedNorm,
+  planFusedSplit,
 } from 'llcomm/internal'
 import { findHostCxx, SKIP_NVCC } from './toolchain.js'
 
@@ -359,6 +361,37 @@ test("planFusedNorm 'auto' takes the split two-shot at 8-15 ranks, hidden 8192 a
   assert.equal(auto(8, 6, 8192, MIB).algorithm, 'split-twoshot')
   // without the split kernels (before sm_90): never
   assert.equal(planFusedNorm('auto', 8, 4, 8192, 'bf16').algorithm, 'oneshot')
+})
+
+test('planFusedSplit takes a row per cluster of 2 at 8-15 ranks and 4-7 rows (one H100, 8 ranks, bf16, 2026-12-07)', () => {
+  // bench/results/cuda-h100-split-cluster-size-ab-2026-12-07.txt: at 4 rows four clusters of 4 were the
+  // slowest shape (split 5.90 us at hidden 4096, split-twoshot 7.49 at 8192); four clusters of 2 ran 5.75 / 7.30.
+  for (const algorithm of ['split', 'split-twoshot'] as const)
+    for (const [rows, hidden] of [
+      [4, 4096],
+      [4, 8192],
+      [7, 8192],
+    ] as const) {
+      assert.equal(fusedSplitPairsFirst(8, rows), true)
+      const plan = planFusedSplit(algorithm, 8, rows, hidden, 'bf16')
+      assert.deepEqual(
+        plan.launches.map((l) => [l.rows, l.blocksPerRank, l.clusterBlocks]),
+        [[rows, 2 * rows, 2]],
+        `${algorithm} 8r ${hidden} b${rows}`,
+      )
+    }
+  // not at 1-3 or 8+ rows, below 8 or from 16 ranks: the byte target's choice (4096 x 2: two rows in a cluster of 4)
+  for (const [nranks, rows] of [
+    [8, 3],
+    [8, 8],
+    [2, 4],
+    [16, 4],
+  ])
+    assert.equal(fusedSplitPairsFirst(nranks, rows), false, `${nranks}r b${rows}`)
+  assert.deepEqual(
+    planFusedSplit('split', 8, 2, 4096, 'bf16').launches.map((l) => [l.rows, l.blocksPerRank, l.clusterBlocks]),
+    [[2, 8, 4]],
+  )
 })
 
 test('planFusedNorm split / split-ll / split-twoshot: clusters within one rank, the rows of every cluster within its lanes and units, rows covered once, the cluster limit kept', () => {

@@ -325,6 +325,21 @@ export function fusedSplitRowsPerCluster(
 }
 
 /**
+ * Whether a split launch of `rows` rows takes a row per cluster of 2 (when clusters of 2 serve it): 8-15 ranks, 4-7
+ * rows. Measured on one H100 (80GB HBM3), 8 virtual ranks, bf16, 2026-12-07, three interleaved rounds, 9216fd6's
+ * kernels (bench/results/cuda-h100-split-cluster-size-ab-2026-12-07.txt): at 4 rows the planner's four
+ * clusters of 4 were the slowest shape for both split kernels; four clusters of 2 (8 blocks a rank) ran split
+ * 5.75 against 5.90 us at hidden 4096 and split-twoshot 7.30 against 7.49 at 8192 (two clusters of 8: 5.79 / 7.38).
+ * At 4-7 rows against the planner without clusters of 2 (bench/results/cuda-h100-split-planner-pairs-ab-2026-12-07.txt,
+ * three interleaved rounds, 2026-12-07), the faster kernel of each hidden (split at 4096, split-twoshot at 8192):
+ * 4 rows -0.13 / -0.18 us, 5 rows 0.00 / -0.04, 6 rows -0.13 / -0.02, 7 rows -0.67 / -2.57, where the old choice,
+ * four clusters of 4 (16 blocks a rank), gave three clusters two rows each.
+ */
+export function fusedSplitPairsFirst(nranks: number, rows: number): boolean {
+  return nranks >= 8 && nranks < 16 && rows >= 4 && rows <= 7
+}
+
+/**
  * Most clusters of C blocks (C > 1) co-resident on every device of the communicator, from
  * cuOccupancyMaxActiveClusters; clusters of one block are bounded by maxBlocksPerRank alone. The planner keeps
  * ranksInLaunch × clusters per rank within it.
@@ -336,7 +351,8 @@ export type ClusterLimit = (clusterBlocks: number) => number
  * (cluster size, clusters per rank) whose C × G blocks per rank is nearest to one block per
  * TARGET_BYTES_PER_BLOCK bytes (ll16 for split-ll, sentinel for split; rounded up to a power of two), ties to the
  * larger G (fewer blocks share a row), subject to every cluster's rows fitting its lanes, C × G <= maxBlocksPerRank
- * and ranksPerDevice × G <= clusterLimit(C).
+ * and ranksPerDevice × G <= clusterLimit(C); clusters of 2 only where fusedSplitPairsFirst says so and they serve the
+ * launch's rows.
  */
 export function planFusedSplit(
   algorithm: FusedSplitAlgorithm,
@@ -374,7 +390,8 @@ export function planFusedSplit(
     let want = 1
     while (want < Math.ceil((n * rowBytes) / target) && want < maxBlocks) want *= 2
     let best: { c: number; g: number; score: number } | undefined
-    for (const o of options)
+    const pairs = fusedSplitPairsFirst(nranks, n) && options.some((o) => o.c === 2 && o.perCluster * o.clusters >= n)
+    for (const o of pairs ? options.filter((x) => x.c === 2) : options)
       for (let g = Math.ceil(n / o.perCluster); g <= Math.min(o.clusters, n); g++) {
         if (Math.ceil(n / g) > o.perCluster) continue
         const score = Math.abs(Math.log2((o.c * g) / want))
