@@ -14,7 +14,10 @@ export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=
 for ((r = 1; r <= rounds; r++)); do
   for v in "${variants[@]}"; do
     label=${v%%=*} dir=${v#*=}
-    LLCOMM_KERNELS_DIR=$(realpath "$dir") timeout 120 node packages/tools/bin/llcomm.js bench --no-progress "$@" --json "$out/$label-r$r${AB_TAG:+-$AB_TAG}.json" \
+    # a tree's ab.env (VAR=value words): host settings that belong to that tree's runs only (ab/sigblk)
+    envs=()
+    if [ -f "$dir/ab.env" ]; then read -r -a envs < "$dir/ab.env"; fi
+    env ${envs[@]+"${envs[@]}"} LLCOMM_KERNELS_DIR=$(realpath "$dir") timeout 120 node packages/tools/bin/llcomm.js bench --no-progress "$@" --json "$out/$label-r$r${AB_TAG:+-$AB_TAG}.json" \
       > "$out/$label-r$r${AB_TAG:+-$AB_TAG}.log" 2>&1 || echo "$label round $r: exit $?"
   done
 done

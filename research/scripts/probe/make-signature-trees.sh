@@ -53,6 +53,7 @@ grep -q 'defined(LLCOMM_SIG_ARM_PLAIN)' packages/llcomm/kernels/llcomm/wait.cuh
 grep -q 'defined(LLCOMM_SIG_R2)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_TAIL)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/signature.cuh
+grep -q 'defined(LLCOMM_SIG_BLOCK)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/abi.cuh
 grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cuh
 grep -q 'defined(LLCOMM_SIG_NOWAIT)' packages/llcomm/kernels/llcomm/signature.cuh
@@ -67,8 +68,14 @@ make_tree publow LLCOMM_SIG_PUBLISH_LOW
 make_tree r2 LLCOMM_SIG_R2
 make_tree tail LLCOMM_SIG_TAIL
 make_tree defer LLCOMM_SIG_DEFERRED
+# round 11: the signature in a block of its own per rank (signature.cuh, LLCOMM_SIG_BLOCK); the data blocks are
+# nosig's. ab.env: the host's half (one more block per rank), which ab-kernels.sh puts into that variant's runs only.
+make_tree sigblk LLCOMM_NO_SIGNATURE LLCOMM_SIG_BLOCK
+echo LLCOMM_SIG_BLOCK=1 > ab/sigblk/ab.env
+make_tree xblk LLCOMM_NO_SIGNATURE LLCOMM_SIG_BLOCK_EMPTY # the control: the extra block, empty
+echo LLCOMM_SIG_BLOCK=1 > ab/xblk/ab.env
 make_tree nowait LLCOMM_SIG_NOWAIT
 make_tree dnoload LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOLOAD
 make_tree dnocmp LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOCOMPARE
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,sigblk,xblk,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"

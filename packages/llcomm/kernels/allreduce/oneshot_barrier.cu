@@ -11,7 +11,7 @@
 
 template <int DT>
 __device__ __forceinline__ void oneshotBarrierAllReduce(const LlcommAllReduceParams& p) {
-  const LlcCall call = llcBeginCall<DT>(p);
+  const LlcCall call = llcBeginCall<DT, LLCOMM_SIG_ALG_ONESHOT_BARRIER, LLCOMM_SIG_PROTOCOL_NONE>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);

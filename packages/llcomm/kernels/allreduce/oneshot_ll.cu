@@ -7,7 +7,7 @@
 
 template <class Fmt, int DT>
 __device__ __forceinline__ void oneshotLlAllReduce(const LlcommAllReduceParams& p) {
-  const LlcCall call = llcBeginCall<DT>(p);
+  const LlcCall call = llcBeginCall<DT, LLCOMM_SIG_ALG_ONESHOT_LL, (Fmt::kSlotBytes == 16 ? LLCOMM_SIG_PROTOCOL_LL16 : LLCOMM_SIG_PROTOCOL_LL8)>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   constexpr int W = Fmt::kWords;
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 4u * W));

@@ -9,7 +9,7 @@ template <int DT>
 __device__ __forceinline__ void oneshotSentinelAllReduce(const LlcommAllReduceParams& p) {
   // 16-bit arrival test: the OR of exact per-half sentinel bits (dtype.cuh; faster here, slower in twoshot-sentinel)
   using Fmt = LlcSentinel<DT, true>;
-  const LlcCall call = llcBeginCall<DT>(p);
+  const LlcCall call = llcBeginCall<DT, LLCOMM_SIG_ALG_ONESHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   const llc_u32 slots = static_cast<llc_u32>(llcCeilDiv(call.bytes, 16u));
   // This thread's first slot of input is loaded before the channel's epoch (as in oneshot_ll.cu).

@@ -35,7 +35,7 @@ LLC_DEVICE void llcLoadF32Partial(const char* slot, float* v) {
 template <int DT>
 __device__ __forceinline__ void ringAllReduce(const LlcommAllReduceParams& p) {
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
-  const LlcCall call = llcBeginCall<DT>(p);
+  const LlcCall call = llcBeginCall<DT, LLCOMM_SIG_ALG_RING, LLCOMM_SIG_PROTOCOL_NONE>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);

@@ -16,7 +16,7 @@ template <int DT>
 __device__ __forceinline__ void twoshotAtomicAllReduce(const LlcommAllReduceParams& p) {
   using Value = typename LlBuffer<LlcLL8>::Value;
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
-  const LlcCall call = llcBeginCall<DT>(p);
+  const LlcCall call = llcBeginCall<DT, LLCOMM_SIG_ALG_TWOSHOT_ATOMIC, LLCOMM_SIG_PROTOCOL_NONE>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
   const llc_u32 me = call.role.rank, n = p.nranks;
   LlcChannel ch(p.scratch[me], call.role.channel);

@@ -92,7 +92,7 @@ __device__ __forceinline__ void twoshotSentinelAllReduce(const LlcommAllReducePa
 #if defined(LLCOMM_PHASE_PROBE)
   const llc_u64 phaseEntryTimer = llcGlobalTimerNs(); // mark 7
 #endif
-  const LlcCall call = llcBeginCall<DT>(p);
+  const LlcCall call = llcBeginCall<DT, LLCOMM_SIG_ALG_TWOSHOT_SENTINEL, LLCOMM_SIG_PROTOCOL_NONE>(p);
   if (call.bytes == 0) return; // empty channel: no exchange and no epoch step, identically on every rank
 #if defined(LLCOMM_PHASE_PROBE)
   // Mark 0, the call's start (after llcBeginCall: the rank, PDL's wait), kept until the address is known.

@@ -6,6 +6,9 @@
 #include "llcomm/dtype.cuh"
 #include "llcomm/ptx.cuh"
 #include "llcomm/wait.cuh"
+#if defined(LLCOMM_SIG_BLOCK)
+#include "llcomm/signature.cuh"
+#endif
 
 #if LLC_HAS_DEVICE
 
@@ -24,10 +27,22 @@ struct LlcCall {
   llc_u64 bytes;      // range.size() * element bytes
 };
 
-template <int DT>
+// kSigAlg, kSigProtocol: the kernel's signature kind (signature.cuh), for the LLCOMM_SIG_BLOCK A/B knob's block only.
+template <int DT, llc_u32 kSigAlg, llc_u32 kSigProtocol>
 LLC_DEVICE LlcCall llcBeginCall(const LlcommAllReduceParams& p) {
-  llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
   LlcCall c;
+#if defined(LLCOMM_SIG_BLOCK) || defined(LLCOMM_SIG_BLOCK_EMPTY)
+  // the A/B knob's signature block (signature.cuh): it checks (LLCOMM_SIG_BLOCK_EMPTY, the control: it does nothing),
+  // and its kernel sees an empty call
+  if (blockIdx.x >= p.ranksInLaunch * p.blocksPerRank) {
+    llcWaitForPriorGrid();
+#if defined(LLCOMM_SIG_BLOCK)
+    llcSignatureBlock<kSigAlg, kSigProtocol, DT>(p);
+#endif
+    asm volatile("exit;"); // the block ends here (a branch-free exit for the compiler: see above)
+  }
+#endif
+  llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)
   c.role = llcBlockRole(p.blocksPerRank, p.launchRanks);
   constexpr llc_u32 eb = LlcDtype<DT>::kElemBytes;
   c.range = llcPiece(p.count, p.blocksPerRank, c.role.channel, LLCOMM_ALIGN_BYTES / eb);

@@ -572,4 +572,34 @@ struct LlcCallSignature : LlcSigNoDefer {
 };
 #endif
 
+
+// LLCOMM_SIG_BLOCK (an A/B knob: the tree ab/sigblk, research/scripts/probe/make-signature-trees.sh, with
+// LLCOMM_NO_SIGNATURE, so the data blocks carry no signature code at all; never a product build yet): the call's
+// signature published and checked by a block of its own per rank, launched after the data blocks (the host adds
+// ranksInLaunch blocks to the grid when LLCOMM_SIG_BLOCK=1 is in its environment; allreduce_common.cuh's
+// llcBeginCall sends those blocks here and hands the kernel an empty call). The question it answers: does the
+// check cost 3-5% because of what it puts into the data blocks' code (rounds 5-10 of research/notes/
+// signature-cost.md), or because of the check's work itself?
+// One packet per rank and launch, in channel 0's signature slots (no data block of this build uses them), with an
+// epoch word of its own (scratch epoch word LLCOMM_SIG_BLOCK_EPOCH_WORD; the channels use words 0..15): every
+// launch on every rank advances it once, whatever its algorithm or channel count, so a peer's extra or missing
+// launch shows as a packet of another epoch (a bounded wait, TIMEOUT) and a differing one as MISMATCH. The
+// kernel completes only when this block has, so the overwrite argument above holds with this word's epochs: a
+// rank's launch e ends after it saw every peer's packet of e, stored in the peer's launch e, which began after the
+// peer's launch e - 1 (which read this rank's packet of e - 1 from the other slot) completed. The data blocks'
+// waits stop at a MISMATCH this block records through the error word (their keepWaiting reads it), in process
+// and per process alike (every rank's own block compares every peer's packet with its own).
+#if defined(LLCOMM_SIG_BLOCK)
+#define LLCOMM_SIG_BLOCK_EPOCH_WORD 32u
+template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
+LLC_DEVICE void llcSignatureBlock(const LlcommAllReduceParams& p) {
+  const llc_u32 me = p.launchRanks[blockIdx.x - p.ranksInLaunch * p.blocksPerRank];
+  LlcChannel ch(p.scratch[me], LLCOMM_SIG_BLOCK_EPOCH_WORD);
+  ch.index = 0; // channel 0's signature slots; the epoch word stays word 32
+  llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
+  llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
+  ch.blockAdvanceEpoch();
+}
+#endif
+
 #endif // LLC_HAS_DEVICE

@@ -444,6 +444,15 @@ export interface KernelBuildOptions {
 export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED === '1'
 
 /**
+ * An A/B knob, never a product setting: LLCOMM_SIG_BLOCK=1 launches every all-reduce kernel with one more block per
+ * rank of the launch, for kernels built with LLCOMM_SIG_BLOCK (research/scripts/probe/make-signature-trees.sh,
+ * ab/sigblk: kernels/llcomm/signature.cuh, llcSignatureBlock), which check the call signature in that block alone,
+ * or with LLCOMM_SIG_BLOCK_EMPTY (ab/xblk, the control: the extra block returns at once). Other kernels would take
+ * the extra blocks for data blocks of the launch's first rank: never set it for them.
+ */
+export const SIGNATURE_BLOCK_PROBE: boolean = process.env.LLCOMM_SIG_BLOCK === '1'
+
+/**
  * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
  * accumulation everywhere); 'dtype' builds the f16/bf16 ring with 16-bit partials and twoshot-atomic with packed
  * 16-bit red.add (docs/kernels.md, "Numerics").
