@@ -1383,3 +1383,108 @@ test('deferred build, an error word per side (per-process): each side reports th
     assertNamesPair(deferredHostError(r, r.oddError, [odd], c.nranks), c, `${what}, the odd rank`)
   }
 })
+
+// ---- The signature block (an A/B knob: kernels built with LLCOMM_NO_SIGNATURE and LLCOMM_SIG_BLOCK check the call
+// signature in one more block per rank, signature.cuh llcSignatureBlock; research/notes/signature-cost.md, round 11) ----
+
+let exeSigBlock = ''
+/** The emulator of the signature-block build (built on first use; emulator.cpp launches the extra blocks). */
+function sigBlockExe(): string {
+  if (!exeSigBlock) {
+    const out = join(work, 'emulator-sigblock')
+    buildEmulator(gxx, out, ['-DLLCOMM_NO_SIGNATURE', '-DLLCOMM_SIG_BLOCK'])
+    exeSigBlock = out
+  }
+  return exeSigBlock
+}
+
+test('signature-block build (A/B knob): exact with the extra blocks; a mismatched call ends with MISMATCH in one error word and in both per-process words', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const x = sigBlockExe()
+  // Exact: every algorithm and protocol once, a sequence with an in-place call (the extra block must neither touch
+  // the data nor disturb the channels' epochs, which the harness checks).
+  const exact: Case[] = oneDtypeEach((i) => (['f32', 'bf16', 'f16'] as const)[i % 3]).map((v) => ({
+    v,
+    nranks: 3,
+    bufferBytes: 16384,
+    calls: ['max', '37:inplace', '5'],
+    exe: x,
+  }))
+  for (const { c, r } of await runAll(exact)) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+  }
+  // Mismatched: the data blocks carry no check at all here, so only the signature block can name the mismatch.
+  // Equal bytes (f32 x 1000 against bf16 x 2000), another count, another algorithm, another protocol; one error
+  // word, then an error word per side.
+  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 2000,
+      nranks: 4,
+    },
+    {
+      main: 'llcomm_oneshot_ll_ll8_f32_sum',
+      count: 1000,
+      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+      oddCount: 1001,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 600,
+      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+      oddCount: 300,
+      nranks: 3,
+    },
+    {
+      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+      count: 300,
+      odd: 'llcomm_ring_flags_bf16_sum',
+      oddCount: 300,
+      nranks: 2,
+    },
+    {
+      main: 'llcomm_oneshot_barrier_barrier_f32_sum',
+      count: 64,
+      odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
+      oddCount: 64,
+      nranks: 3,
+    },
+  ]
+  const mismatched: Case[] = pairs.flatMap((q) =>
+    [false, true].map((splitError) => ({
+      v: kernelNamed(q.main),
+      nranks: q.nranks,
+      bufferBytes: 65536,
+      calls: [String(q.count)],
+      timeoutMs: 20_000,
+      odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount },
+      splitError,
+      exe: x,
+    })),
+  )
+  for (const { c, r } of await runAll(mismatched)) {
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.splitError ? ', a word per side' : ''}`
+    const odd = c.odd?.rank ?? -1
+    assert.equal(r.error.code, 2, `${what}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.error.epoch, 1, `${what}: the signature block's first epoch`)
+    const e = mismatchFromWord(wordsOf(r.error))
+    const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
+    const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
+    assert.ok(mainSide.startsWith(c.v.algorithm), `${what}: ${mainSide} is ${c.v.algorithm}`)
+    assert.ok(oddSide.startsWith(c.odd?.v.algorithm ?? ''), `${what}: ${oddSide} is ${c.odd?.v.algorithm}`)
+    if (c.splitError) {
+      assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+      assert.equal(r.oddError.rank, odd, `${what}: the odd rank's word is recorded by the odd rank`)
+      assert.notEqual(r.error.rank, odd, `${what}: the others' word is recorded by one of them`)
+    } else {
+      assert.ok(r.error.rank === odd || r.error.peer === odd, `${what}: the pair names the odd rank`)
+    }
+  }
+})

@@ -7,9 +7,13 @@
 # more block per rank (LLCOMM_SIG_BLOCK, kernels/llcomm/signature.cuh llcSignatureBlock; the host adds it with
 # LLCOMM_SIG_BLOCK=1 from the tree's ab.env) publishes and checks the call's packet with an epoch word of its own.
 # xblk: the same extra block, returning at once (the cost of the block alone).
+# With the host knob the signature block counts against the device's 128 blocks (kernel-table.ts launchShape), so at
+# 8 ranks sigblk and xblk run 15 data blocks where nosig runs 16 (8 KB sentinel, 64 KB): 8 x 17 blocks of a
+# 128-register kernel (one block an SM) would not all be co-resident on 132 SMs. sigblk / xblk is the check alone;
+# xblk / nosig the block and that cap.
 # Predictions (ratio to nosig, median over the cases; written before the run):
 #   ctrl 0.98-1.02; sig (the product) 1.03-1.05 as in rounds 8-10 (H200 then, H100 now); pubonly ~1.01;
-#   xblk 1.00-1.01 (one CTA per rank that exits at once);
+#   xblk 1.00-1.02 (one CTA per rank that exits at once; 15 data blocks instead of 16 in the 8-rank cases that take 16);
 #   sigblk 1.00-1.02, max <= 1.05: nothing of the check is in the data blocks' code, and the signature block's poll
 #   ends before the data blocks do (its peers' packets go out at their kernels' start, beside the first data).
 #   Falsified if sigblk >= 1.03: then the cost is the check's own traffic or wait, not its code in the data path.

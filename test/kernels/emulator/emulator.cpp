@@ -49,6 +49,14 @@
 #include "undef_variants.h"
 #include "emu_harness.h"
 
+// The signature-block A/B builds (LLCOMM_SIG_BLOCK, LLCOMM_SIG_BLOCK_EMPTY; signature.cuh): one more block per rank
+// of each launch, after the data blocks (the host's LLCOMM_SIG_BLOCK=1, allreduce-launcher.ts).
+#if defined(LLCOMM_SIG_BLOCK) || defined(LLCOMM_SIG_BLOCK_EMPTY)
+static constexpr unsigned kSigBlocks = 1;
+#else
+static constexpr unsigned kSigBlocks = 0;
+#endif
+
 // Every member of the LL buffer handle, used by a kernel or not (reset, blockResetRange), must compile.
 template struct LlBuffer<LlcLL16>;
 template struct LlBuffer<LlcLL8>;
@@ -240,15 +248,15 @@ int main(int argc, char** argv) {
       if (splitError) q.errorWord = reinterpret_cast<llc_u64>(oddErrorWord.data());
       blockDim.x = threads;
       gridDim.x = std::max(p.ranksInLaunch * blocks, qBlocks);
-      std::thread others([&] { emuLaunch(callFn, p, p.ranksInLaunch * blocks, threads, false); });
+      std::thread others([&] { emuLaunch(callFn, p, p.ranksInLaunch * (blocks + kSigBlocks), threads, false); });
       if (oddNow && oddDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(oddDelayMs));
-      emuLaunch(qFn, q, qBlocks, threads, false);
+      emuLaunch(qFn, q, qBlocks + kSigBlocks, threads, false);
       others.join();
       if (!oddContinue) break; // a mismatch run: one call, checked by the error word
       afterOdd = true;
       continue; // the results of the odd call and after it are not checked
     }
-    emuLaunch(callFn, p, p.ranksInLaunch * blocks, threads);
+    emuLaunch(callFn, p, p.ranksInLaunch * (blocks + kSigBlocks), threads);
     if (afterOdd) continue; // after the odd call: not checked (unspecified after a mismatch)
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {

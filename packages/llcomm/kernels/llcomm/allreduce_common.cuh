@@ -32,14 +32,22 @@ template <int DT, llc_u32 kSigAlg, llc_u32 kSigProtocol>
 LLC_DEVICE LlcCall llcBeginCall(const LlcommAllReduceParams& p) {
   LlcCall c;
 #if defined(LLCOMM_SIG_BLOCK) || defined(LLCOMM_SIG_BLOCK_EMPTY)
-  // the A/B knob's signature block (signature.cuh): it checks (LLCOMM_SIG_BLOCK_EMPTY, the control: it does nothing),
-  // and its kernel sees an empty call
+  // The A/B knob's signature block (signature.cuh, llcSignatureBlock; LLCOMM_SIG_BLOCK_EMPTY, the control, does
+  // nothing in it). On the GPU it ends with `exit`, not a return: with an early return, even from an empty block,
+  // ptxas gave the 16-bit twoshot-sentinel kernels 4-16 bytes of spill (at the 128-register cap); with `exit` the
+  // compiler sees one path through the kernel and every data kernel keeps nosig's registers. The host emulation
+  // returns an empty call instead (the kernels return at bytes == 0).
   if (blockIdx.x >= p.ranksInLaunch * p.blocksPerRank) {
     llcWaitForPriorGrid();
 #if defined(LLCOMM_SIG_BLOCK)
     llcSignatureBlock<kSigAlg, kSigProtocol, DT>(p);
 #endif
-    asm volatile("exit;"); // the block ends here (a branch-free exit for the compiler: see above)
+#if defined(LLCOMM_HOST_EMULATION)
+    c.bytes = 0;
+    return c;
+#else
+    asm volatile("exit;");
+#endif
   }
 #endif
   llcWaitForPriorGrid(); // before any read of the epoch word or the buffers (PDL launches)

@@ -514,7 +514,11 @@ export function launchShape(
       },
     )
   }
-  const maxBlocks = maxBlocksPerRank(nranks)
+  // (SIGNATURE_BLOCK_PROBE: the signature block counts against the device's MAX_BLOCKS_PER_DEVICE, so 15 data blocks
+  // at 8 ranks: 8 x (16 + 1) = 136 blocks of a 128-register kernel would not be co-resident on 132 SMs)
+  const maxBlocks = SIGNATURE_BLOCK_PROBE
+    ? Math.max(1, Math.min(LLCOMM_MAX_CHANNELS, Math.floor(MAX_BLOCKS_PER_DEVICE / nranks) - 1))
+    : maxBlocksPerRank(nranks)
   const maxCountPerCall = maxBlocks * capElems
   const n = Math.min(count, maxCountPerCall)
   const target = Math.max(16, allReduceTargetBytesPerBlock(v, nranks, targets) * TARGET_BYTES_PER_BLOCK_SCALE)
