@@ -384,74 +384,122 @@ test('channel epochs across the u32 wrap: every kernel exact, epoch 0 (the zero 
   }
 })
 
-test('a mismatched call (another algorithm, dtype, count): every launch ends with MISMATCH naming both signatures', async (t) => {
-  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
-  const kernel = (name: string): KernelVariant => {
-    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
-    assert.ok(v, name)
-    return v
-  }
-  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
-    {
-      main: 'llcomm_oneshot_ll_ll8_f32_sum',
-      count: 1000,
-      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
-      oddCount: 1001,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
-      count: 1000,
-      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
-      oddCount: 2000,
-      nranks: 4,
-    },
-    {
-      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
-      count: 600,
-      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
-      oddCount: 600,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
-      count: 300,
-      odd: 'llcomm_ring_flags_bf16_sum',
-      oddCount: 300,
-      nranks: 2,
-    },
-    {
-      main: 'llcomm_oneshot_barrier_barrier_f32_sum',
-      count: 64,
-      odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
-      oddCount: 64,
-      nranks: 3,
-    },
-    { main: 'llcomm_oneshot_ll_ll16_f32_sum', count: 8, odd: 'llcomm_oneshot_ll_ll8_f32_sum', oddCount: 8, nranks: 8 },
-  ]
-  const cases: Case[] = pairs.map((q) => ({
-    v: kernel(q.main),
+interface MismatchPair {
+  main: string
+  count: number
+  odd: string
+  oddCount: number
+  nranks: number
+}
+/** Mismatched calls (the odd rank runs `odd` x `oddCount`): another count, dtype of equal bytes, algorithm, protocol. */
+const MISMATCH_PAIRS: MismatchPair[] = [
+  {
+    main: 'llcomm_oneshot_ll_ll8_f32_sum',
+    count: 1000,
+    odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+    oddCount: 1001,
+    nranks: 3,
+  },
+  {
+    main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+    count: 1000,
+    odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+    oddCount: 2000,
+    nranks: 4,
+  },
+  {
+    main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+    count: 600,
+    odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    oddCount: 600,
+    nranks: 3,
+  },
+  {
+    main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+    count: 300,
+    odd: 'llcomm_ring_flags_bf16_sum',
+    oddCount: 300,
+    nranks: 2,
+  },
+  {
+    main: 'llcomm_oneshot_barrier_barrier_f32_sum',
+    count: 64,
+    odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
+    oddCount: 64,
+    nranks: 3,
+  },
+  { main: 'llcomm_oneshot_ll_ll16_f32_sum', count: 8, odd: 'llcomm_oneshot_ll_ll8_f32_sum', oddCount: 8, nranks: 8 },
+]
+/**
+ * Mismatched calls for an error word per side (per-process mode): the tail check's kernels (oneshot-ll's serial path,
+ * twoshot-sentinel), one pair with equal bytes (the data arrives; only the check sees it).
+ */
+const SPLIT_WORD_PAIRS: MismatchPair[] = [
+  {
+    main: 'llcomm_oneshot_ll_ll8_f32_sum',
+    count: 1000,
+    odd: 'llcomm_oneshot_ll_ll8_f32_sum',
+    oddCount: 1001,
+    nranks: 3,
+  },
+  {
+    main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+    count: 600,
+    odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    oddCount: 300,
+    nranks: 3,
+  },
+  {
+    main: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    count: 600,
+    odd: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
+    oddCount: 600,
+    nranks: 3,
+  },
+  {
+    main: 'llcomm_oneshot_ll_ll16_bf16_sum',
+    count: 300,
+    odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+    oddCount: 300,
+    nranks: 2,
+  },
+]
+/** One emulated run per pair: one call, the odd rank last, in its own launch. */
+function mismatchCases(pairs: MismatchPair[], more: Partial<Case> = {}): Case[] {
+  return pairs.map((q) => ({
+    v: kernelNamed(q.main),
     nranks: q.nranks,
     bufferBytes: 65536,
     calls: [String(q.count)],
     timeoutMs: 20_000,
-    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount },
+    odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount },
+    ...more,
   }))
-  for (const { c, r } of await runAll(cases)) {
-    assert.equal(r.error.code, 2, `${label(c)} against ${c.odd?.v.kernelName}: ${JSON.stringify(r.error)}`)
+}
+/** The error word names a MISMATCH between the odd rank and another, with both signatures' algorithm and count. */
+function assertMismatchNamed(c: Case, r: EmuResult): void {
+  const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}`
+  assert.equal(r.error.code, 2, `${what}: ${JSON.stringify(r.error)}`)
+  const odd = c.odd?.rank ?? -1
+  assert.notEqual(r.error.rank, r.error.peer)
+  assert.equal(r.error.epoch, 1)
+  const e = mismatchFromWord(wordsOf(r.error))
+  assert.equal(e.code, 'MISMATCH')
+  const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
+  const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
+  const [mainAlg, oddAlg] = [c.v.algorithm, c.odd?.v.algorithm ?? '']
+  assert.ok(mainSide.startsWith(mainAlg), `${what}: ${mainSide} is ${mainAlg}`)
+  assert.ok(oddSide.startsWith(oddAlg), `${what}: ${oddSide} is ${oddAlg}`)
+  assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${what}: ${mainSide}: count ${c.calls[0]}`)
+  assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${what}: ${oddSide}: count ${c.odd?.count}`)
+}
+
+test('a mismatched call (another algorithm, dtype, count): every launch ends with MISMATCH naming both signatures', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  for (const { c, r } of await runAll(mismatchCases(MISMATCH_PAIRS))) {
+    assertMismatchNamed(c, r)
     const odd = c.odd?.rank ?? -1
     assert.ok(r.error.rank === odd || r.error.peer === odd, `${label(c)}: the pair names the odd rank`)
-    assert.notEqual(r.error.rank, r.error.peer)
-    assert.equal(r.error.epoch, 1)
-    const e = mismatchFromWord(wordsOf(r.error))
-    assert.equal(e.code, 'MISMATCH')
-    const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
-    const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
-    const [mainAlg, oddAlg] = [c.v.algorithm, c.odd?.v.algorithm ?? '']
-    assert.ok(mainSide.startsWith(mainAlg), `${mainSide} is ${mainAlg}`)
-    assert.ok(oddSide.startsWith(oddAlg), `${oddSide} is ${oddAlg}`)
-    assert.ok(mainSide.includes(`× ${c.calls[0]} `), `${mainSide}: count ${c.calls[0]}`)
-    assert.ok(oddSide.includes(`× ${c.odd?.count} `), `${oddSide}: count ${c.odd?.count}`)
     // Found before the deadline: the error word keeps its first writer, and a wait at its deadline would have
     // written TIMEOUT first (no wall-clock bound: the emulator's time on loaded CI cores varies too much).
   }
@@ -461,53 +509,8 @@ test('per-process error words: a mismatched call ends with MISMATCH in both word
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   // The odd rank's launch records into an error word of its own, as in per-process mode: its check, or its armed
   // waits, must end its launch with MISMATCH by themselves, and so must the others' (no shared word ends one side's
-  // waits for the other). The pairs cover the tail check (signature.cuh): oneshot-ll's serial path and
-  // twoshot-sentinel, whose waits are all armed; one pair has equal bytes (the data arrives; only the check sees it).
-  const kernel = (name: string): KernelVariant => {
-    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
-    assert.ok(v, name)
-    return v
-  }
-  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
-    {
-      main: 'llcomm_oneshot_ll_ll8_f32_sum',
-      count: 1000,
-      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
-      oddCount: 1001,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
-      count: 600,
-      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
-      oddCount: 300,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
-      count: 600,
-      odd: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
-      oddCount: 600,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
-      count: 300,
-      odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
-      oddCount: 300,
-      nranks: 2,
-    },
-  ]
-  const cases: Case[] = pairs.map((q) => ({
-    v: kernel(q.main),
-    nranks: q.nranks,
-    bufferBytes: 65536,
-    calls: [String(q.count)],
-    timeoutMs: 20_000,
-    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount },
-    splitError: true,
-  }))
-  for (const { c, r } of await runAll(cases)) {
+  // waits for the other). The pairs: SPLIT_WORD_PAIRS.
+  for (const { c, r } of await runAll(mismatchCases(SPLIT_WORD_PAIRS, { splitError: true }))) {
     const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}`
     assert.equal(r.error.code, 2, `${what}, the others' word: ${JSON.stringify(r.error)}`)
     assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
@@ -1129,7 +1132,7 @@ function deferredHostError(
   return undefined
 }
 
-const kernelNamed = (name: string): KernelVariant => {
+function kernelNamed(name: string): KernelVariant {
   const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
   assert.ok(v, name)
   return v
@@ -1417,74 +1420,21 @@ test('signature-block build (A/B knob): exact with the extra blocks; a mismatche
     assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
     assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
   }
-  // Mismatched: the data blocks carry no check at all here, so only the signature block can name the mismatch.
-  // Equal bytes (f32 x 1000 against bf16 x 2000), another count, another algorithm, another protocol; one error
-  // word, then an error word per side.
-  const pairs: { main: string; count: number; odd: string; oddCount: number; nranks: number }[] = [
-    {
-      main: 'llcomm_oneshot_sentinel_sentinel_f32_sum',
-      count: 1000,
-      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
-      oddCount: 2000,
-      nranks: 4,
-    },
-    {
-      main: 'llcomm_oneshot_ll_ll8_f32_sum',
-      count: 1000,
-      odd: 'llcomm_oneshot_ll_ll8_f32_sum',
-      oddCount: 1001,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
-      count: 600,
-      odd: 'llcomm_twoshot_sentinel_sentinel_f32_sum',
-      oddCount: 300,
-      nranks: 3,
-    },
-    {
-      main: 'llcomm_oneshot_ll_ll16_bf16_sum',
-      count: 300,
-      odd: 'llcomm_ring_flags_bf16_sum',
-      oddCount: 300,
-      nranks: 2,
-    },
-    {
-      main: 'llcomm_oneshot_barrier_barrier_f32_sum',
-      count: 64,
-      odd: 'llcomm_twoshot_atomic_ll128_f32_sum',
-      oddCount: 64,
-      nranks: 3,
-    },
+  // Mismatched: the data blocks carry no check at all here, so only the signature block can name the mismatch; one
+  // error word, then an error word per side.
+  const mismatched = [
+    ...mismatchCases(MISMATCH_PAIRS, { exe: x }),
+    ...mismatchCases(SPLIT_WORD_PAIRS, { exe: x, splitError: true }),
   ]
-  const mismatched: Case[] = pairs.flatMap((q) =>
-    [false, true].map((splitError) => ({
-      v: kernelNamed(q.main),
-      nranks: q.nranks,
-      bufferBytes: 65536,
-      calls: [String(q.count)],
-      timeoutMs: 20_000,
-      odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount },
-      splitError,
-      exe: x,
-    })),
-  )
   for (const { c, r } of await runAll(mismatched)) {
-    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}${c.splitError ? ', a word per side' : ''}`
+    assertMismatchNamed(c, r)
     const odd = c.odd?.rank ?? -1
-    assert.equal(r.error.code, 2, `${what}: ${JSON.stringify(r.error)}`)
-    assert.equal(r.error.epoch, 1, `${what}: the signature block's first epoch`)
-    const e = mismatchFromWord(wordsOf(r.error))
-    const oddSide = r.error.rank === odd ? String(e.details.mine) : String(e.details.theirs)
-    const mainSide = r.error.rank === odd ? String(e.details.theirs) : String(e.details.mine)
-    assert.ok(mainSide.startsWith(c.v.algorithm), `${what}: ${mainSide} is ${c.v.algorithm}`)
-    assert.ok(oddSide.startsWith(c.odd?.v.algorithm ?? ''), `${what}: ${oddSide} is ${c.odd?.v.algorithm}`)
     if (c.splitError) {
-      assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
-      assert.equal(r.oddError.rank, odd, `${what}: the odd rank's word is recorded by the odd rank`)
-      assert.notEqual(r.error.rank, odd, `${what}: the others' word is recorded by one of them`)
+      assert.equal(r.oddError.code, 2, `${label(c)}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+      assert.equal(r.oddError.rank, odd, `${label(c)}: the odd rank's word is recorded by the odd rank`)
+      assert.notEqual(r.error.rank, odd, `${label(c)}: the others' word is recorded by one of them`)
     } else {
-      assert.ok(r.error.rank === odd || r.error.peer === odd, `${what}: the pair names the odd rank`)
+      assert.ok(r.error.rank === odd || r.error.peer === odd, `${label(c)}: the pair names the odd rank`)
     }
   }
 })

@@ -69,3 +69,22 @@ fused_gpu_test() {
     node --test packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-$1.log" 2>&1
   say "gpu-test $1 (fused.test.js): rc $?, cases passed $(grep -c '"passed":true' "$out/gpu-$1.jsonl" 2>/dev/null), failed $(grep -c '"passed":false' "$out/gpu-$1.jsonl" 2>/dev/null)"
 }
+
+# fused_goal_runs [TIMEOUT_S]: two runs of the kernel bench against every llcomm AllReduce + RMSNorm (--unfused-all;
+# 8 ranks, bf16, hidden 4096 / 8192, batch 1-16) into $out/bench-unfused-all-r{1,2}.json, then per cell: best fused /
+# fastest unfused in each run, `auto` / fastest unfused in run 1 and auto's choice (the goal cells of issue 21).
+fused_goal_runs() {
+  local r limit=${1:-120}
+  for r in 1 2; do
+    timeout "$limit" node scripts/bench-fused.mjs --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 \
+      --unfused-all --out "$out/bench-unfused-all-r$r.json" > "$out/bench-unfused-all-r$r.log" 2>&1
+    say "bench unfused-all run $r: rc $?"
+  done
+  echo "== best fused / fastest unfused (run 1 / run 2), auto / fastest unfused (run 1), auto's choice"
+  node -e '
+const fs = require("fs"), [a, b] = process.argv.slice(1).map((f) => JSON.parse(fs.readFileSync(f, "utf8")).rows)
+for (let i = 0; i < a.length; i++)
+  console.log(a[i].ranks, a[i].hidden, a[i].rows, a[i].ratioBestStrict.toFixed(3), b[i].ratioBestStrict.toFixed(3),
+    "auto", (a[i].us["fused-auto"] / a[i].unfusedFastest).toFixed(3), a[i].fusedAuto)
+' "$out/bench-unfused-all-r1.json" "$out/bench-unfused-all-r2.json"
+}

@@ -9,16 +9,5 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source research/scripts/probe/fused-ab-lib.sh
 fused_session_init /tmp/llcomm-s19-c
-for r in 1 2; do
-  timeout 150 node scripts/bench-fused.mjs --ranks 8 --hidden 4096,8192 --batch 1,2,4,8,16 --dtype bf16 \
-    --unfused-all --out "$out/bench-unfused-all-r$r.json" > "$out/bench-unfused-all-r$r.log" 2>&1
-  say "bench unfused-all run $r: rc $?"
-done
-echo "== best fused / fastest unfused (run 1 / run 2), auto / fastest unfused (run 1), auto's choice"
-node -e '
-const fs = require("fs"), [a, b] = process.argv.slice(1).map((f) => JSON.parse(fs.readFileSync(f, "utf8")).rows)
-for (let i = 0; i < a.length; i++)
-  console.log(a[i].ranks, a[i].hidden, a[i].rows, a[i].ratioBestStrict.toFixed(3), b[i].ratioBestStrict.toFixed(3),
-    "auto", (a[i].us["fused-auto"] / a[i].unfusedFastest).toFixed(3), a[i].fusedAuto)
-' "$out/bench-unfused-all-r1.json" "$out/bench-unfused-all-r2.json"
+fused_goal_runs 150
 echo "== summary"; cat "$summary"
