@@ -905,19 +905,13 @@ function hostErrorOf(r: EmuResult, word: ErrorWordJson, nranks: number): LlcommE
   })
 }
 
-test("per-process error words, the waits the signature does not arm (signature.cuh's gap): the device records TIMEOUT, the host's reading of the packets reports MISMATCH", async (t) => {
-  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
-  // The odd rank runs another call after matching ones (so the failed epoch is not 1 and the halves alternate) and
-  // never sends what the others wait for, in waits that do not look at the signature: 16-bit twoshot-sentinel's
-  // reduce-scatter when the checker thread has slots to reduce (LLCOMM_SIG_R2, the default); the one-shot
-  // peer-parallel path when every thread polls; 16-bit oneshot-sentinel's peer-parallel path when the odd rank's
-  // packet comes after the 32 looks (its launch 1 s late). Its own word says MISMATCH; the others' says TIMEOUT
-  // (the gap: asserted, so that this test shows it), which the host turns into MISMATCH from the packets.
-  const kernel = (name: string): KernelVariant => {
-    const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
-    assert.ok(v, name)
-    return v
-  }
+/**
+ * The in-block check's per-process gap (signature.cuh): the odd rank runs another call after matching ones and never
+ * sends what the others wait for, in waits the in-block check does not arm: 16-bit twoshot-sentinel's reduce-scatter
+ * when the checker thread has slots to reduce; the one-shot peer-parallel path when every thread polls; 16-bit
+ * oneshot-sentinel's peer-parallel path when the odd rank's packet comes after the 32 looks (its launch 1 s late).
+ */
+function gapCases(exePath: string): Case[] {
   const pairs: {
     main: string
     count: number
@@ -961,16 +955,29 @@ test("per-process error words, the waits the signature does not arm (signature.c
       delayMs: 1000,
     },
   ]
-  const cases: Case[] = pairs.map((q) => ({
-    v: kernel(q.main),
+  return pairs.map((q) => ({
+    v: kernelNamed(q.main),
     nranks: q.nranks,
     bufferBytes: 65536,
     calls: new Array(q.call + 1).fill(String(q.count)),
     timeoutMs: 2500,
-    odd: { rank: q.nranks - 1, v: kernel(q.odd), count: q.oddCount, call: q.call, delayMs: q.delayMs },
+    odd: { rank: q.nranks - 1, v: kernelNamed(q.odd), count: q.oddCount, call: q.call, delayMs: q.delayMs },
     splitError: true,
     dumpSignatures: true,
+    exe: exePath,
   }))
+}
+
+test("per-process error words, the waits the signature does not arm (signature.cuh's gap): the device records TIMEOUT, the host's reading of the packets reports MISMATCH", async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // The odd rank runs another call after matching ones (so the failed epoch is not 1 and the halves alternate) and
+  // never sends what the others wait for, in waits that do not look at the signature: 16-bit twoshot-sentinel's
+  // reduce-scatter when the checker thread has slots to reduce (LLCOMM_SIG_R2, the default); the one-shot
+  // peer-parallel path when every thread polls; 16-bit oneshot-sentinel's peer-parallel path when the odd rank's
+  // packet comes after the 32 looks (its launch 1 s late). Its own word says MISMATCH; the others' says TIMEOUT
+  // (the gap: asserted, so that this test shows it), which the host turns into MISMATCH from the packets. The gap is
+  // the in-block check's (LLCOMM_SIG_IN_BLOCKS, this test's build); the signature block closes it (its test below).
+  const cases = gapCases(inBlocksExe())
   for (const { c, r } of await runAll(cases)) {
     const odd = c.odd?.rank ?? -1
     const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}`
@@ -1004,7 +1011,17 @@ test('a rank that never calls (per-process reading of the packets): the TIMEOUT 
     (name) => {
       const v = KERNEL_VARIANTS.find((x) => x.kernelName === name)
       assert.ok(v, name)
-      return { v, nranks: 3, bufferBytes: 16384, calls: ['max'], absentRank: 1, timeoutMs: 300, dumpSignatures: true }
+      // the in-block build: the host reads the packets only there (with the signature block the device compares them)
+      return {
+        v,
+        nranks: 3,
+        bufferBytes: 16384,
+        calls: ['max'],
+        absentRank: 1,
+        timeoutMs: 300,
+        dumpSignatures: true,
+        exe: inBlocksExe(),
+      }
     },
   )
   for (const { c, r } of await runAll(cases)) {
@@ -1387,22 +1404,37 @@ test('deferred build, an error word per side (per-process): each side reports th
   }
 })
 
-// ---- The signature block (an A/B knob: kernels built with LLCOMM_NO_SIGNATURE and LLCOMM_SIG_BLOCK check the call
-// signature in one more block per rank, signature.cuh llcSignatureBlock; research/notes/signature-cost.md, round 11) ----
+// ---- The signature block (LLCOMM_SIG_BLOCK: the call signature checked in one more block per launch, signature.cuh
+// llcSignatureBlock; research/notes/signature-cost.md, round 11) and the in-block check (LLCOMM_SIG_IN_BLOCKS, the
+// default build: its per-process gap is tested above on a build that names it, so those tests keep their build
+// whichever becomes the default) ----
 
 let exeSigBlock = ''
-/** The emulator of the signature-block build (built on first use; emulator.cpp launches the extra blocks). */
+/** The emulator of the signature-block build (built on first use; emulator.cpp launches the extra block). */
 function sigBlockExe(): string {
   if (!exeSigBlock) {
-    const out = join(work, 'emulator-sigblock')
-    buildEmulator(gxx, out, ['-DLLCOMM_NO_SIGNATURE', '-DLLCOMM_SIG_BLOCK'])
+    const out = join(work, 'emulator-sig-block')
+    buildEmulator(gxx, out, ['-DLLCOMM_SIG_BLOCK', ...EMU_BUILD_DEFINES])
     exeSigBlock = out
   }
   return exeSigBlock
 }
 
-test('signature-block build (A/B knob): exact with the extra blocks; a mismatched call ends with MISMATCH in one error word and in both per-process words', async (t) => {
+let exeInBlocks = ''
+/** The emulator of the in-block build (built on first use). */
+function inBlocksExe(): string {
+  if (!exeInBlocks) {
+    const out = join(work, 'emulator-in-blocks')
+    buildEmulator(gxx, out, ['-DLLCOMM_SIG_IN_BLOCKS', ...EMU_BUILD_DEFINES])
+    exeInBlocks = out
+  }
+  return exeInBlocks
+}
+
+test("signature block: exact with the extra blocks; a mismatched call ends with MISMATCH in one error word and in both per-process words, the in-block check's gap closed", async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  // (Checked: with the block's check left out, -DLLCOMM_SIG_BLOCK_EMPTY -DLLCOMM_NO_SIGNATURE, the equal-bytes pair
+  // returns success with wrong data.)
   const x = sigBlockExe()
   // Exact: every algorithm and protocol once, a sequence with an in-place call (the extra block must neither touch
   // the data nor disturb the channels' epochs, which the harness checks).
@@ -1420,7 +1452,7 @@ test('signature-block build (A/B knob): exact with the extra blocks; a mismatche
     assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
     assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
   }
-  // Mismatched: the data blocks carry no check at all here, so only the signature block can name the mismatch; one
+  // Mismatched: the data blocks carry no check in this build, so only the signature block can name the mismatch; one
   // error word, then an error word per side.
   const mismatched = [
     ...mismatchCases(MISMATCH_PAIRS, { exe: x }),
@@ -1436,5 +1468,26 @@ test('signature-block build (A/B knob): exact with the extra blocks; a mismatche
     } else {
       assert.ok(r.error.rank === odd || r.error.peer === odd, `${label(c)}: the pair names the odd rank`)
     }
+  }
+  // A rank that never calls: TIMEOUT (its packet never comes; nothing to compare), never a hang.
+  const absent = ['llcomm_twoshot_sentinel_sentinel_bf16_sum', 'llcomm_oneshot_sentinel_sentinel_bf16_sum'].map(
+    (name): Case => ({
+      v: kernelNamed(name),
+      nranks: 3,
+      bufferBytes: 16384,
+      calls: ['max'],
+      absentRank: 1,
+      timeoutMs: 300,
+      exe: x,
+    }),
+  )
+  for (const { c, r } of await runAll(absent)) assert.equal(r.error.code, 1, `${label(c)}: ${JSON.stringify(r.error)}`)
+  // The in-block check's per-process gap (gapCases: the others' word said TIMEOUT there): closed, every rank's own
+  // signature block compares the odd rank's packet.
+  for (const { c, r } of await runAll(gapCases(x))) {
+    const what = `${label(c)} against ${c.odd?.v.kernelName} ${c.odd?.count}`
+    assert.equal(r.error.code, 2, `${what}, the others' word: ${JSON.stringify(r.error)}`)
+    assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+    assert.equal(r.error.epoch, (c.odd?.call ?? 0) + 1, `${what}: the failed call's epoch`)
   }
 })

@@ -59,23 +59,27 @@ grep -q 'defined(LLCOMM_SIG_DEFERRED)' packages/llcomm/kernels/llcomm/channel.cu
 grep -q 'defined(LLCOMM_SIG_NOWAIT)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOLOAD)' packages/llcomm/kernels/llcomm/signature.cuh
 grep -q 'defined(LLCOMM_SIG_DEFER_NOCOMPARE)' packages/llcomm/kernels/llcomm/signature.cuh
+# Every tree says in its ab.env whether the host adds the signature block (ab-kernels.sh applies it to that
+# variant's runs), and the knobs of the in-block check name LLCOMM_SIG_IN_BLOCKS (abi.cuh refuses them with the block),
+# so the trees are the same whichever check is the default.
+host_block() { local v=$1; shift; for t in "$@"; do echo "LLCOMM_SIG_BLOCK=$v" > "ab/$t/ab.env"; done; }
 make_tree nosig LLCOMM_NO_SIGNATURE
-rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
-make_tree r1 LLCOMM_SIG_ARM_PLAIN
-make_tree noarm LLCOMM_SIG_NO_ARM
+make_tree inblk LLCOMM_SIG_IN_BLOCKS # the in-block check
+make_tree r1 LLCOMM_SIG_IN_BLOCKS LLCOMM_SIG_ARM_PLAIN
+make_tree noarm LLCOMM_SIG_IN_BLOCKS LLCOMM_SIG_NO_ARM
 make_tree pubonly LLCOMM_SIG_PUBLISH_ONLY
-make_tree publow LLCOMM_SIG_PUBLISH_LOW
-make_tree r2 LLCOMM_SIG_R2
-make_tree tail LLCOMM_SIG_TAIL
+make_tree publow LLCOMM_SIG_IN_BLOCKS LLCOMM_SIG_PUBLISH_LOW
+make_tree r2 LLCOMM_SIG_IN_BLOCKS LLCOMM_SIG_R2
+make_tree tail LLCOMM_SIG_IN_BLOCKS LLCOMM_SIG_TAIL
 make_tree defer LLCOMM_SIG_DEFERRED
-# round 11: the signature in a block of its own per rank (signature.cuh, LLCOMM_SIG_BLOCK); the data blocks are
-# nosig's. ab.env: the host's half (one more block per rank), which ab-kernels.sh puts into that variant's runs only.
-make_tree sigblk LLCOMM_NO_SIGNATURE LLCOMM_SIG_BLOCK
-echo LLCOMM_SIG_BLOCK=1 > ab/sigblk/ab.env
-make_tree xblk LLCOMM_NO_SIGNATURE LLCOMM_SIG_BLOCK_EMPTY # the control: the extra block, empty
-echo LLCOMM_SIG_BLOCK=1 > ab/xblk/ab.env
-make_tree nowait LLCOMM_SIG_NOWAIT
+make_tree nowait LLCOMM_SIG_IN_BLOCKS LLCOMM_SIG_NOWAIT
 make_tree dnoload LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOLOAD
 make_tree dnocmp LLCOMM_SIG_DEFERRED LLCOMM_SIG_DEFER_NOCOMPARE
+# round 11: the signature block (its data blocks written as nosig's) and the same block left empty (its cost alone)
+make_tree sigblk LLCOMM_NO_SIGNATURE LLCOMM_SIG_BLOCK
+make_tree xblk LLCOMM_NO_SIGNATURE LLCOMM_SIG_BLOCK_EMPTY
+host_block 0 nosig inblk r1 noarm pubonly publow r2 tail defer nowait dnoload dnocmp
+host_block 1 sigblk xblk
+rm -rf ab/ctrl && cp -a ab/nosig ab/ctrl
 cmp -s ab/nosig/llcomm/abi.cuh ab/ctrl/llcomm/abi.cuh
-echo "ab/{nosig,ctrl,r1,noarm,pubonly,publow,r2,tail,defer,sigblk,xblk,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"
+echo "ab/{nosig,ctrl,inblk,r1,noarm,pubonly,publow,r2,tail,defer,sigblk,xblk,nowait,dnoload,dnocmp} ready ($(find ab/nosig -type f | wc -l) files each)"

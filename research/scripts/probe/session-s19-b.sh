@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # Issue 18, session 19 (2026-12-07): round 11 of the call signature's cost (research/notes/signature-cost.md), one
 # device call. Before bundling, here: bash research/scripts/probe/make-signature-trees.sh (ab/nosig, ab/ctrl,
-# ab/pubonly, ab/sigblk, ab/xblk are used; carry "ab").
-# The candidate (sigblk): the data blocks are nosig's (LLCOMM_NO_SIGNATURE: no signature code in them at all; ptxas
-# registers per kernel equal nosig's for every one-shot and two-shot sentinel kernel, oneshot-ll's ll16 +6), and one
-# more block per rank (LLCOMM_SIG_BLOCK, kernels/llcomm/signature.cuh llcSignatureBlock; the host adds it with
-# LLCOMM_SIG_BLOCK=1 from the tree's ab.env) publishes and checks the call's packet with an epoch word of its own.
+# ab/pubonly, ab/sigblk, ab/xblk are used; carry "ab"; the other trees may be removed to save carry room).
+# The candidate (sigblk): the data blocks are nosig's (no signature code in them at all; ptxas registers per kernel
+# equal nosig's for every one-shot and two-shot sentinel kernel, oneshot-ll's ll16 +6), and one more block per
+# launch (LLCOMM_SIG_BLOCK, kernels/llcomm/signature.cuh llcSignatureBlock; the host adds it with LLCOMM_SIG_BLOCK=1
+# from the tree's ab.env) publishes and checks every launch rank's packet with an epoch word of its own. A launch of
+# R ranks x B blocks takes R x B + 1 blocks, so the launch shapes are nosig's (8 x 16 + 1 = 129 on 132 SMs).
 # xblk: the same extra block, returning at once (the cost of the block alone).
-# With the host knob the signature block counts against the device's 128 blocks (kernel-table.ts launchShape), so at
-# 8 ranks sigblk and xblk run 15 data blocks where nosig runs 16 (8 KB sentinel, 64 KB): 8 x 17 blocks of a
-# 128-register kernel (one block an SM) would not all be co-resident on 132 SMs. sigblk / xblk is the check alone;
-# xblk / nosig the block and that cap.
 # Predictions (ratio to nosig, median over the cases; written before the run):
 #   ctrl 0.98-1.02; sig (the product) 1.03-1.05 as in rounds 8-10 (H200 then, H100 now); pubonly ~1.01;
-#   xblk 1.00-1.02 (one CTA per rank that exits at once; 15 data blocks instead of 16 in the 8-rank cases that take 16);
+#   xblk 1.00-1.01 (one CTA per launch that exits at once);
 #   sigblk 1.00-1.02, max <= 1.05: nothing of the check is in the data blocks' code, and the signature block's poll
 #   ends before the data blocks do (its peers' packets go out at their kernels' start, beside the first data).
 #   Falsified if sigblk >= 1.03: then the cost is the check's own traffic or wait, not its code in the data path.

@@ -49,8 +49,8 @@
 #include "undef_variants.h"
 #include "emu_harness.h"
 
-// The signature-block A/B builds (LLCOMM_SIG_BLOCK, LLCOMM_SIG_BLOCK_EMPTY; signature.cuh): one more block per rank
-// of each launch, after the data blocks (the host's LLCOMM_SIG_BLOCK=1, allreduce-launcher.ts).
+// The signature-block builds (LLCOMM_SIG_BLOCK, LLCOMM_SIG_BLOCK_EMPTY; signature.cuh): one more block per launch,
+// after the data blocks (the host's SIGNATURE_BLOCK, allreduce-launcher.ts).
 #if defined(LLCOMM_SIG_BLOCK) || defined(LLCOMM_SIG_BLOCK_EMPTY)
 static constexpr unsigned kSigBlocks = 1;
 #else
@@ -248,7 +248,7 @@ int main(int argc, char** argv) {
       if (splitError) q.errorWord = reinterpret_cast<llc_u64>(oddErrorWord.data());
       blockDim.x = threads;
       gridDim.x = std::max(p.ranksInLaunch * blocks, qBlocks);
-      std::thread others([&] { emuLaunch(callFn, p, p.ranksInLaunch * (blocks + kSigBlocks), threads, false); });
+      std::thread others([&] { emuLaunch(callFn, p, p.ranksInLaunch * blocks + kSigBlocks, threads, false); });
       if (oddNow && oddDelayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(oddDelayMs));
       emuLaunch(qFn, q, qBlocks + kSigBlocks, threads, false);
       others.join();
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
       afterOdd = true;
       continue; // the results of the odd call and after it are not checked
     }
-    emuLaunch(callFn, p, p.ranksInLaunch * (blocks + kSigBlocks), threads);
+    emuLaunch(callFn, p, p.ranksInLaunch * blocks + kSigBlocks, threads);
     if (afterOdd) continue; // after the odd call: not checked (unspecified after a mismatch)
     if (absent >= 0) break; // a timeout run: one call, checked below
     for (unsigned ch = 0; ch < blocks; ++ch) {

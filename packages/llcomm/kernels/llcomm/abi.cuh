@@ -6,7 +6,8 @@
 //  * Arrays indexed by rank (input, output, recvBuf, scratch) are indexed by the GLOBAL rank; recvBuf[] and
 //    scratch[] must be filled for every rank of the communicator (peer-mapped addresses), input[]/output[] at
 //    least for the ranks of this launch (launchRanks[0 .. ranksInLaunch-1]).
-//  * gridDim.x == ranksInLaunch * blocksPerRank, blockDim.x == the kernel's LLCOMM_THREADS (launchShape()).
+//  * gridDim.x == ranksInLaunch * blocksPerRank (+ ranksInLaunch signature blocks after them, the all-reduce kernels'
+//    llcBeginCall: kernel-table.ts SIGNATURE_BLOCK), blockDim.x == the kernel's LLCOMM_THREADS (launchShape()).
 //  * input/output pointers 16-byte aligned; count > 0 and count <= launchShape().maxCountPerCall.
 //  * The region fields are copied from deviceBufferLayout() and must be identical on every rank.
 #pragma once
@@ -40,6 +41,16 @@
 #define LLCOMM_SIG_EPOCH_MASK 1u
 #endif
 #define LLCOMM_SCRATCH_SIGNATURE_BYTES (LLCOMM_MAX_CHANNELS * LLCOMM_SIG_SLOTS * LLCOMM_MAX_RANKS * 16)
+// Who checks the call signature (signature.cuh). The in-block check by default (its checker threads in the data
+// blocks; LLCOMM_SIG_IN_BLOCKS names it explicitly), or LLCOMM_SIG_BLOCK: one block of its own per launch, after
+// the data blocks, which then carry no signature code (the host adds the block when LLCOMM_SIG_BLOCK=1 is in its
+// environment: kernel-table.ts SIGNATURE_BLOCK; round 11 of research/notes/signature-cost.md).
+// LLCOMM_NO_SIGNATURE and LLCOMM_SIG_BLOCK_EMPTY build no check at all (A/B baselines only).
+#if defined(LLCOMM_SIG_BLOCK) &&                                                                                   \
+    (defined(LLCOMM_SIG_ARM_PLAIN) || defined(LLCOMM_SIG_NO_ARM) || defined(LLCOMM_SIG_PUBLISH_LOW) ||              \
+     defined(LLCOMM_SIG_TAIL) || defined(LLCOMM_SIG_NOWAIT) || defined(LLCOMM_SIG_R2))
+#error "these signature knobs modify the in-block check: define LLCOMM_SIG_IN_BLOCKS too"
+#endif
 #define LLCOMM_SCRATCH_BYTES (LLCOMM_SCRATCH_SIGNATURE_OFFSET + LLCOMM_SCRATCH_SIGNATURE_BYTES)
 // The sentinel bit pattern of an empty sentinel slot, per 32-bit word (f32: one NaN; f16/bf16: two 0xFFFF NaNs).
 #define LLCOMM_SENTINEL_WORD 0xFFFFFFFFu

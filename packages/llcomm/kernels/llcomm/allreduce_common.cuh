@@ -6,9 +6,7 @@
 #include "llcomm/dtype.cuh"
 #include "llcomm/ptx.cuh"
 #include "llcomm/wait.cuh"
-#if defined(LLCOMM_SIG_BLOCK)
 #include "llcomm/signature.cuh"
-#endif
 
 #if LLC_HAS_DEVICE
 
@@ -27,16 +25,18 @@ struct LlcCall {
   llc_u64 bytes;      // range.size() * element bytes
 };
 
-// kSigAlg, kSigProtocol: the kernel's signature kind (signature.cuh), for the LLCOMM_SIG_BLOCK A/B knob's block only.
+// kSigAlg, kSigProtocol: the kernel's signature kind (signature.cuh), for its signature block.
 template <int DT, llc_u32 kSigAlg, llc_u32 kSigProtocol>
 LLC_DEVICE LlcCall llcBeginCall(const LlcommAllReduceParams& p) {
   LlcCall c;
 #if defined(LLCOMM_SIG_BLOCK) || defined(LLCOMM_SIG_BLOCK_EMPTY)
-  // The A/B knob's signature block (signature.cuh, llcSignatureBlock; LLCOMM_SIG_BLOCK_EMPTY, the control, does
-  // nothing in it). On the GPU it ends with `exit`, not a return: with an early return, even from an empty block,
-  // ptxas gave the 16-bit twoshot-sentinel kernels 4-16 bytes of spill (at the 128-register cap); with `exit` the
-  // compiler sees one path through the kernel and every data kernel keeps nosig's registers. The host emulation
-  // returns an empty call instead (the kernels return at bytes == 0).
+  // The signature block (signature.cuh, llcSignatureBlock): the host launches one per launch after the data blocks
+  // (LLCOMM_SIG_BLOCK_EMPTY, an A/B control, leaves it idle). Only these builds have the guard, so the default build's
+  // code is the GPU-tested one; the host must add the block only for them (kernel-table.ts SIGNATURE_BLOCK). On the
+  // GPU the block ends with `exit`, not a return: with an early return, even from an empty block, ptxas gave the
+  // 16-bit twoshot-sentinel kernels 4-16 bytes of spill (at the 128-register cap); with `exit` the compiler sees one
+  // path through the kernel and every data kernel keeps the registers it has without the signature. The host
+  // emulation returns an empty call instead (the kernels return at bytes == 0).
   if (blockIdx.x >= p.ranksInLaunch * p.blocksPerRank) {
     llcWaitForPriorGrid();
 #if defined(LLCOMM_SIG_BLOCK)

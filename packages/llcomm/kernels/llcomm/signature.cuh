@@ -1,3 +1,6 @@
+// LLCOMM_SIG_BLOCK (round 11 of research/notes/signature-cost.md) checks the signature in a block of its own per
+// launch instead (llcSignatureBlock, at the end of this file); what follows, up to it, is the in-block check, the
+// default build (LLCOMM_SIG_IN_BLOCKS names it).
 // The call signature (issue 18 item 1; CPU: src/protocol/cpu/signature.ts; encoding: src/algorithms/
 // signature.ts). Every all-reduce kernel, once it knows its channel's epoch, stores its signature {word 0 = this
 // launch's count, word 1 = algorithm | dtype << 4 | op << 6 | protocol << 8 | the host's chunk bits} into every
@@ -520,8 +523,9 @@ struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT>, L
   LLC_DEVICE static void arm(LlcWaiter&, const LlcChannel&) {}
   LLC_DEVICE static void blockCheck(const LlcommAllReduceParams&, llc_u32, const LlcChannel&) {}
 };
-#elif !defined(LLCOMM_NO_SIGNATURE)
-// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`): the product.
+#elif !defined(LLCOMM_NO_SIGNATURE) && !defined(LLCOMM_SIG_BLOCK) && !defined(LLCOMM_SIG_BLOCK_EMPTY)
+// The steps of one kernel's signature, named once per kernel (`using Sig = LlcCallSignature<...>`): the in-block check
+// (LLCOMM_SIG_IN_BLOCKS; the product before round 11).
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT> {
 #if defined(LLCOMM_SIG_NO_ARM)
@@ -554,7 +558,8 @@ struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT> {
   }
 };
 #else
-// The A/B build without the signature: the same calls, empty; the barrier is the plain epoch-flag barrier.
+// The data blocks of the signature-block build (the product: llcSignatureBlock checks in a block of its own), and the
+// A/B builds without any check: the same calls, empty; the barrier is the plain epoch-flag barrier.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature : LlcSigNoDefer {
   static constexpr bool kTail = false;
@@ -573,32 +578,67 @@ struct LlcCallSignature : LlcSigNoDefer {
 #endif
 
 
-// LLCOMM_SIG_BLOCK (an A/B knob: the tree ab/sigblk, research/scripts/probe/make-signature-trees.sh, with
-// LLCOMM_NO_SIGNATURE, so the data blocks carry no signature code at all; never a product build yet): the call's
-// signature published and checked by a block of its own per rank, launched after the data blocks (the host adds
-// ranksInLaunch blocks to the grid when LLCOMM_SIG_BLOCK=1 is in its environment; allreduce_common.cuh's
-// llcBeginCall sends those blocks here and hands the kernel an empty call). The question it answers: does the
-// check cost 3-5% because of what it puts into the data blocks' code (rounds 5-10 of research/notes/
-// signature-cost.md), or because of the check's work itself?
-// One packet per rank and launch, in channel 0's signature slots (no data block of this build uses them), with an
-// epoch word of its own (scratch epoch word LLCOMM_SIG_BLOCK_EPOCH_WORD; the channels use words 0..15): every
-// launch on every rank advances it once, whatever its algorithm or channel count, so a peer's extra or missing
-// launch shows as a packet of another epoch (a bounded wait, TIMEOUT) and a differing one as MISMATCH. The
-// kernel completes only when this block has, so the overwrite argument above holds with this word's epochs: a
-// rank's launch e ends after it saw every peer's packet of e, stored in the peer's launch e, which began after the
-// peer's launch e - 1 (which read this rank's packet of e - 1 from the other slot) completed. The data blocks'
-// waits stop at a MISMATCH this block records through the error word (their keepWaiting reads it), in process
-// and per process alike (every rank's own block compares every peer's packet with its own).
+// The signature block (LLCOMM_SIG_BLOCK, the default since round 11 of research/notes/signature-cost.md; abi.cuh):
+// the call's signature published and checked by one block of its own per launch, after the data blocks (the host
+// adds it to every all-reduce grid, allreduce-launcher.ts; allreduce_common.cuh's llcBeginCall sends it here and ends
+// it). The data blocks carry no signature code at all (rounds 5-10 found the in-block check's 3-5% in what its code
+// did to the data path, not in its loads or waits). One block for all the launch's ranks (virtual ranks share a
+// launch), so a launch of R ranks x B blocks takes R x B + 1 blocks: within the device's 128 + 4 whatever B the
+// launch shape picked (kernel-table.ts MAX_BLOCKS_PER_DEVICE), and the shapes are those without the signature.
+// One packet per rank and launch, in channel 0's signature slots (the data blocks of this build use none), with an
+// epoch word of its own per rank (scratch epoch word LLCOMM_SIG_BLOCK_EPOCH_WORD; the channels use words 0..15):
+// every launch of a rank advances it once, whatever its algorithm or channel count, so a peer's extra or missing
+// launch shows as a packet of another epoch (a bounded wait, then TIMEOUT naming the signature wait) and a differing
+// one as MISMATCH. Pairs (launch rank i, peer k) are spread over the block's threads: the publish stores rank i's
+// packet into peer k's scratch (k = nranks - 1: its own slot), the check polls peer k's packet in rank i's scratch.
+// Overwrite safety, with this word's epochs: rank i's launch e does not complete before the block saw every peer's
+// packet of e (or gave up, recording an error), stored by the peer's launch e, which began after the peer's launch
+// e - 1 completed, whose signature block had read rank i's packet of e - 1 from the other slot; so rank i's store of
+// e + 1 into that slot comes after the read. The data blocks' waits stop at a MISMATCH this block records through
+// the error word (their keepWaiting reads it), in process and per process alike: every rank's own launch compares
+// every peer's packet with its own, so in per-process mode each side's word records it, including the waits the
+// in-block check left unarmed (its TIMEOUT "gap", above). A mismatched call's output is unspecified (the data blocks
+// may have computed it from the peer's differently laid out data), as with every placement since round 3, and never
+// returned: the host reads the error word before it reports the call.
 #if defined(LLCOMM_SIG_BLOCK)
 #define LLCOMM_SIG_BLOCK_EPOCH_WORD 32u
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 LLC_DEVICE void llcSignatureBlock(const LlcommAllReduceParams& p) {
-  const llc_u32 me = p.launchRanks[blockIdx.x - p.ranksInLaunch * p.blocksPerRank];
-  LlcChannel ch(p.scratch[me], LLCOMM_SIG_BLOCK_EPOCH_WORD);
-  ch.index = 0; // channel 0's signature slots; the epoch word stays word 32
-  llcBlockPublishSignature<kAlg, kProtocol, DT>(p, me, ch);
-  llcBlockCheckSignature<kAlg, kProtocol, DT>(p, me, ch);
-  ch.blockAdvanceEpoch();
+  const llc_u32 n = p.nranks, launch = p.ranksInLaunch;
+  const llc_u32 word0 = static_cast<llc_u32>(p.count), word1 = llcSignatureWord1<kAlg, kProtocol, DT>(p);
+  // the channel view of rank i's signature epoch: epoch word 32, channel 0's slots
+  const auto channelOf = [&](llc_u32 rank) {
+    LlcChannel ch(p.scratch[rank], LLCOMM_SIG_BLOCK_EPOCH_WORD);
+    ch.index = 0;
+    return ch;
+  };
+  // Publish: the packet carries the epoch in both 8-byte elements (single-copy atomic each), so it needs no release.
+#pragma unroll 1
+  for (llc_u32 x = threadIdx.x; x < launch * n; x += blockDim.x) {
+    const llc_u32 i = x / n, k = x - i * n, me = p.launchRanks[i];
+    const LlcChannel ch = channelOf(me);
+    const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
+    llcStoreRelaxedSysV2u64(llcSignatureSlot(p.scratch[llcSignaturePeer(me, n, k)], ch.index, ch.sigSlot(), me),
+                            flag | word0, flag | word1);
+  }
+  // Check: a bounded poll of each peer's packet of this epoch, then the comparison (MISMATCH on a difference).
+#pragma unroll 1
+  for (llc_u32 x = threadIdx.x; x < launch * (n - 1u); x += blockDim.x) {
+    const llc_u32 i = x / (n - 1u), k = x - i * (n - 1u), me = p.launchRanks[i];
+    const LlcChannel ch = channelOf(me);
+    LlcWaiter waiter = llcSignatureWaiter(p, me, ch);
+    const llc_u32 peer = llcSignaturePeer(me, n, k);
+    const void* slot = llcSignatureSlot(p.scratch[me], ch.index, ch.sigSlot(), peer);
+    LlcSigPacket packet;
+    llcLoadRelaxedSysV2u64(slot, packet.a, packet.b);
+    llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, packet);
+  }
+  __syncthreads(); // every check of this launch done before any rank's epoch moves on
+#pragma unroll 1
+  for (llc_u32 i = threadIdx.x; i < launch; i += blockDim.x) {
+    const LlcChannel ch = channelOf(p.launchRanks[i]);
+    llcStoreRelaxedSys(ch.epochWord, ch.epoch);
+  }
 }
 #endif
 

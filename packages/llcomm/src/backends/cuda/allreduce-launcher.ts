@@ -16,7 +16,7 @@ import {
   type KernelVariant,
   launchShape,
   launchVariant,
-  SIGNATURE_BLOCK_PROBE,
+  SIGNATURE_BLOCK,
   selectKernel,
   type TwoshotAllGatherMode,
 } from './kernel-table.js'
@@ -102,8 +102,8 @@ export class AllReduceLauncher {
     const f = this.modules.function(group, v.sourceFile, v.kernelName)
     this.driver.setCurrent(group.context)
     if (smem > 48 * 1024) this.driver.setFunctionAttribute(f, CU_FUNC_ATTRIBUTE.MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
-    // (SIGNATURE_BLOCK_PROBE: an A/B knob, a signature block per rank after the data blocks)
-    const grid = group.ranks.length * (blocksPerRank + (SIGNATURE_BLOCK_PROBE ? 1 : 0))
+    // the launch's signature block after the data blocks (kernel-table.ts SIGNATURE_BLOCK)
+    const grid = group.ranks.length * blocksPerRank + (SIGNATURE_BLOCK ? 1 : 0)
     const perSm = this.driver.occupancyMaxActiveBlocksPerSm(f, threads, smem)
     const fit = perSm * group.smCount
     if (grid > fit) {

@@ -95,6 +95,7 @@ import {
   kernelBuildDefines,
   kernelSources,
   parseTwoshotAllGather,
+  SIGNATURE_BLOCK,
   SIGNATURE_DEFERRED,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
@@ -701,7 +702,8 @@ export class CudaCommunicator extends CommunicatorBase {
       // never end records TIMEOUT: read against the packets of the waiting rank (timeout-signature.ts), as the
       // per-process communicator does.
       const w = decodeErrorWord(words)
-      if (w.code === LLCOMM_ERR_TIMEOUT && w.rank < this.size) {
+      // (the in-block check's builds only: with the signature block the device compared the packets itself)
+      if (w.code === LLCOMM_ERR_TIMEOUT && w.rank < this.size && !SIGNATURE_BLOCK) {
         this.deviceSet.use(this.deviceSet.groups[this.deviceSet.rankGroup[w.rank]])
         const region = (this.rankScratch[w.rank] + LLCOMM_SCRATCH_SIGNATURE_OFFSET) as DevicePtr
         e = reclassifyTimeout(e, {

@@ -444,13 +444,16 @@ export interface KernelBuildOptions {
 export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED === '1'
 
 /**
- * An A/B knob, never a product setting: LLCOMM_SIG_BLOCK=1 launches every all-reduce kernel with one more block per
- * rank of the launch, for kernels built with LLCOMM_SIG_BLOCK (research/scripts/probe/make-signature-trees.sh,
- * ab/sigblk: kernels/llcomm/signature.cuh, llcSignatureBlock), which check the call signature in that block alone,
- * or with LLCOMM_SIG_BLOCK_EMPTY (ab/xblk, the control: the extra block returns at once). Other kernels would take
- * the extra blocks for data blocks of the launch's first rank: never set it for them.
+ * Whether every all-reduce launch carries a signature block (kernels/llcomm/signature.cuh, llcSignatureBlock: one
+ * block after the data blocks publishes and checks the call signature of every rank of the launch, and the data
+ * blocks carry none), for kernels built with LLCOMM_SIG_BLOCK: LLCOMM_SIG_BLOCK=1 in the environment (round 11 of
+ * research/notes/signature-cost.md: an A/B setting until its measurement decides; never with the deferred build). A
+ * launch then takes ranks x blocksPerRank + 1 blocks, within MAX_BLOCKS_PER_DEVICE + 1 (co-resident on 132 SMs).
+ * Only for kernels built with LLCOMM_SIG_BLOCK (or LLCOMM_SIG_BLOCK_EMPTY, which leaves the block idle): other
+ * kernels would take the extra block for a data block of the launch's first rank; and off with kernels built with
+ * the block would leave every call unchecked.
  */
-export const SIGNATURE_BLOCK_PROBE: boolean = process.env.LLCOMM_SIG_BLOCK === '1'
+export const SIGNATURE_BLOCK: boolean = process.env.LLCOMM_SIG_BLOCK === '1' && !SIGNATURE_DEFERRED
 
 /**
  * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
@@ -514,11 +517,7 @@ export function launchShape(
       },
     )
   }
-  // (SIGNATURE_BLOCK_PROBE: the signature block counts against the device's MAX_BLOCKS_PER_DEVICE, so 15 data blocks
-  // at 8 ranks: 8 x (16 + 1) = 136 blocks of a 128-register kernel would not be co-resident on 132 SMs)
-  const maxBlocks = SIGNATURE_BLOCK_PROBE
-    ? Math.max(1, Math.min(LLCOMM_MAX_CHANNELS, Math.floor(MAX_BLOCKS_PER_DEVICE / nranks) - 1))
-    : maxBlocksPerRank(nranks)
+  const maxBlocks = maxBlocksPerRank(nranks)
   const maxCountPerCall = maxBlocks * capElems
   const n = Math.min(count, maxCountPerCall)
   const target = Math.max(16, allReduceTargetBytesPerBlock(v, nranks, targets) * TARGET_BYTES_PER_BLOCK_SCALE)

@@ -75,6 +75,7 @@ import {
   kernelBuildDefines,
   kernelSources,
   parseTwoshotAllGather,
+  SIGNATURE_BLOCK,
   SIGNATURE_DEFERRED,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
@@ -606,7 +607,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     if (!e) return
     const w = decodeErrorWord(words)
     // Only this rank's blocks record into this word (one launch group of one rank): w.rank is this rank.
-    if (w.code === LLCOMM_ERR_TIMEOUT && w.rank === this.rank) {
+    // (the in-block check's builds only: with the signature block the device compared the packets itself)
+    if (w.code === LLCOMM_ERR_TIMEOUT && w.rank === this.rank && !SIGNATURE_BLOCK) {
       const region = (this.scratch[this.rank] + LLCOMM_SCRATCH_SIGNATURE_OFFSET) as DevicePtr
       e = reclassifyTimeout(e, {
         timeout: w,
