@@ -17,19 +17,12 @@
 #   The GPU signature test on ab/sigblk (mismatch matrix, determinism, f32 accumulation): every case passes.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-out=${OUT:-/tmp/llcomm-s19-b}
-mkdir -p "$out"
-export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0
-for t in nosig ctrl pubonly sigblk xblk; do test -d "ab/$t" || { echo "ab/$t missing"; exit 2; }; done
-t0=$SECONDS
-AB_VARIANTS="nosig ctrl sig pubonly sigblk xblk" AB_SIZES=8,8K,64K AB_BUDGET_S=100 OUT="$out/sigab" \
-  timeout 240 bash research/scripts/probe/signature-ab.sh > "$out/signature-ab.txt" 2>&1
-echo "signature A/B: rc $?, $((SECONDS - t0)) s, WRONG rows: $(grep -c WRONG "$out/sigab/ab-tables.log")" | tee "$out/summary.txt"
+source research/scripts/probe/signature-round11-lib.sh
+sig11_init /tmp/llcomm-s19-b nosig ctrl pubonly sigblk xblk
+sig11_ab "nosig ctrl sig pubonly sigblk xblk"
 t0=$SECONDS
 LLCOMM_SIG_BLOCK=1 LLCOMM_KERNELS_DIR=$(realpath ab/sigblk) LLCOMM_GPU_NO_NCCL=1 LLCOMM_GPU_RESULTS="$out/gpu-sigblk.jsonl" \
   LLCOMM_GPU_CASE_PREFIX=sigblk timeout 200 node --test packages/llcomm/dist/test/gpu/signature.test.js > "$out/gpu-sigblk.log" 2>&1
 echo "gpu signature test on ab/sigblk: rc $?, $((SECONDS - t0)) s, passed $(grep -c '"passed":true' "$out/gpu-sigblk.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-sigblk.jsonl")" | tee -a "$out/summary.txt"
 grep '"passed":false' "$out/gpu-sigblk.jsonl" | head -5 | cut -c1-400
-tar czf "$out/sigab.tgz" -C "$out" sigab && rm -rf "$out/sigab"
-sed -n '/^call signature/,$p' "$out/signature-ab.txt"
-cat "$out/summary.txt"
+sig11_finish

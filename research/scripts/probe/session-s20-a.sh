@@ -14,20 +14,13 @@
 #   sig (1.03-1.05); every GPU test passes (multiprocess-signature: detectedBy device on every rank).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-out=${OUT:-/tmp/llcomm-s20-a}
-mkdir -p "$out"
-export LLCOMM_CACHE_DIR=${LLCOMM_CACHE_DIR:-/tmp/llcomm-cache} NCCL_NVLS_ENABLE=0
 grep -q 'define LLCOMM_SIG_BLOCK 1' packages/llcomm/kernels/llcomm/abi.cuh || { echo "the patch is not applied"; exit 2; }
-for t in nosig ctrl inblk pubonly xblk; do test -d "ab/$t" || { echo "ab/$t missing"; exit 2; }; done
-t0=$SECONDS
-AB_VARIANTS="nosig ctrl sig inblk pubonly xblk" AB_SIZES=8,8K,64K AB_BUDGET_S=100 OUT="$out/sigab" \
-  timeout 240 bash research/scripts/probe/signature-ab.sh > "$out/signature-ab.txt" 2>&1
-echo "signature A/B: rc $?, $((SECONDS - t0)) s, WRONG rows: $(grep -c WRONG "$out/sigab/ab-tables.log")" | tee "$out/summary.txt"
+source research/scripts/probe/signature-round11-lib.sh
+sig11_init /tmp/llcomm-s20-a nosig ctrl inblk pubonly xblk
+sig11_ab "nosig ctrl sig inblk pubonly xblk"
 t0=$SECONDS
 OUT="$out/gpu" LLCOMM_GPU_TESTS="signature multiprocess-signature multiprocess correctness back-to-back public-api" \
   LLCOMM_SANITIZER_TOOLS=racecheck LLCOMM_GPU_TEST_TIMEOUT_S=260 timeout 330 bash scripts/gpu-test.sh > "$out/gpu-test-run.txt" 2>&1
 echo "gpu tests: rc $?, $((SECONDS - t0)) s" | tee -a "$out/summary.txt"
-tar czf "$out/sigab.tgz" -C "$out" sigab && rm -rf "$out/sigab"
-sed -n '/^call signature/,$p' "$out/signature-ab.txt"
 tail -12 "$out/gpu-test-run.txt"
-cat "$out/summary.txt"
+sig11_finish
