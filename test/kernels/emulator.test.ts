@@ -128,6 +128,25 @@ function buildEmulator(cxx: string, out: string, defines: string[]): void {
     { stdio: 'pipe' },
   )
 }
+
+/** An emulator build of its own, made on first use (beside before()'s) with these -D flags. */
+function lazyEmulator(name: string, defines: string[]): () => string {
+  let path = ''
+  return () => {
+    if (!path) {
+      const out = join(work, name)
+      buildEmulator(gxx, out, [...defines, ...EMU_BUILD_DEFINES])
+      path = out
+    }
+    return path
+  }
+}
+/** The deferred build (LLCOMM_SIG_DEFERRED: kernel e checks epoch e - 1; the host checks each channel's last launch). */
+const deferredExe = lazyEmulator('emulator-deferred', ['-DLLCOMM_SIG_DEFERRED'])
+/** The signature-block build (LLCOMM_SIG_BLOCK; emulator.cpp launches the extra block). */
+const sigBlockExe = lazyEmulator('emulator-sig-block', ['-DLLCOMM_SIG_BLOCK'])
+/** The in-block check's build (LLCOMM_SIG_IN_BLOCKS), named so that its tests keep it whichever is the default. */
+const inBlocksExe = lazyEmulator('emulator-in-blocks', ['-DLLCOMM_SIG_IN_BLOCKS'])
 after(() => {
   if (work) rmSync(work, { recursive: true, force: true })
 })
@@ -1091,17 +1110,6 @@ test("accumulation: 'dtype' builds (16-bit ring partials, packed 16-bit atomic l
 // ---- The deferred signature check (kernels built with LLCOMM_SIG_DEFERRED: kernel e checks epoch e - 1; the host
 // checks each channel's last launch: src/backends/cuda/latest-signature.ts) ----
 
-let exeDeferred = ''
-/** The emulator of the deferred build (built on first use, beside before()'s). */
-function deferredExe(): string {
-  if (!exeDeferred) {
-    const out = join(work, 'emulator-deferred')
-    buildEmulator(gxx, out, ['-DLLCOMM_SIG_DEFERRED', ...EMU_BUILD_DEFINES])
-    exeDeferred = out
-  }
-  return exeDeferred
-}
-
 /** Row (channel, slot) of rank `rank`'s dumped signature region (latest-signature.ts reads the same words). */
 function signatureRowOf(r: EmuResult, rank: number, channel: number, slot: number): Uint32Array {
   const begin = (signatureRowScratchOffset(channel, slot) - LLCOMM_SCRATCH_SIGNATURE_OFFSET) / 4
@@ -1408,28 +1416,6 @@ test('deferred build, an error word per side (per-process): each side reports th
 // llcSignatureBlock; research/notes/signature-cost.md, round 11) and the in-block check (LLCOMM_SIG_IN_BLOCKS, the
 // default build: its per-process gap is tested above on a build that names it, so those tests keep their build
 // whichever becomes the default) ----
-
-let exeSigBlock = ''
-/** The emulator of the signature-block build (built on first use; emulator.cpp launches the extra block). */
-function sigBlockExe(): string {
-  if (!exeSigBlock) {
-    const out = join(work, 'emulator-sig-block')
-    buildEmulator(gxx, out, ['-DLLCOMM_SIG_BLOCK', ...EMU_BUILD_DEFINES])
-    exeSigBlock = out
-  }
-  return exeSigBlock
-}
-
-let exeInBlocks = ''
-/** The emulator of the in-block build (built on first use). */
-function inBlocksExe(): string {
-  if (!exeInBlocks) {
-    const out = join(work, 'emulator-in-blocks')
-    buildEmulator(gxx, out, ['-DLLCOMM_SIG_IN_BLOCKS', ...EMU_BUILD_DEFINES])
-    exeInBlocks = out
-  }
-  return exeInBlocks
-}
 
 test("signature block: exact with the extra blocks; a mismatched call ends with MISMATCH in one error word and in both per-process words, the in-block check's gap closed", async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
