@@ -6,7 +6,7 @@
 //  * Arrays indexed by rank (input, output, recvBuf, scratch) are indexed by the GLOBAL rank; recvBuf[] and
 //    scratch[] must be filled for every rank of the communicator (peer-mapped addresses), input[]/output[] at
 //    least for the ranks of this launch (launchRanks[0 .. ranksInLaunch-1]).
-//  * gridDim.x == ranksInLaunch * blocksPerRank (+ ranksInLaunch signature blocks after them, the all-reduce kernels'
+//  * gridDim.x == ranksInLaunch * blocksPerRank (+ one signature block after them for the all-reduce kernels'
 //    llcBeginCall: kernel-table.ts SIGNATURE_BLOCK), blockDim.x == the kernel's LLCOMM_THREADS (launchShape()).
 //  * input/output pointers 16-byte aligned; count > 0 and count <= launchShape().maxCountPerCall.
 //  * The region fields are copied from deviceBufferLayout() and must be identical on every rank.
