@@ -558,8 +558,8 @@ struct LlcCallSignature : LlcSigNoDefer, LlcSigPublisher<kAlg, kProtocol, DT> {
   }
 };
 #else
-// The data blocks of the signature-block build (the product: llcSignatureBlock checks in a block of its own), and the
-// A/B builds without any check: the same calls, empty; the barrier is the plain epoch-flag barrier.
+// The data blocks of the signature-block build (llcSignatureBlock checks in a block of its own), and the A/B builds
+// without any check: the same calls, empty; the barrier is the plain epoch-flag barrier.
 template <llc_u32 kAlg, llc_u32 kProtocol, int DT>
 struct LlcCallSignature : LlcSigNoDefer {
   static constexpr bool kTail = false;
@@ -578,13 +578,14 @@ struct LlcCallSignature : LlcSigNoDefer {
 #endif
 
 
-// The signature block (LLCOMM_SIG_BLOCK, the default since round 11 of research/notes/signature-cost.md; abi.cuh):
-// the call's signature published and checked by one block of its own per launch, after the data blocks (the host
-// adds it to every all-reduce grid, allreduce-launcher.ts; allreduce_common.cuh's llcBeginCall sends it here and ends
-// it). The data blocks carry no signature code at all (rounds 5-10 found the in-block check's 3-5% in what its code
+// The signature block (LLCOMM_SIG_BLOCK, round 11 of research/notes/signature-cost.md; the default build once
+// research/scripts/probe/signature-patches/round11-sigblock-default.patch is applied): the call's signature
+// published and checked by one block of its own per launch, after the data blocks (the host adds it to every
+// all-reduce grid when kernel-table.ts SIGNATURE_BLOCK is on, allreduce-launcher.ts; allreduce_common.cuh's
+// llcBeginCall sends it here and ends it). The data blocks carry no signature code at all (rounds 5-10 found the in-block check's 3-5% in what its code
 // did to the data path, not in its loads or waits). One block for all the launch's ranks (virtual ranks share a
-// launch), so a launch of R ranks x B blocks takes R x B + 1 blocks: within the device's 128 + 4 whatever B the
-// launch shape picked (kernel-table.ts MAX_BLOCKS_PER_DEVICE), and the shapes are those without the signature.
+// launch), so a launch of R ranks x B blocks takes R x B + 1 blocks: at most MAX_BLOCKS_PER_DEVICE (128) + 1 on
+// 132 SMs whatever B the launch shape picked (kernel-table.ts), and the shapes are those without the signature.
 // One packet per rank and launch, in channel 0's signature slots (the data blocks of this build use none), with an
 // epoch word of its own per rank (scratch epoch word LLCOMM_SIG_BLOCK_EPOCH_WORD; the channels use words 0..15):
 // every launch of a rank advances it once, whatever its algorithm or channel count, so a peer's extra or missing
@@ -612,6 +613,15 @@ LLC_DEVICE void llcSignatureBlock(const LlcommAllReduceParams& p) {
     ch.index = 0;
     return ch;
   };
+  // Thread i < launch keeps rank i's epoch word and epoch for the store at the end (no second load of the word there,
+  // at the block's tail, where a round trip would delay the kernel's completion).
+  llc_u32* ownEpochWord = nullptr;
+  llc_u32 ownEpoch = 0;
+  if (threadIdx.x < launch) {
+    const LlcChannel ch = channelOf(p.launchRanks[threadIdx.x]);
+    ownEpochWord = ch.epochWord;
+    ownEpoch = ch.epoch;
+  }
   // Publish: the packet carries the epoch in both 8-byte elements (single-copy atomic each), so it needs no release.
 #pragma unroll 1
   for (llc_u32 x = threadIdx.x; x < launch * n; x += blockDim.x) {
@@ -633,9 +643,12 @@ LLC_DEVICE void llcSignatureBlock(const LlcommAllReduceParams& p) {
     llcLoadRelaxedSysV2u64(slot, packet.a, packet.b);
     llcSignatureAwait<kAlg, kProtocol, DT>(p, waiter, slot, peer, packet);
   }
-  __syncthreads(); // every check of this launch done before any rank's epoch moves on
+  // Every check of this launch done before any rank's epoch moves on (the stores are relaxed: the next launch on this
+  // rank reads the word after a kernel boundary, which orders them).
+  __syncthreads();
+  if (threadIdx.x < launch) llcStoreRelaxedSys(ownEpochWord, ownEpoch);
 #pragma unroll 1
-  for (llc_u32 i = threadIdx.x; i < launch; i += blockDim.x) {
+  for (llc_u32 i = threadIdx.x + blockDim.x; i < launch; i += blockDim.x) { // more ranks than threads (the emulator)
     const LlcChannel ch = channelOf(p.launchRanks[i]);
     llcStoreRelaxedSys(ch.epochWord, ch.epoch);
   }
