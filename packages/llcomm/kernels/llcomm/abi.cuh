@@ -41,11 +41,16 @@
 #define LLCOMM_SIG_EPOCH_MASK 1u
 #endif
 #define LLCOMM_SCRATCH_SIGNATURE_BYTES (LLCOMM_MAX_CHANNELS * LLCOMM_SIG_SLOTS * LLCOMM_MAX_RANKS * 16)
-// Who checks the call signature (signature.cuh). The in-block check by default (its checker threads in the data
-// blocks; LLCOMM_SIG_IN_BLOCKS names it explicitly), or LLCOMM_SIG_BLOCK: one block of its own per launch, after
-// the data blocks, which then carry no signature code (the host adds the block when LLCOMM_SIG_BLOCK=1 is in its
-// environment: kernel-table.ts SIGNATURE_BLOCK; round 11 of research/notes/signature-cost.md).
-// LLCOMM_NO_SIGNATURE and LLCOMM_SIG_BLOCK_EMPTY build no check at all (A/B baselines only).
+// Who checks the call signature (signature.cuh). By default one block of its own per launch, after the data blocks
+// (LLCOMM_SIG_BLOCK: the data blocks carry no signature code; the host adds the block, kernel-table.ts
+// SIGNATURE_BLOCK; round 11 of research/notes/signature-cost.md). LLCOMM_SIG_IN_BLOCKS builds the check inside the
+// data blocks instead (the product before round 11, kept for the A/B), as do the A/B builds on it (LLCOMM_SIG_DEFERRED,
+// LLCOMM_SIG_PUBLISH_ONLY and the knobs listed in signature.cuh); LLCOMM_NO_SIGNATURE and LLCOMM_SIG_BLOCK_EMPTY
+// build no check at all (A/B baselines only).
+#if !defined(LLCOMM_SIG_BLOCK) && !defined(LLCOMM_SIG_IN_BLOCKS) && !defined(LLCOMM_NO_SIGNATURE) && \
+    !defined(LLCOMM_SIG_DEFERRED) && !defined(LLCOMM_SIG_PUBLISH_ONLY) && !defined(LLCOMM_SIG_BLOCK_EMPTY)
+#define LLCOMM_SIG_BLOCK 1
+#endif
 #if defined(LLCOMM_SIG_BLOCK) &&                                                                                   \
     (defined(LLCOMM_SIG_ARM_PLAIN) || defined(LLCOMM_SIG_NO_ARM) || defined(LLCOMM_SIG_PUBLISH_LOW) ||              \
      defined(LLCOMM_SIG_TAIL) || defined(LLCOMM_SIG_NOWAIT) || defined(LLCOMM_SIG_R2))

@@ -31,8 +31,8 @@ LLC_DEVICE LlcCall llcBeginCall(const LlcommAllReduceParams& p) {
   LlcCall c;
 #if defined(LLCOMM_SIG_BLOCK) || defined(LLCOMM_SIG_BLOCK_EMPTY)
   // The signature block (signature.cuh, llcSignatureBlock): the host launches one per launch after the data blocks
-  // (LLCOMM_SIG_BLOCK_EMPTY, an A/B control, leaves it idle). Only these builds have the guard, so the default build's
-  // code is the GPU-tested one; the host must add the block only for them (kernel-table.ts SIGNATURE_BLOCK). On the
+  // (LLCOMM_SIG_BLOCK_EMPTY, an A/B control, leaves it idle). Only these builds have the guard (the default build is
+  // one of them); the host must add the block only for them (kernel-table.ts SIGNATURE_BLOCK). On the
   // GPU the block ends with `exit`, not a return: with an early return, even from an empty block, ptxas gave the
   // 16-bit twoshot-sentinel kernels 4-16 bytes of spill (at the 128-register cap); with `exit` the compiler sees one
   // path through the kernel and every data kernel keeps the registers it has without the signature. The host

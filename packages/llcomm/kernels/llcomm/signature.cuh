@@ -1,6 +1,6 @@
-// LLCOMM_SIG_BLOCK (round 11 of research/notes/signature-cost.md) checks the signature in a block of its own per
-// launch instead (llcSignatureBlock, at the end of this file); what follows, up to it, is the in-block check, the
-// default build (LLCOMM_SIG_IN_BLOCKS names it).
+// Since round 11 of research/notes/signature-cost.md the default build (LLCOMM_SIG_BLOCK) checks the signature in a
+// block of its own per launch (llcSignatureBlock, at the end of this file); what follows, up to it, is the in-block
+// check that LLCOMM_SIG_IN_BLOCKS builds (the product before round 11, kept for the A/B and the deferred build).
 // The call signature (issue 18 item 1; CPU: src/protocol/cpu/signature.ts; encoding: src/algorithms/
 // signature.ts). Every all-reduce kernel, once it knows its channel's epoch, stores its signature {word 0 = this
 // launch's count, word 1 = algorithm | dtype << 4 | op << 6 | protocol << 8 | the host's chunk bits} into every

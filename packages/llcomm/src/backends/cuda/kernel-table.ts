@@ -446,14 +446,14 @@ export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED === '
 /**
  * Whether every all-reduce launch carries a signature block (kernels/llcomm/signature.cuh, llcSignatureBlock: one
  * block after the data blocks publishes and checks the call signature of every rank of the launch, and the data
- * blocks carry none), for kernels built with LLCOMM_SIG_BLOCK: LLCOMM_SIG_BLOCK=1 in the environment (round 11 of
- * research/notes/signature-cost.md: an A/B setting until its measurement decides; never with the deferred build). A
- * launch then takes ranks x blocksPerRank + 1 blocks, within MAX_BLOCKS_PER_DEVICE + 1 (co-resident on 132 SMs).
- * Only for kernels built with LLCOMM_SIG_BLOCK (or LLCOMM_SIG_BLOCK_EMPTY, which leaves the block idle): other
- * kernels would take the extra block for a data block of the launch's first rank; and off with kernels built with
- * the block would leave every call unchecked.
+ * blocks carry none; the default kernels since round 11 of research/notes/signature-cost.md). A launch then takes
+ * ranks x blocksPerRank + 1 blocks, within MAX_BLOCKS_PER_DEVICE + 1 (co-resident on 132 SMs). Off with the deferred
+ * build (its check is in the data blocks) and with LLCOMM_SIG_BLOCK=0, an A/B setting for kernel trees built without
+ * the block (nosig, the in-block check: research/scripts/probe/make-signature-trees.sh writes it into their ab.env);
+ * off with the default kernels it would leave every call unchecked, and on with kernels built without the guard
+ * (allreduce_common.cuh) the extra block would act as a data block of the launch's first rank.
  */
-export const SIGNATURE_BLOCK: boolean = process.env.LLCOMM_SIG_BLOCK === '1' && !SIGNATURE_DEFERRED
+export const SIGNATURE_BLOCK: boolean = process.env.LLCOMM_SIG_BLOCK !== '0' && !SIGNATURE_DEFERRED
 
 /**
  * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
