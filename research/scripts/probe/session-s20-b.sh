@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Issue 18, session 20 (2026-12-07): session-s19-b.sh's A/B (round 11 of research/notes/signature-cost.md) and, in the
-# same device call, the GPU tests the signature touches on the candidate's build, so that one call can decide the
-# flip (device starts fail often; a second call may not come). Before bundling, here:
+# Issue 18, session 20 (2026-12-07): session 19's A/B of round 11 (research/notes/signature-cost.md; its
+# session-s19-b.sh never ran, this script replaced it) and, in the same device call, the GPU tests the signature
+# touches on the candidate's build, so that one call can decide the flip (device starts fail often; a second call
+# may not come). Before bundling, here:
 # bash research/scripts/probe/make-signature-trees.sh (ab/nosig, ab/ctrl, ab/pubonly, ab/sigblk, ab/xblk are used).
-# 1. The A/B of session-s19-b.sh (its predictions stand: sigblk median 1.00-1.02, max <= 1.05; xblk 1.00-1.01; sig
+# 1. The A/B as planned in session 19 (its predictions stand: sigblk median 1.00-1.02, max <= 1.05; xblk 1.00-1.01; sig
 #    1.03-1.05; pubonly ~1.01).
 # 2. scripts/gpu-test.sh on ab/sigblk with the host's LLCOMM_SIG_BLOCK=1: the build that the flip patch
 #    (signature-patches/round11-sigblock-default.patch) makes the default, whose kernel change is only to define

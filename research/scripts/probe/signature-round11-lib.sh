@@ -1,4 +1,4 @@
-# Shared steps of the round-11 device calls (session-s19-b.sh, session-s20-a.sh; research/notes/signature-cost.md).
+# Shared steps of the round-11 device calls (session-s20-b.sh, session-s20-a.sh; research/notes/signature-cost.md).
 # Source it from the repository root.
 
 # sig11_init DEFAULT_OUT TREE...: $out (OUT or DEFAULT_OUT) made, the environment set, the ab/ trees checked.
