@@ -15,5 +15,5 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source research/scripts/probe/fused-ab-lib.sh
 fused_session_init /tmp/llcomm-s19-c
-fused_goal_runs 150
+fused_goal_runs 140
 echo "== summary"; cat "$summary"

@@ -18,7 +18,7 @@ sig11_init /tmp/llcomm-s20-a nosig ctrl inblk pubonly xblk
 sig11_ab "nosig ctrl sig inblk pubonly xblk"
 t0=$SECONDS
 OUT="$out/gpu" LLCOMM_GPU_TESTS="signature multiprocess-signature" LLCOMM_SKIP_SANITIZER=1 \
-  LLCOMM_GPU_TEST_TIMEOUT_S=300 timeout 330 bash scripts/gpu-test.sh > "$out/gpu-test-run.txt" 2>&1
+  LLCOMM_GPU_TEST_TIMEOUT_S=180 timeout 195 bash scripts/gpu-test.sh > "$out/gpu-test-run.txt" 2>&1
 echo "gpu tests: rc $?, $((SECONDS - t0)) s" | tee -a "$out/summary.txt"
 tail -12 "$out/gpu-test-run.txt"
 sig11_finish

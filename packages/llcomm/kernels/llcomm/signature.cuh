@@ -578,8 +578,8 @@ struct LlcCallSignature : LlcSigNoDefer {
 #endif
 
 
-// The signature block (LLCOMM_SIG_BLOCK, round 11 of research/notes/signature-cost.md; the default build once
-// research/scripts/probe/signature-patches/round11-sigblock-default.patch is applied): the call's signature
+// The signature block (LLCOMM_SIG_BLOCK, round 11 of research/notes/signature-cost.md; the default build since
+// 3a9cbf4, abi.cuh): the call's signature
 // published and checked by one block of its own per launch, after the data blocks (the host adds it to every
 // all-reduce grid when kernel-table.ts SIGNATURE_BLOCK is on, allreduce-launcher.ts; allreduce_common.cuh's
 // llcBeginCall sends it here and ends it). The data blocks carry no signature code at all (rounds 5-10 found the in-block check's 3-5% in what its code

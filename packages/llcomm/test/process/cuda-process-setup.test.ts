@@ -5,9 +5,11 @@
 import assert from 'node:assert/strict'
 import { createConnection } from 'node:net'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { createCommunicator } from '../../src/create.js'
 import { isLlcommError } from '../../src/errors.js'
 import { findFreePort } from '../../src/rendezvous/free-port.js'
+import { runRanks } from './spawn-ranks.js'
 
 const ON_GPU = process.env.LLCOMM_TEST_BACKEND === 'cuda'
 
@@ -41,6 +43,35 @@ test('cuda per process without a usable GPU: every rank rejects at once with the
   })
   assert.equal(listening, false)
 })
+
+// Settings read from each rank's environment that every rank's kernels must share: a rank whose value differs from
+// rank 0's is refused by the rendezvous on every rank at once (INVALID_ARGUMENT naming both configs), before any
+// device is opened, so this runs the same with or without a GPU. Without the check, a rank with LLCOMM_SIG_BLOCK=0
+// would launch no signature block and its peers would wait for its packets until their deadline.
+for (const [name, value] of [
+  ['LLCOMM_SIG_BLOCK', '0'],
+  ['LLCOMM_SIG_DEFERRED', '1'],
+  ['LLCOMM_TWOSHOT_ALLGATHER', 'pull'],
+] as const) {
+  test(`cuda per process: ${name}=${value} on one rank only is INVALID_ARGUMENT on every rank at the join`, async () => {
+    const started = performance.now()
+    const runs = await runRanks({
+      worldSize: 3,
+      scenario: 'join',
+      script: fileURLToPath(new URL('./cuda-join-main.js', import.meta.url)),
+      rankEnv: (r) => (r === 1 ? { [name]: value } : {}),
+      env: { LLCOMM_SIG_BLOCK: '', LLCOMM_SIG_DEFERRED: '', LLCOMM_TWOSHOT_ALLGATHER: '' },
+      deadlineMs: 30_000,
+    })
+    for (const r of runs) {
+      assert.ok(r.result, `rank ${r.rank} printed no result (code ${r.code}): ${r.stderr}`)
+      const e = r.result.joinError as { code: string; message: string } | undefined
+      assert.equal(e?.code, 'INVALID_ARGUMENT', `rank ${r.rank}: ${JSON.stringify(r.result)}`)
+      if (r.rank === 1) assert.match(e.message, /options differ from rank 0's/)
+    }
+    assert.ok(performance.now() - started < 20_000, 'long before the 15 s deadline of a call')
+  })
+}
 
 test('cuda per process: algorithm resolution is the shared resolver (auto, nccl fallback, fallback off, determinism)', async () => {
   const { CudaProcessCommunicator } = await import('../../src/backends/cuda/process-communicator.js')

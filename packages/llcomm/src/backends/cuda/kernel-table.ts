@@ -456,6 +456,18 @@ export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED === '
 export const SIGNATURE_BLOCK: boolean = process.env.LLCOMM_SIG_BLOCK !== '0' && !SIGNATURE_DEFERRED
 
 /**
+ * The signature settings above in one value, for the per-process rendezvous config: ranks whose environments set
+ * them differently would run kernels that publish and check in different places (a rank without the block waits for
+ * packets its peers never store where it looks), so such a rank is refused at creation, as with
+ * LLCOMM_TWOSHOT_ALLGATHER, instead of failing its first call at the deadline.
+ */
+export const SIGNATURE_CHECK: 'block' | 'deferred' | 'no-block' = SIGNATURE_DEFERRED
+  ? 'deferred'
+  : SIGNATURE_BLOCK
+    ? 'block'
+    : 'no-block'
+
+/**
  * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
  * accumulation everywhere); 'dtype' builds the f16/bf16 ring with 16-bit partials and twoshot-atomic with packed
  * 16-bit red.add (docs/kernels.md, "Numerics").

@@ -76,6 +76,7 @@ import {
   kernelSources,
   parseTwoshotAllGather,
   SIGNATURE_BLOCK,
+  SIGNATURE_CHECK,
   SIGNATURE_DEFERRED,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
@@ -136,13 +137,21 @@ export async function createCudaProcessCommunicator(
   // twoshot-sentinel's all-gather kernel (LLCOMM_TWOSHOT_ALLGATHER), read once, here; part of the rendezvous config,
   // so a rank whose environment says otherwise than rank 0's is refused at creation (with another value the same call
   // could run the push kernel at one rank and the pull kernel at another: kernel-table.ts TwoshotAllGatherMode).
+  // The signature check's settings (LLCOMM_SIG_BLOCK, LLCOMM_SIG_DEFERRED: kernel-table.ts SIGNATURE_CHECK) likewise.
   const twoshotAllGather = parseTwoshotAllGather(process.env.LLCOMM_TWOSHOT_ALLGATHER)
   const rv = await joinRendezvous({
     address,
     rank,
     worldSize,
     timeoutMs: rendezvousTimeoutMs,
-    config: { backend: 'cuda', worldSize, bufferBytes, tuningTable: digest, twoshotAllGather },
+    config: {
+      backend: 'cuda',
+      worldSize,
+      bufferBytes,
+      tuningTable: digest,
+      twoshotAllGather,
+      signature: SIGNATURE_CHECK,
+    },
   })
   const deterministic = validateDeterministic(options.deterministic)
   const comm = new CudaProcessCommunicator(rv, {
