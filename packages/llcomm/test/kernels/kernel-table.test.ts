@@ -1,6 +1,7 @@
 /** Unit tests of the kernel table: coverage, names, launch shapes and buffer layout invariants (no GPU, no nvcc). */
 
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -275,6 +276,25 @@ test('f32 accumulation: ring halves its f16/bf16 capacity per launch; twoshot-at
   assert.deepEqual(kernelBuildDefines({}), [])
   assert.deepEqual(kernelBuildDefines({ ringF32Partials: true, atomicF32Lines: true }), [])
   assert.deepEqual(kernelBuildDefines({ atomicF32Lines: false }), ['-DLLCOMM_ATOMIC_F32_LINES=0'])
+})
+
+// The signature check the host asks of the kernels, from the environment as each process reads it (a child process
+// per setting: the constants are fixed at import). LLCOMM_SIG_BLOCK=0 launches no signature block, so the kernels
+// must then be built with the in-block check (LLCOMM_SIG_IN_BLOCKS): the default kernels without their block would
+// check nothing. The default needs no -D (the cubin cache key of the default build stays the same).
+test('SIGNATURE_KERNEL_BUILD: no define by default, the in-block check without the block, the deferred build on request', () => {
+  const table = new URL('../../src/backends/cuda/kernel-table.js', import.meta.url).href
+  const definesWith = (env: Record<string, string>): string[] => {
+    const script = `const m = await import(${JSON.stringify(table)}); console.log(JSON.stringify([m.SIGNATURE_CHECK, m.kernelBuildDefines(m.SIGNATURE_KERNEL_BUILD)]))`
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, LLCOMM_SIG_BLOCK: '', LLCOMM_SIG_DEFERRED: '', ...env },
+      encoding: 'utf8',
+    })
+    return JSON.parse(out)
+  }
+  assert.deepEqual(definesWith({}), ['block', []])
+  assert.deepEqual(definesWith({ LLCOMM_SIG_BLOCK: '0' }), ['in-blocks', ['-DLLCOMM_SIG_IN_BLOCKS=1']])
+  assert.deepEqual(definesWith({ LLCOMM_SIG_DEFERRED: '1' }), ['deferred', ['-DLLCOMM_SIG_DEFERRED=1']])
 })
 
 test('launchShape is a pure function of (variant, nranks, count, bufferBytes)', () => {

@@ -97,6 +97,7 @@ import {
   parseTwoshotAllGather,
   SIGNATURE_BLOCK,
   SIGNATURE_DEFERRED,
+  SIGNATURE_KERNEL_BUILD,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
 import { DeviceAllocations } from './memory.js'
@@ -328,7 +329,7 @@ export class CudaCommunicator extends CommunicatorBase {
     const nv = loadNvrtc()
     // f16/bf16 accumulation (option `accumulation`): compiled into the kernels (abi.cuh switches as NVRTC -D
     // options, part of the cubin cache key) and into the capacity rule of every launch (launchShape()).
-    const kernelBuild = { ...accumulationBuild(this.accumulation), signatureDeferred: this.signatureDeferred }
+    const kernelBuild = { ...accumulationBuild(this.accumulation), ...SIGNATURE_KERNEL_BUILD }
     this.modules = new KernelModules(this.driver, nv, {
       headers: kernelSources(),
       cacheDir: options.cacheDir,

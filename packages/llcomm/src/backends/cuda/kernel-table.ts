@@ -434,6 +434,11 @@ export interface KernelBuildOptions {
    * it; the communicators' checkDeviceError does.
    */
   signatureDeferred?: boolean
+  /**
+   * The kernels were built with LLCOMM_SIG_IN_BLOCKS (the in-block check: signature.cuh), which the host asks for when
+   * it launches no signature block (LLCOMM_SIG_BLOCK=0: SIGNATURE_KERNEL_BUILD).
+   */
+  signatureInBlocks?: boolean
 }
 
 /**
@@ -448,10 +453,11 @@ export const SIGNATURE_DEFERRED: boolean = process.env.LLCOMM_SIG_DEFERRED === '
  * block after the data blocks publishes and checks the call signature of every rank of the launch, and the data
  * blocks carry none; the default kernels since round 11 of research/notes/signature-cost.md). A launch then takes
  * ranks x blocksPerRank + 1 blocks, within MAX_BLOCKS_PER_DEVICE + 1 (co-resident on 132 SMs). Off with the deferred
- * build (its check is in the data blocks) and with LLCOMM_SIG_BLOCK=0, an A/B setting for kernel trees built without
- * the block (nosig, the in-block check: research/scripts/probe/make-signature-trees.sh writes it into their ab.env);
- * off with the default kernels it would leave every call unchecked, and on with kernels built without the guard
- * (allreduce_common.cuh) the extra block would act as a data block of the launch's first rank.
+ * build (its check is in the data blocks) and with LLCOMM_SIG_BLOCK=0, an A/B setting (the kernel trees built without
+ * the block: research/scripts/probe/make-signature-trees.sh writes it into their ab.env), under which the host builds
+ * the kernels with the in-block check instead (SIGNATURE_KERNEL_BUILD), so that no setting leaves a call unchecked.
+ * On with kernels built without the guard (allreduce_common.cuh) the extra block would act as a data block of the
+ * launch's first rank.
  */
 export const SIGNATURE_BLOCK: boolean = process.env.LLCOMM_SIG_BLOCK !== '0' && !SIGNATURE_DEFERRED
 
@@ -461,11 +467,17 @@ export const SIGNATURE_BLOCK: boolean = process.env.LLCOMM_SIG_BLOCK !== '0' && 
  * packets its peers never store where it looks), so such a rank is refused at creation, as with
  * LLCOMM_TWOSHOT_ALLGATHER, instead of failing its first call at the deadline.
  */
-export const SIGNATURE_CHECK: 'block' | 'deferred' | 'no-block' = SIGNATURE_DEFERRED
+export const SIGNATURE_CHECK: 'block' | 'deferred' | 'in-blocks' = SIGNATURE_DEFERRED
   ? 'deferred'
   : SIGNATURE_BLOCK
     ? 'block'
-    : 'no-block'
+    : 'in-blocks'
+
+/** The kernels' build for SIGNATURE_CHECK (kernelBuildDefines: nothing for the default, the block). */
+export const SIGNATURE_KERNEL_BUILD: KernelBuildOptions = {
+  signatureDeferred: SIGNATURE_CHECK === 'deferred',
+  signatureInBlocks: SIGNATURE_CHECK === 'in-blocks',
+}
 
 /**
  * The kernel switches of a communicator's `accumulation` option: 'f32' (default) keeps abi.cuh's defaults (f32
@@ -484,6 +496,7 @@ export function kernelBuildDefines(o: KernelBuildOptions): string[] {
   if (o.atomicF32Lines !== undefined && o.atomicF32Lines !== (LLCOMM_ATOMIC_F32_LINES !== 0))
     out.push(`-DLLCOMM_ATOMIC_F32_LINES=${o.atomicF32Lines ? 1 : 0}`)
   if (o.signatureDeferred) out.push('-DLLCOMM_SIG_DEFERRED=1')
+  if (o.signatureInBlocks) out.push('-DLLCOMM_SIG_IN_BLOCKS=1')
   return out
 }
 

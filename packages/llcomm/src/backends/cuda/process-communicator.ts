@@ -78,6 +78,7 @@ import {
   SIGNATURE_BLOCK,
   SIGNATURE_CHECK,
   SIGNATURE_DEFERRED,
+  SIGNATURE_KERNEL_BUILD,
 } from './kernel-table.js'
 import { checkLatestSignaturesOfRank, DEFERRED_SIGNATURE_SLOT_MASK } from './latest-signature.js'
 import { DeviceAllocations } from './memory.js'
@@ -311,7 +312,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.modules = new KernelModules(driver, loadNvrtc(), {
       headers: kernelSources(),
       cacheDir: this.cacheDir,
-      extraOptions: kernelBuildDefines({ signatureDeferred: this.signatureDeferred }),
+      extraOptions: kernelBuildDefines(SIGNATURE_KERNEL_BUILD),
     })
     const layout = deviceBufferLayout(this.size, this.bufferBytes)
     const recv = this.allocs.alloc(group.context, layout.recvBufBytes, 'recvBuf')
