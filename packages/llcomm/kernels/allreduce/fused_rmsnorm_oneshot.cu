@@ -9,6 +9,7 @@
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/ll_buffer.cuh"
 #include "llcomm/rmsnorm.cuh"
+#include "llcomm/fused_signature.cuh"
 
 template <int DT>
 __device__ __forceinline__ void fusedRmsNormOneshot(const LlcommFusedNormParams& p) {
@@ -52,6 +53,7 @@ __device__ __forceinline__ void fusedRmsNormOneshot(const LlcommFusedNormParams&
 #define LLCOMM_FUSED_VARIANT_fused_rmsnorm_oneshot(dtype)                                                           \
   extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
       llcomm_fused_rmsnorm_oneshot_##dtype(const __grid_constant__ LlcommFusedNormParams p) {                      \
+    LLCOMM_FUSED_SIGNATURE_CLUSTER(p) /* per-process builds only: llcomm/fused_signature.cuh */                     \
     fusedRmsNormOneshot<LLC_DT_##dtype>(p);                                                                         \
   }
 #include "instantiations.def"

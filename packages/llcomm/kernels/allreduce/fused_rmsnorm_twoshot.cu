@@ -11,6 +11,7 @@
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/ll_buffer.cuh"
 #include "llcomm/rmsnorm.cuh"
+#include "llcomm/fused_signature.cuh"
 
 // Owners of one thread loaded before their sends and polled together in the spread path (twoshot_sentinel.cu's
 // kTwoshotSpreadBatch, for the same register reason).
@@ -236,6 +237,7 @@ __device__ __forceinline__ void fusedRmsNormTwoshot(const LlcommFusedNormParams&
 #define LLCOMM_FUSED_VARIANT_fused_rmsnorm_twoshot(dtype)                                                           \
   extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
       llcomm_fused_rmsnorm_twoshot_##dtype(const __grid_constant__ LlcommFusedNormParams p) {                      \
+    LLCOMM_FUSED_SIGNATURE_CLUSTER(p) /* per-process builds only: llcomm/fused_signature.cuh */                     \
     fusedRmsNormTwoshot<LLC_DT_##dtype>(p);                                                                         \
   }
 #include "instantiations.def"

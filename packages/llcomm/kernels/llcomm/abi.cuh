@@ -83,6 +83,8 @@
 #define LLCOMM_SIG_ALG_TWOSHOT_ATOMIC 4u
 #define LLCOMM_SIG_ALG_ONESHOT_BARRIER 5u
 #define LLCOMM_SIG_ALG_RING 6u
+// 7, 8: nccl, nccl-symmetric (host only). 9: the fused AllReduce + residual + RMSNorm (llcomm/fused_signature.cuh).
+#define LLCOMM_SIG_ALG_FUSED_RMSNORM 9u
 #define LLCOMM_SIG_PROTOCOL_NONE 0u
 #define LLCOMM_SIG_PROTOCOL_LL8 1u
 #define LLCOMM_SIG_PROTOCOL_LL16 2u

@@ -39,6 +39,10 @@ struct LlcommFusedNormParams {
   llc_u32 outScaleBits; // f32 bits of the per-tensor scale of an e4m3 output (OUT_E4M3; else unused)
   llc_u8 launchRanks[LLCOMM_MAX_RANKS];
   LlcommRegion ll; // LL8/LL16 packet region (deviceBufferLayout's, zero fill): the LL fused kernels only
+  // The launch's call signature, word 0 then word 1 (src/protocol/call-signature.ts encodeFusedSignature), read only by
+  // the signature cluster of the per-process build (LLCOMM_FUSED_SIG_CLUSTER, llcomm/fused_signature.cuh); the
+  // in-process launches leave it zero. Appended last: every other field keeps its offset.
+  llc_u32 signature[2];
 };
 
 // allReduceMany: up to LLCOMM_MANY_MAX_BUFFERS buffers of different sizes reduced in one launch. The buffers are laid

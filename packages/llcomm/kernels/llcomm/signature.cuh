@@ -653,6 +653,60 @@ LLC_DEVICE void llcSignatureBlock(const LlcommAllReduceParams& p) {
     llcStoreRelaxedSys(ch.epochWord, ch.epoch);
   }
 }
+
+// llcSignatureBlock's protocol with the two words given instead of made from an all-reduce's params: the fused
+// kernels' signature cluster (llcomm/fused_signature.cuh, per process only), whose words the host encodes
+// (src/protocol/call-signature.ts encodeFusedSignature: algorithm code LLCOMM_SIG_ALG_FUSED_RMSNORM, so a fused
+// launch never matches an all-reduce launch). The same epoch word (LLCOMM_SIG_BLOCK_EPOCH_WORD) and channel 0's slots
+// as the all-reduce signature block, so a rank's all-reduce and fused launches are one sequence of signature epochs:
+// a peer that makes a fused call where this rank makes an all-reduce publishes another packet at the same epoch
+// (MISMATCH). Every ordering argument of llcSignatureBlock above holds unchanged (it never used what the words
+// mean): the packet is single-copy atomic per 8-byte element and carries the epoch in both, so it needs no release;
+// the overwrite safety comes from the exchange (launch e does not complete before the block saw every peer's packet
+// of e); the epoch stores are relaxed and read by the rank's next launch after a kernel boundary. Kept apart from
+// llcSignatureBlock (not a refactor of it) so that the all-reduce kernels' code is untouched.
+LLC_DEVICE void llcSignatureBlockWords(const llc_u64* scratch, llc_u64 errorWord, llc_u64 timeoutNs, llc_u32 n,
+                                       llc_u32 launch, const llc_u8* launchRanks, llc_u32 word0, llc_u32 word1) {
+  const auto channelOf = [&](llc_u32 rank) {
+    LlcChannel ch(scratch[rank], LLCOMM_SIG_BLOCK_EPOCH_WORD);
+    ch.index = 0;
+    return ch;
+  };
+  // Publish (relaxed: the epoch in both elements, as above).
+#pragma unroll 1
+  for (llc_u32 x = threadIdx.x; x < launch * n; x += blockDim.x) {
+    const llc_u32 i = x / n, k = x - i * n, me = launchRanks[i];
+    const LlcChannel ch = channelOf(me);
+    const llc_u64 flag = static_cast<llc_u64>(ch.epoch) << 32;
+    llcStoreRelaxedSysV2u64(llcSignatureSlot(scratch[llcSignaturePeer(me, n, k)], ch.index, ch.sigSlot(), me),
+                            flag | word0, flag | word1);
+  }
+  // Check: a bounded poll of each peer's packet of this epoch (keepWaiting: the deadline and the error word), then
+  // the comparison; MISMATCH names this rank's and the peer's words (LlcWaiter::recordMismatch, first writer wins).
+#pragma unroll 1
+  for (llc_u32 x = threadIdx.x; x < launch * (n - 1u); x += blockDim.x) {
+    const llc_u32 i = x / (n - 1u), k = x - i * (n - 1u), me = launchRanks[i];
+    const LlcChannel ch = channelOf(me);
+    LlcWaiter waiter(errorWord, timeoutNs, me, ch.epoch, ch.index);
+    const llc_u32 peer = llcSignaturePeer(me, n, k);
+    const void* slot = llcSignatureSlot(scratch[me], ch.index, ch.sigSlot(), peer);
+    LlcSigPacket packet;
+    llcLoadRelaxedSysV2u64(slot, packet.a, packet.b);
+    LlcSpin spin;
+    while (!llcSignatureArrived(packet, ch.epoch) && waiter.keepWaiting(spin, peer, LLCOMM_WAIT_SIGNATURE, 0))
+      llcLoadRelaxedSysV2u64(slot, packet.a, packet.b);
+    if (!waiter.aborted && ((static_cast<llc_u32>(packet.a) ^ word0) | (static_cast<llc_u32>(packet.b) ^ word1)))
+      waiter.recordMismatch(peer, word0, word1, static_cast<llc_u32>(packet.a), static_cast<llc_u32>(packet.b));
+  }
+  // Every check of this launch done before any rank's epoch moves on (relaxed stores: the rank's next launch reads
+  // the word after a kernel boundary, which orders them).
+  __syncthreads();
+#pragma unroll 1
+  for (llc_u32 i = threadIdx.x; i < launch; i += blockDim.x) {
+    const LlcChannel ch = channelOf(launchRanks[i]);
+    llcStoreRelaxedSys(ch.epochWord, ch.epoch);
+  }
+}
 #endif
 
 #endif // LLC_HAS_DEVICE

@@ -10,6 +10,8 @@
  *           bits 10..20 chunk index within the call, modulo 2048
  *           bits 21..31 chunk count of the call, modulo 2048
  *
+ * A fused RMSNorm launch (per process; encodeFusedSignature below) has algorithm code 9 and its own bits 6..31.
+ *
  * Two ranks whose words differ at the same epoch are making different calls: both fail with MISMATCH, and neither
  * returns data. The chunk count makes two calls of different totals differ at their first chunk even where the
  * first chunks have the same length (chunking at the buffer's capacity), so no rank completes a call that its peers
@@ -77,6 +79,77 @@ export function encodeSignature(s: CallSignature): [number, number] {
   return [s.count >>> 0, (signatureKindBits(s) | signatureChunkBits(s.chunkIndex, s.chunkCount)) >>> 0]
 }
 
+// ---- the fused AllReduce + residual add + RMSNorm (issue 21; per process: kernels/llcomm/fused_signature.cuh) ----
+
+/** Word 1's algorithm code of a fused RMSNorm launch (abi.cuh LLCOMM_SIG_ALG_FUSED_RMSNORM): never an all-reduce's. */
+export const FUSED_SIGNATURE_CODE = 9
+/** The fused algorithms' codes in word 1's bits 6..8 (never renumber). */
+export const FUSED_ALGORITHM_CODES: Readonly<Record<string, number>> = {
+  oneshot: 1,
+  twoshot: 2,
+  split: 3,
+  'split-ll': 4,
+  'split-twoshot': 5,
+}
+/** Word 1's bits 9..31 of a fused signature: 23 bits of hash. */
+export const FUSED_SIGNATURE_HASH_BITS = 23
+
+/** What a fused launch's signature covers (everything the ranks must agree on for the launch to be one call). */
+export interface FusedCallSignature {
+  /** The launch's rows (word 0 = rows × hidden, low 32 bits) and the call's. */
+  launchRows: number
+  callRows: number
+  hidden: number
+  dtype: Dtype
+  /** The resolved fused algorithm (push and non-push split kernels are one algorithm: they interoperate). */
+  algorithm: string
+  epsBits: number
+  /** LLCOMM_FUSED_* flags (residual in f32, no residual input, e4m3 output). */
+  flags: number
+  outScaleBits: number
+  launchIndex: number
+  launchCount: number
+  blocksPerRank: number
+  clusterBlocks: number
+}
+
+/** 32-bit FNV-1a over u32 words (each word's four bytes, little-endian). */
+function fnv1a32(words: readonly number[]): number {
+  let h = 0x811c9dc5
+  for (const w of words)
+    for (let b = 0; b < 4; b++) {
+      h ^= (w >>> (8 * b)) & 0xff
+      h = Math.imul(h, 0x01000193) >>> 0
+    }
+  return h >>> 0
+}
+
+/**
+ * A fused launch's two words: word 0 = launch rows × hidden (low 32 bits); word 1 = FUSED_SIGNATURE_CODE | dtype
+ * << 4 | algorithm << 6 | hash << 9, the hash (FNV-1a folded to 23 bits) over call rows, hidden, eps bits, flags,
+ * outScale bits, launch index and count, blocks per rank and cluster size. A difference in any hashed field is caught
+ * unless the two hashes collide (one chance in 2^23 for unrelated values); dtype, algorithm and the launch's element
+ * count are compared exactly. Code 9 in bits 0..3 keeps every fused signature apart from every all-reduce signature.
+ */
+export function encodeFusedSignature(s: FusedCallSignature): [number, number] {
+  const alg = FUSED_ALGORITHM_CODES[s.algorithm]
+  if (alg === undefined) throw new Error(`no fused signature code for algorithm ${s.algorithm}`)
+  const h = fnv1a32([
+    s.callRows,
+    s.hidden,
+    s.epsBits,
+    s.flags,
+    s.outScaleBits,
+    s.launchIndex,
+    s.launchCount,
+    s.blocksPerRank,
+    s.clusterBlocks,
+  ])
+  const hash = (h ^ (h >>> FUSED_SIGNATURE_HASH_BITS)) & ((1 << FUSED_SIGNATURE_HASH_BITS) - 1)
+  const word0 = Number((BigInt(s.launchRows) * BigInt(s.hidden)) & 0xffffffffn)
+  return [word0 >>> 0, (FUSED_SIGNATURE_CODE | (DTYPE_CODES[s.dtype] << 4) | (alg << 6) | (hash << 9)) >>> 0]
+}
+
 function keyOf<K extends string>(table: Readonly<Record<K, number>>, code: number): K | undefined {
   return (Object.keys(table) as K[]).find((k) => table[k] === code)
 }
@@ -90,6 +163,8 @@ export interface DecodedSignature {
   protocol: string
   chunkIndex: number
   chunkCount: number
+  /** A fused RMSNorm launch's hash of the rest of its call (encodeFusedSignature); absent for an all-reduce. */
+  fusedHash?: number
 }
 
 export function decodeSignature(word0: number, word1: number): DecodedSignature {
@@ -98,6 +173,19 @@ export function decodeSignature(word0: number, word1: number): DecodedSignature 
   const dt = (w >>> 4) & 3
   const op = (w >>> 6) & 3
   const proto = (w >>> 8) & 3
+  if (alg === FUSED_SIGNATURE_CODE) {
+    const f = (w >>> 6) & 7
+    return {
+      count: word0 >>> 0,
+      algorithm: `fused-rmsnorm ${keyOf(FUSED_ALGORITHM_CODES, f) ?? `#${f}`}`,
+      dtype: keyOf(DTYPE_CODES, dt) ?? `dtype#${dt}`,
+      op: 'sum',
+      protocol: 'none',
+      chunkIndex: 0,
+      chunkCount: 1,
+      fusedHash: w >>> 9,
+    }
+  }
   return {
     count: word0 >>> 0,
     algorithm: keyOf(ALGORITHM_CODES, alg) ?? `algorithm#${alg}`,
@@ -110,6 +198,8 @@ export function decodeSignature(word0: number, word1: number): DecodedSignature 
 }
 
 export function describeSignature(s: DecodedSignature): string {
+  if (s.fusedHash !== undefined)
+    return `${s.algorithm} ${s.dtype} × ${s.count} (call 0x${s.fusedHash.toString(16).padStart(6, '0')})`
   const proto = s.protocol === 'none' ? '' : ` ${s.protocol}`
   const chunk = s.chunkCount === 0 ? 'empty call' : `chunk ${s.chunkIndex + 1}/${s.chunkCount}`
   return `${s.algorithm}${proto} ${s.dtype} ${s.op} × ${s.count} (${chunk})`

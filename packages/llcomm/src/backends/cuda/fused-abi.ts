@@ -44,6 +44,7 @@ export const FUSED_NORM_PARAMS_LAYOUT = layOut('LlcommFusedNormParams', [
   { name: 'outScaleBits', kind: 'u32' },
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
   ...region('ll'),
+  { name: 'signature', kind: 'u32', count: 2 },
 ])
 
 export const ALLREDUCE_MANY_PARAMS_LAYOUT = layOut('LlcommAllReduceManyParams', [
@@ -121,6 +122,11 @@ export interface FusedNormParamsHost {
   launchRanks: readonly number[]
   /** The LL packet region (the split LL kernel's lanes); absent: zero (the other kernels do not read it). */
   ll?: BufferRegion
+  /**
+   * The launch's call signature words (encodeFusedSignature), read by the per-process build's signature cluster
+   * (kernels/llcomm/fused_signature.cuh); absent: zero (in process nothing reads them).
+   */
+  signature?: readonly [number, number]
 }
 
 export function packFusedNormParams(p: FusedNormParamsHost): Buffer {
@@ -156,6 +162,7 @@ export function packFusedNormParams(p: FusedNormParamsHost): Buffer {
     launchRanks: p.launchRanks,
     'll.offset': p.ll?.offset ?? 0,
     'll.channelHalfBytes': p.ll?.channelHalfBytes ?? 0,
+    signature: p.signature ?? [0, 0],
   })
 }
 

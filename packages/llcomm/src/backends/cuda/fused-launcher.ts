@@ -12,6 +12,7 @@ import type { Dtype } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
+import { encodeFusedSignature } from '../../protocol/call-signature.js'
 import { f32Bits, LLCOMM_THREADS } from './abi.js'
 import type { CommunicatorDeviceState } from './allreduce-launcher.js'
 import type {
@@ -197,9 +198,20 @@ export function planFusedNorm(
   ranksPerDevice: number = nranks,
   clusterLimit: ClusterLimit = () => Number.POSITIVE_INFINITY,
   autoSplit = false,
+  signatureCluster = false,
 ): FusedNormPlan {
   if (algorithm !== 'auto' && isSplit(algorithm))
-    return planFusedSplit(algorithm, nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
+    return planFusedSplit(
+      algorithm,
+      nranks,
+      rows,
+      hidden,
+      dtype,
+      bufferBytes,
+      ranksPerDevice,
+      clusterLimit,
+      signatureCluster,
+    )
   checkNormShape(rows, hidden, dtype)
   if (algorithm === 'auto' && autoSplit && fusedSplitTwoshotFirst(nranks, rows, hidden)) {
     const two = tryPlanFusedSplit(
@@ -211,6 +223,7 @@ export function planFusedNorm(
       bufferBytes,
       ranksPerDevice,
       clusterLimit,
+      signatureCluster,
     )
     if (two && two.launches.length === 1) return two
   }
@@ -233,7 +246,17 @@ export function planFusedNorm(
       splitAt8 ||
       (rows < 16 && nranks >= 8 && hidden >= 8192))
   if (algorithm === 'auto' && autoSplit && splitFirst) {
-    const split = tryPlanFusedSplit('split', nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit)
+    const split = tryPlanFusedSplit(
+      'split',
+      nranks,
+      rows,
+      hidden,
+      dtype,
+      bufferBytes,
+      ranksPerDevice,
+      clusterLimit,
+      signatureCluster,
+    )
     if (split && split.launches.length === 1) return split
   }
   if (algorithm === 'auto') alg = oneshotFits && !twoshotFirst ? 'oneshot' : 'twoshot'
@@ -352,7 +375,10 @@ export type ClusterLimit = (clusterBlocks: number) => number
  * TARGET_BYTES_PER_BLOCK bytes (ll16 for split-ll, sentinel for split; rounded up to a power of two), ties to the
  * larger G (fewer blocks share a row), subject to every cluster's rows fitting its lanes, C × G <= maxBlocksPerRank
  * and ranksPerDevice × G <= clusterLimit(C); clusters of 2 only where fusedSplitPairsFirst says so and they serve the
- * launch's rows.
+ * launch's rows. `signatureCluster` (per process: kernels/llcomm/fused_signature.cuh): every rank's launch takes one
+ * more cluster of C blocks after its G, so the co-residency bound is ranksPerDevice × (G + 1) <= clusterLimit(C)
+ * (clusters of one block: the extra block per rank is within MAX_BLOCKS_PER_DEVICE + ranks, as the all-reduce
+ * signature block's).
  */
 export function planFusedSplit(
   algorithm: FusedSplitAlgorithm,
@@ -363,12 +389,13 @@ export function planFusedSplit(
   bufferBytes: number = DEFAULT_BUFFER_BYTES,
   ranksPerDevice: number = nranks,
   clusterLimit: ClusterLimit = () => Number.POSITIVE_INFINITY,
+  signatureCluster = false,
 ): FusedNormPlan {
   checkNormShape(rows, hidden, dtype)
   const maxBlocks = maxBlocksPerRank(nranks)
   const options = FUSED_CLUSTER_SIZES.map((c) => {
     const perCluster = fusedSplitRowsPerCluster(algorithm, nranks, hidden, dtype, c, bufferBytes)
-    const byLimit = c === 1 ? maxBlocks : Math.floor(clusterLimit(c) / ranksPerDevice)
+    const byLimit = c === 1 ? maxBlocks : Math.floor(clusterLimit(c) / ranksPerDevice) - (signatureCluster ? 1 : 0)
     const clusters = Math.max(0, Math.min(Math.floor(maxBlocks / c), byLimit))
     return { c, perCluster, clusters }
   }).filter((o) => o.perCluster > 0 && o.clusters > 0)
@@ -536,18 +563,42 @@ export type {
   PreparedFusedCall,
 } from './device-call.js'
 
+/** How a FusedLauncher's launches relate to the communicator's ranks. */
+export interface FusedLauncherOptions {
+  /**
+   * One process per rank (process-communicator.ts): the launch groups hold this process's rank only, the call's
+   * pointer lists only its entries, and the plans assume every rank on one device (ranksPerDevice = nranks: the
+   * processes may share a GPU, and a plan must not depend on what one process sees).
+   */
+  perProcess?: boolean
+  /**
+   * Every fused RMSNorm launch takes one more cluster that publishes and checks its call signature
+   * (kernels/llcomm/fused_signature.cuh); the modules must be built with LLCOMM_FUSED_SIG_CLUSTER
+   * (KernelBuildOptions.fusedSignatureCluster). Per process only: in process one call launches every rank alike.
+   */
+  signatureCluster?: boolean
+}
+
 export class FusedLauncher {
   private readonly driver: CudaDriver
   private readonly devices: DeviceSet
   private readonly modules: KernelModules
   private readonly state: CommunicatorDeviceState
+  private readonly options: FusedLauncherOptions
   private readonly configs = new Map<string, PreparedLaunch>()
 
-  constructor(driver: CudaDriver, devices: DeviceSet, modules: KernelModules, state: CommunicatorDeviceState) {
+  constructor(
+    driver: CudaDriver,
+    devices: DeviceSet,
+    modules: KernelModules,
+    state: CommunicatorDeviceState,
+    options: FusedLauncherOptions = {},
+  ) {
     this.driver = driver
     this.devices = devices
     this.modules = modules
     this.state = state
+    this.options = options
   }
 
   /**
@@ -631,10 +682,16 @@ export class FusedLauncher {
     return n
   }
 
+  /** The ranks this launcher launches (in process every rank; per process this process's). */
+  private launchedRanks(): number[] {
+    return this.devices.groups.flatMap((g) => g.ranks).sort((a, b) => a - b)
+  }
+
   private checkPointers(what: string, list: readonly DevicePtr[]): void {
     if (!Array.isArray(list) || list.length !== this.state.nranks)
       throw new LlcommError('INVALID_ARGUMENT', `${what} needs one device pointer per rank (${this.state.nranks})`)
-    list.forEach((p, r) => {
+    for (const r of this.launchedRanks()) {
+      const p = list[r]
       if (!Number.isSafeInteger(p) || p <= 0)
         throw new LlcommError('INVALID_ARGUMENT', `${what}[${r}] is not a device pointer`)
       if (p % 16 !== 0)
@@ -642,7 +699,7 @@ export class FusedLauncher {
           rank: r,
           what,
         })
-    })
+    }
   }
 
   private normFlags(call: FusedNormCall): number {
@@ -700,7 +757,13 @@ export class FusedLauncher {
             `the ${requested} fused kernel needs thread-block clusters (sm_90 or newer); device ${g.ordinal} is ${g.arch}`,
             { algorithm: requested, device: g.ordinal },
           )
-    const ranksPerDevice = Math.max(...this.devices.groups.map((g) => g.ranks.length))
+    // Per process: every rank on one device, whatever this process sees (the plan must be the same on every rank).
+    const ranksPerDevice = this.options.perProcess
+      ? s.nranks
+      : Math.max(...this.devices.groups.map((g) => g.ranks.length))
+    // The signature cluster (per process): on every fused launch of the shipped kernels, never on the reference
+    // RMSNorm (no communication) nor on a probe (bench only, in process).
+    const signed = (this.options.signatureCluster ?? false) && !reference && !probe
     // The split kernels' cluster limit: the smallest over the devices (every rank plans the same launches).
     // 'auto' may take the sentinel split kernel (planFusedNorm): where every device has clusters (sm_90 or newer).
     const autoSplit =
@@ -727,6 +790,7 @@ export class FusedLauncher {
           ranksPerDevice,
           split || autoSplit ? limit : undefined,
           autoSplit,
+          signed,
         )
     const shipped = selectFusedKernel(
       reference ? 'rmsnorm' : isSplit(plan.algorithm) ? splitKind(plan.algorithm) : `fused_rmsnorm_${plan.algorithm}`,
@@ -755,12 +819,28 @@ export class FusedLauncher {
         : k
     const big = (list: readonly DevicePtr[], offsetBytes: number) => list.map((p) => BigInt(p + offsetBytes))
     const packed: PackedLaunch[] = []
-    for (const l of plan.launches) {
+    for (const [launchIndex, l] of plan.launches.entries()) {
       const xOff = l.firstRow * call.hidden * eb
       const rOff = l.firstRow * call.hidden * resEb
       const oOff = l.firstRow * call.hidden * oeb
       for (const group of this.devices.groups) {
         const cluster = reference ? 1 : (l.clusterBlocks ?? 1)
+        const signature = signed
+          ? encodeFusedSignature({
+              launchRows: l.rows,
+              callRows: call.rows,
+              hidden: call.hidden,
+              dtype: call.dtype,
+              algorithm: plan.algorithm,
+              epsBits: f32Bits(call.eps),
+              flags,
+              outScaleBits: f32Bits(outScale),
+              launchIndex,
+              launchCount: plan.launches.length,
+              blocksPerRank: l.blocksPerRank,
+              clusterBlocks: cluster,
+            })
+          : undefined
         const params = packFusedNormParams({
           input: big(call.inputs, xOff),
           residual: big(call.residuals, rOff),
@@ -781,8 +861,10 @@ export class FusedLauncher {
           blocksPerRank: l.blocksPerRank,
           outScaleBits: f32Bits(outScale),
           launchRanks: group.ranks,
+          signature,
         })
-        const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank)
+        // The signature cluster: C more blocks after the data blocks (one cluster; the grid stays a multiple of C).
+        const grid = group.ranks.length * (reference ? l.rows : l.blocksPerRank) + (signed ? cluster : 0)
         let bytes: Uint8Array = new Uint8Array(params)
         // probe.flagC: the cluster size in flags >> 8 (patched after packing, which refuses unknown flag bits)
         if (probe?.flagC)

@@ -439,6 +439,12 @@ export interface KernelBuildOptions {
    * it launches no signature block (LLCOMM_SIG_BLOCK=0: SIGNATURE_KERNEL_BUILD).
    */
   signatureInBlocks?: boolean
+  /**
+   * The fused RMSNorm kernels take a signature cluster after their data blocks (LLCOMM_FUSED_SIG_CLUSTER,
+   * kernels/llcomm/fused_signature.cuh): the per-process communicator's build, with the signature block only. The
+   * in-process build leaves it off, and its fused kernels are those without it.
+   */
+  fusedSignatureCluster?: boolean
 }
 
 /**
@@ -497,6 +503,7 @@ export function kernelBuildDefines(o: KernelBuildOptions): string[] {
     out.push(`-DLLCOMM_ATOMIC_F32_LINES=${o.atomicF32Lines ? 1 : 0}`)
   if (o.signatureDeferred) out.push('-DLLCOMM_SIG_DEFERRED=1')
   if (o.signatureInBlocks) out.push('-DLLCOMM_SIG_IN_BLOCKS=1')
+  if (o.fusedSignatureCluster) out.push('-DLLCOMM_FUSED_SIG_CLUSTER=1')
   return out
 }
 

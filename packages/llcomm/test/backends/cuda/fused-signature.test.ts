@@ -1,0 +1,335 @@
+// The per-process fused call's signature (issue 21; kernels/llcomm/fused_signature.cuh) without a GPU: the words
+// (encodeFusedSignature: every field the ranks must agree on changes them; never equal to an all-reduce's), the
+// planner's co-residency bound with the extra cluster per launch, and the launcher's launches over a stand-in driver:
+// per process (a launch group of one rank, signatureCluster) every fused launch is R x B + C blocks with the
+// signature words in its params; in process the grid and params are those without the signature cluster.
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { f32Bits } from '../../../src/backends/cuda/abi.js'
+import type { LaunchGroup } from '../../../src/backends/cuda/devices.js'
+import { FUSED_NORM_PARAMS_LAYOUT, packFusedNormParams } from '../../../src/backends/cuda/fused-abi.js'
+import {
+  FusedLauncher,
+  type FusedLauncherOptions,
+  type FusedNormCall,
+  planFusedNorm,
+  planFusedSplit,
+} from '../../../src/backends/cuda/fused-launcher.js'
+import { deviceBufferLayout } from '../../../src/backends/cuda/kernel-table.js'
+import type { CudaDriver, CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
+import {
+  ALGORITHM_CODES,
+  decodeSignature,
+  describeSignature,
+  encodeFusedSignature,
+  encodeSignature,
+  FUSED_SIGNATURE_CODE,
+  type FusedCallSignature,
+} from '../../../src/protocol/call-signature.js'
+
+const BASE: FusedCallSignature = {
+  launchRows: 4,
+  callRows: 4,
+  hidden: 4096,
+  dtype: 'bf16',
+  algorithm: 'split',
+  epsBits: f32Bits(1e-6),
+  flags: 0,
+  outScaleBits: f32Bits(1),
+  launchIndex: 0,
+  launchCount: 1,
+  blocksPerRank: 16,
+  clusterBlocks: 4,
+}
+
+test('encodeFusedSignature: code 9, every field the ranks must agree on changes the words', () => {
+  const [w0, w1] = encodeFusedSignature(BASE)
+  assert.equal(w0, 4 * 4096)
+  assert.equal(w1 & 0xf, FUSED_SIGNATURE_CODE)
+  const changed: Partial<FusedCallSignature>[] = [
+    { launchRows: 3 },
+    { callRows: 5 },
+    { hidden: 2048 },
+    { dtype: 'f16' },
+    { dtype: 'f32' },
+    { algorithm: 'split-ll' },
+    { algorithm: 'oneshot' },
+    { algorithm: 'twoshot' },
+    { algorithm: 'split-twoshot' },
+    { epsBits: f32Bits(1e-5) },
+    { flags: 1 },
+    { flags: 2 },
+    { flags: 4 },
+    { outScaleBits: f32Bits(2) },
+    { launchIndex: 1 },
+    { launchCount: 2 },
+    { blocksPerRank: 8 },
+    { clusterBlocks: 2 },
+  ]
+  const seen = new Set([`${w0}|${w1}`])
+  for (const c of changed) {
+    const [a, b] = encodeFusedSignature({ ...BASE, ...c })
+    assert.ok(a !== w0 || b !== w1, `changing ${JSON.stringify(c)} changes the signature`)
+    seen.add(`${a}|${b}`)
+  }
+  assert.equal(seen.size, changed.length + 1, 'every change gives another signature')
+})
+
+test('a fused signature never equals an all-reduce signature (algorithm code 9 is no all-reduce code)', () => {
+  assert.ok(!Object.values(ALGORITHM_CODES).includes(FUSED_SIGNATURE_CODE))
+  const [, w1] = encodeFusedSignature(BASE)
+  for (const algorithm of Object.keys(ALGORITHM_CODES) as (keyof typeof ALGORITHM_CODES)[]) {
+    const [, a1] = encodeSignature({
+      count: 4 * 4096,
+      algorithm,
+      dtype: 'bf16',
+      op: 'sum',
+      protocol: 'none',
+      chunkIndex: 0,
+      chunkCount: 1,
+    })
+    assert.notEqual(a1 & 0xf, w1 & 0xf)
+  }
+})
+
+test('decodeSignature / describeSignature name a fused signature', () => {
+  const [w0, w1] = encodeFusedSignature(BASE)
+  const d = decodeSignature(w0, w1)
+  assert.equal(d.algorithm, 'fused-rmsnorm split')
+  assert.equal(d.dtype, 'bf16')
+  assert.equal(d.count, 4 * 4096)
+  assert.match(describeSignature(d), /^fused-rmsnorm split bf16 × 16384 \(call 0x[0-9a-f]{6}\)$/)
+})
+
+test('packFusedNormParams: the signature words at the end of the struct (zero when absent)', () => {
+  const base = {
+    input: [16n],
+    residual: [16n],
+    out: [16n],
+    weight: [16n],
+    recvBuf: [0n],
+    scratch: [0n],
+    errorWord: 0n,
+    timeoutNs: 1n,
+    sentinel: { offset: 0, channelHalfBytes: 0 },
+    rows: 1,
+    hidden: 8,
+    epsBits: 0,
+    flags: 0,
+    nranks: 1,
+    ranksInLaunch: 1,
+    blocksPerRank: 1,
+    launchRanks: [0],
+  }
+  const at = FUSED_NORM_PARAMS_LAYOUT.byName.signature.offset
+  assert.equal(at + 8, FUSED_NORM_PARAMS_LAYOUT.bytes, 'appended last (every other field keeps its offset)')
+  const v = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.byteLength)
+  const none = v(packFusedNormParams(base))
+  assert.deepEqual([none.getUint32(at, true), none.getUint32(at + 4, true)], [0, 0])
+  const signed = v(packFusedNormParams({ ...base, signature: [0x1234, 0xabcd0009] }))
+  assert.deepEqual([signed.getUint32(at, true), signed.getUint32(at + 4, true)], [0x1234, 0xabcd0009])
+})
+
+test('planFusedSplit with the signature cluster: ranksPerDevice x (G + 1) clusters within the cluster limit', () => {
+  for (const algorithm of ['split', 'split-ll', 'split-twoshot'] as const)
+    for (const nranks of [2, 4, 8])
+      for (const limit of [8, 16, 24, 33, 64])
+        for (const rows of [1, 2, 4, 7, 8, 16, 33])
+          for (const hidden of [2048, 4096, 8192]) {
+            const clusterLimit = (c: number) => (c === 1 ? Number.POSITIVE_INFINITY : limit)
+            let plan: ReturnType<typeof planFusedSplit>
+            try {
+              plan = planFusedSplit(algorithm, nranks, rows, hidden, 'bf16', 1 << 22, nranks, clusterLimit, true)
+            } catch {
+              continue // no shape fits (INVALID_ARGUMENT), with or without the cluster
+            }
+            for (const l of plan.launches) {
+              const c = l.clusterBlocks ?? 1
+              if (c === 1) continue
+              const g = l.blocksPerRank / c
+              assert.ok(
+                nranks * (g + 1) <= limit,
+                `${algorithm} ${nranks} ranks ${rows}x${hidden} limit ${limit}: ${nranks} x (${g} + 1) clusters of ${c}`,
+              )
+            }
+          }
+})
+
+test('planFusedSplit: the signature cluster takes one cluster per rank off the limit, and nothing without it', () => {
+  // 8 ranks, 4 rows of 8192 (clusters of 2: fusedSplitPairsFirst), at most 24 clusters of each size on the device: 3
+  // clusters a rank without the signature cluster, 2 with it (8 x (2 + 1) = 24)
+  const limit = (c: number) => (c === 1 ? Number.POSITIVE_INFINITY : 24)
+  const shape = (signed: boolean) =>
+    planFusedSplit('split', 8, 4, 8192, 'bf16', 1 << 22, 8, limit, signed).launches.map((l) => [
+      l.blocksPerRank,
+      l.clusterBlocks,
+    ])
+  assert.deepEqual(shape(false), [[6, 2]])
+  assert.deepEqual(shape(true), [[4, 2]])
+  // planFusedNorm passes it on to the split planner ('auto' with the split kernels; a forced split algorithm)
+  const auto = (signed: boolean) => planFusedNorm('auto', 8, 4, 8192, 'bf16', 1 << 22, 8, limit, true, signed)
+  assert.deepEqual(
+    auto(true).launches.map((l) => l.blocksPerRank / (l.clusterBlocks ?? 1)),
+    auto(false).launches.map((l) => l.blocksPerRank / (l.clusterBlocks ?? 1) - 1),
+  )
+  const forced = planFusedNorm('split', 8, 4, 8192, 'bf16', 1 << 22, 8, limit, false, true)
+  assert.deepEqual(
+    forced.launches.map((l) => [l.blocksPerRank, l.clusterBlocks]),
+    [[4, 2]],
+  )
+})
+
+// ---- the launcher over a stand-in driver ----
+
+const NRANKS = 2
+const ptr = (n: number) => (0x7e0000000000 + n * 0x100000) as DevicePtr
+
+interface Recorded {
+  kernel: string
+  grid: number
+  cluster: number
+  params: DataView
+}
+
+/** A FusedLauncher launching `ranks` of NRANKS (per process: [1]), recording each launch's kernel, grid and params. */
+function standIn(ranks: number[], options: FusedLauncherOptions) {
+  const launches: Recorded[] = []
+  const kernels: string[] = []
+  let launcher: FusedLauncher | undefined
+  const configsOf = (l: FusedLauncher) => (l as unknown as { configs: Map<string, PreparedLaunch> }).configs
+  const driver = {
+    setCurrent() {},
+    occupancyMaxActiveBlocksPerSm: () => 4,
+    occupancyMaxActiveClusters: () => 64,
+    error: (call: string, rc: number) => new Error(`${call} ${rc}`),
+    cuLaunchKernelExRaw(config: number, f: number, kernelParams: number) {
+      const entry = [...configsOf(launcher as FusedLauncher).entries()].find(([, l]) => l.snapshot().address === config)
+      if (!entry) throw new Error('a launch of an unknown config')
+      const [key, launch] = entry
+      const { address, bytes } = launch.snapshot()
+      const v = new DataView(bytes.buffer)
+      const paramsAt = Number(v.getBigUint64(kernelParams - address, true)) - address
+      // launchFor's key: kernel|group|grid|cooperative|pdl|cluster
+      const parts = key.split('|')
+      launches.push({
+        kernel: kernels[f - 1],
+        grid: Number(parts[2]),
+        cluster: Number(parts[5]),
+        params: new DataView(bytes.buffer.slice(paramsAt, paramsAt + launch.paramBytes)),
+      })
+      return 0
+    },
+  }
+  const group: LaunchGroup = {
+    index: 0,
+    ordinal: 0,
+    device: 0 as LaunchGroup['device'],
+    context: 0x1000 as LaunchGroup['context'],
+    ranks,
+    name: 'stand-in',
+    smCount: 132,
+    arch: 'sm_90',
+    cooperativeLaunch: true,
+  }
+  const deviceSet = { groups: [group], rankGroup: [0, 0], multiDevice: false, use() {} }
+  const modules = {
+    function: (_g: LaunchGroup, _source: string, name: string) => {
+      kernels.push(name)
+      return kernels.length
+    },
+  }
+  const bufferBytes = 1 << 22
+  launcher = new FusedLauncher(
+    driver as unknown as CudaDriver,
+    deviceSet as unknown as ConstructorParameters<typeof FusedLauncher>[1],
+    modules as unknown as ConstructorParameters<typeof FusedLauncher>[2],
+    {
+      nranks: NRANKS,
+      recvBuf: [0x7f0000000000 as DevicePtr, 0x7f0000800000 as DevicePtr],
+      scratch: [0x7f0001000000 as DevicePtr, 0x7f0001100000 as DevicePtr],
+      errorWord: 0x7f0001200000 as DevicePtr,
+      timeoutNs: 10e9,
+      bufferBytes,
+      layout: deviceBufferLayout(NRANKS, bufferBytes),
+    },
+    options,
+  )
+  return { launcher, launches }
+}
+
+/** A call whose pointer lists hold only `ranks`' entries (the others 0, as the per-process communicator passes). */
+function call(ranks: number[], over: Partial<FusedNormCall> = {}): FusedNormCall {
+  const list = (base: number) => Array.from({ length: NRANKS }, (_, r) => (ranks.includes(r) ? ptr(base + r) : 0))
+  return {
+    inputs: list(0) as DevicePtr[],
+    residuals: list(10) as DevicePtr[],
+    outputs: list(20) as DevicePtr[],
+    weights: list(30) as DevicePtr[],
+    rows: 4,
+    hidden: 4096,
+    eps: 1e-6,
+    dtype: 'bf16',
+    ...over,
+  }
+}
+
+const F = FUSED_NORM_PARAMS_LAYOUT.byName
+const sigWords = (v: DataView) => [v.getUint32(F.signature.offset, true), v.getUint32(F.signature.offset + 4, true)]
+
+test('per process: every fused launch is R x B + C blocks (one more cluster) and carries its signature words', () => {
+  const perProcess = standIn([1], { perProcess: true, signatureCluster: true })
+  const inProcess = standIn([0, 1], {})
+  for (const algorithm of ['oneshot', 'twoshot', 'split', 'split-ll', 'split-twoshot'] as const) {
+    for (const rows of [1, 4, 8]) {
+      const from = perProcess.launches.length
+      const p = perProcess.launcher.prepareNorm(call([1], { algorithm, rows }), false)
+      p.issue([0x4000 as CuStream])
+      const mine = perProcess.launches.slice(from)
+      assert.equal(mine.length, p.launches, `${algorithm} ${rows} rows: one launch per planned launch`)
+      // the same plan as in process with every rank on one device (ranksPerDevice = nranks)
+      const fromIn = inProcess.launches.length
+      const q = inProcess.launcher.prepareNorm(call([0, 1], { algorithm, rows }), false)
+      q.issue([0x4000 as CuStream])
+      const theirs = inProcess.launches.slice(fromIn)
+      assert.equal(theirs.length, mine.length)
+      mine.forEach((l, i) => {
+        const blocks = l.params.getUint32(F.blocksPerRank.offset, true)
+        assert.equal(l.params.getUint32(F.ranksInLaunch.offset, true), 1)
+        assert.equal(l.grid, blocks + l.cluster, `${algorithm} ${rows} rows launch ${i}: B + C blocks`)
+        assert.equal(l.grid % l.cluster, 0, 'a whole number of clusters')
+        const [w0, w1] = sigWords(l.params)
+        const d = decodeSignature(w0, w1)
+        assert.equal(d.algorithm, `fused-rmsnorm ${p.algorithm}`)
+        assert.equal(d.count, l.params.getUint32(F.rows.offset, true) * 4096)
+        // in process: the data blocks only, no signature words
+        const t = theirs[i]
+        assert.equal(t.grid, 2 * t.params.getUint32(F.blocksPerRank.offset, true), 'in process: R x B')
+        assert.deepEqual(sigWords(t.params), [0, 0])
+        assert.equal(t.params.getUint32(F.blocksPerRank.offset, true), blocks, 'the same plan')
+        assert.equal(t.cluster, l.cluster)
+      })
+    }
+  }
+})
+
+test("per process: the other ranks' pointers are not read, this rank's are checked (typed errors)", () => {
+  const { launcher } = standIn([1], { perProcess: true, signatureCluster: true })
+  assert.doesNotThrow(() => launcher.prepareNorm(call([1]), false))
+  const bad = call([1])
+  assert.throws(
+    () => launcher.prepareNorm({ ...bad, inputs: [bad.inputs[0], (bad.inputs[1] + 8) as DevicePtr] }, false),
+    (e: Error & { code?: string }) => e.code === 'MISALIGNED_BUFFER',
+  )
+  assert.throws(
+    () => launcher.prepareNorm({ ...bad, weights: [ptr(1), 0 as DevicePtr] }, false),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT',
+  )
+  assert.throws(
+    () => launcher.prepareNorm(call([1], { rows: 0 }), false),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT',
+  )
+  assert.throws(
+    () => launcher.prepareNorm(call([1], { eps: -1 }), false),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT',
+  )
+})
