@@ -121,6 +121,24 @@ export interface DeviceAllReduceManyArgs extends FusedManyCall {
   stream?: CuStream
   streams?: readonly CuStream[]
 }
+/**
+ * The per-process fused AllReduce + residual add + RMSNorm (CudaProcessCommunicator.deviceAllReduceRmsNorm): the
+ * in-process call's arguments with this rank's pointers only (CUdeviceptr as a number or bigint) and one stream, as
+ * ProcessDeviceAllReduceRequest is to DeviceAllReduceArgs. Every rank must make the same call (rows, hidden, dtype,
+ * eps, flags, algorithm): a rank that does not ends the call with MISMATCH on every rank (the fused signature,
+ * docs/protocols.md).
+ */
+export interface ProcessDeviceAllReduceRmsNormRequest
+  extends Omit<FusedNormCall, 'inputs' | 'residuals' | 'outputs' | 'weights'> {
+  /** x, residual (read and written), out, weight of this rank. */
+  input: number | bigint
+  residual: number | bigint
+  output: number | bigint
+  weight: number | bigint
+  /** CUstream handle (0 or omitted: the communicator's own stream). */
+  stream?: number | bigint
+}
+
 export interface FusedDeviceInfo {
   /** 'oneshot' / 'twoshot' (fused), 'rmsnorm' (reference), 'many'. */
   algorithm: string

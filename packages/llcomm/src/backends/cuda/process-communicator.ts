@@ -65,9 +65,11 @@ import {
   LLCOMM_SCRATCH_SIGNATURE_OFFSET,
 } from './abi.js'
 import { AllReduceLauncher } from './allreduce-launcher.js'
+import type { FusedDeviceInfo, ProcessDeviceAllReduceRmsNormRequest } from './device-call.js'
 import { DeviceSet } from './devices.js'
 import { type ProcessPreparedCall, processDeviceAllReduceCalls } from './eager-calls.js'
 import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
+import { FusedLauncher } from './fused-launcher.js'
 import {
   DEFAULT_BUFFER_BYTES as CUDA_DEFAULT_BUFFER_BYTES,
   deviceBufferLayout,
@@ -103,10 +105,26 @@ interface ExportedBuffers {
   device?: number
   visibleDevices?: string
   nccl?: boolean
+  /** The device's architecture and SM count: the fused plans' cluster limits depend on them (deviceAllReduceRmsNorm). */
+  deviceModel?: string
 }
+
+export type { FusedDeviceInfo, ProcessDeviceAllReduceRmsNormRequest } from './device-call.js'
 
 const b64 = (a: Uint8Array): string => Buffer.from(a).toString('base64')
 const unb64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'))
+
+/** A CUdeviceptr given as a number or bigint (INVALID_ARGUMENT otherwise; zero and alignment checked by the callers). */
+function devicePointer(v: unknown, what: string): DevicePtr {
+  if (typeof v !== 'number' && typeof v !== 'bigint') {
+    throw new LlcommError('INVALID_ARGUMENT', `${what} is not a device pointer (number or bigint)`)
+  }
+  try {
+    return asDevicePtr(v)
+  } catch (e) {
+    throw new LlcommError('INVALID_ARGUMENT', `${what}: ${(e as Error).message}`)
+  }
+}
 
 function positive(value: unknown, name: string): number {
   if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
@@ -196,6 +214,10 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private modules: KernelModules | undefined
   private allocs: DeviceAllocations | undefined
   private launcher: AllReduceLauncher | undefined
+  /** The fused calls' launcher (deviceAllReduceRmsNorm): this rank's launch group, the IPC-mapped peers' buffers. */
+  private fusedLauncher: FusedLauncher | undefined
+  /** Why this communicator refuses fused calls (the ranks' devices differ in model), or undefined. */
+  private fusedRefusal: string | undefined
   private stream: CuStream | undefined
   private errorWord: DevicePtr | undefined
   private readonly recvBuf: DevicePtr[] = []
@@ -312,7 +334,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.modules = new KernelModules(driver, loadNvrtc(), {
       headers: kernelSources(),
       cacheDir: this.cacheDir,
-      extraOptions: kernelBuildDefines(SIGNATURE_KERNEL_BUILD),
+      // The fused kernels' signature cluster (fused_signature.cuh) where the build has the signature block.
+      extraOptions: kernelBuildDefines({ ...SIGNATURE_KERNEL_BUILD, fusedSignatureCluster: SIGNATURE_BLOCK }),
     })
     const layout = deviceBufferLayout(this.size, this.bufferBytes)
     const recv = this.allocs.alloc(group.context, layout.recvBufBytes, 'recvBuf')
@@ -349,6 +372,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       device: this.device,
       visibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? '',
       nccl: ncclOk,
+      deviceModel: `${group.arch}|${group.smCount}`,
     }
   }
 
@@ -383,6 +407,26 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         twoshotAllGather: this.twoshotAllGather,
       },
     )
+    this.fusedLauncher = new FusedLauncher(
+      this.driver as CudaDriver,
+      this.deviceSet as DeviceSet,
+      this.modules as KernelModules,
+      {
+        nranks: this.size,
+        recvBuf: this.recvBuf,
+        scratch: this.scratch,
+        errorWord: this.errorWord as DevicePtr,
+        timeoutNs: this.timeoutMs * 1e6,
+        bufferBytes: this.bufferBytes,
+        layout,
+      },
+      { perProcess: true, signatureCluster: SIGNATURE_BLOCK },
+    )
+    // The split plans depend on the devices' cluster occupancy (architecture, SMs): every rank must plan the same
+    // launches, so fused calls need one device model on every rank.
+    const models = new Set(all.map((e) => e.deviceModel))
+    this.fusedRefusal =
+      models.size > 1 ? `the ranks' devices differ (${[...models].join(', ')}); fused calls need one model` : undefined
   }
 
   /** Writes rank + 1 into word `rank` of every peer's probe buffer; the stream must finish within timeoutMs. */
@@ -518,18 +562,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     if (!Number.isInteger(count) || count < 0) {
       throw new LlcommError('INVALID_ARGUMENT', `count must be a non-negative integer, got ${count}`)
     }
-    const pointer = (v: unknown, what: string): DevicePtr => {
-      if (typeof v !== 'number' && typeof v !== 'bigint') {
-        throw new LlcommError('INVALID_ARGUMENT', `${what} is not a device pointer (number or bigint)`)
-      }
-      try {
-        return asDevicePtr(v)
-      } catch (e) {
-        throw new LlcommError('INVALID_ARGUMENT', `${what}: ${(e as Error).message}`)
-      }
-    }
-    const input = pointer(request.input, 'input')
-    const output = pointer(request.output, 'output')
+    const input = devicePointer(request.input, 'input')
+    const output = devicePointer(request.output, 'output')
     for (const [what, p] of [
       ['input', input],
       ['output', output],
@@ -578,6 +612,41 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.issuePrepared(prepared, stream)
     // Kept only once packed and issued without an error: the key then names a valid request.
     return this.eagerCalls.remember(request, [stream], prepared, info).info
+  }
+
+  /**
+   * The fused AllReduce + residual add + RMSNorm of this rank on `stream` (the in-process deviceAllReduceRmsNorm's
+   * kernels, plans and argument checks, with this rank's pointers): residual += allreduce(x); out =
+   * rmsnorm(residual) * weight. No host synchronization (graph-capturable); read the device error word with
+   * checkDeviceError() after the stream finished. Every rank must make the same call: each launch carries a
+   * signature cluster (kernels/llcomm/fused_signature.cuh) that compares every rank's rows, hidden, dtype, eps, flags
+   * and plan, so a rank that differs ends the call with MISMATCH on every rank (with LLCOMM_SIG_BLOCK=0, an A/B
+   * setting, the fused calls are not checked).
+   */
+  deviceAllReduceRmsNorm(request: ProcessDeviceAllReduceRmsNormRequest): FusedDeviceInfo {
+    this.assertOpen()
+    if (this.fusedRefusal)
+      throw new LlcommError('UNSUPPORTED_ALGORITHM', `per-process fused calls: ${this.fusedRefusal}`)
+    const { input, residual, output, weight, stream: streamHandle, ...shape } = request
+    // This rank's pointers at its index of the per-rank lists (the other entries are not read: one launch group).
+    const own = (v: unknown, what: string): DevicePtr[] => {
+      const list: DevicePtr[] = new Array(this.size).fill(0)
+      list[this.rank] = devicePointer(v, what)
+      return list
+    }
+    const stream = streamHandle === undefined || streamHandle === 0 ? (this.stream as CuStream) : asStream(streamHandle)
+    const prepared = (this.fusedLauncher as FusedLauncher).prepareNorm(
+      {
+        ...shape,
+        inputs: own(input, 'input'),
+        residuals: own(residual, 'residual'),
+        outputs: own(output, 'output'),
+        weights: own(weight, 'weight'),
+      },
+      false,
+    )
+    prepared.issue([stream])
+    return { algorithm: prepared.algorithm, launches: prepared.launches }
   }
 
   /** One packed call on `stream`: its kernel chunks, or NCCL on the same pointers. */
@@ -789,6 +858,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     }
     attempt(() => this.launcher?.disposeAll())
     this.launcher = undefined
+    attempt(() => this.fusedLauncher?.disposeAll())
+    this.fusedLauncher = undefined
     this.eagerCalls.clear()
     this.closePeerMappings()
     if (this.stream !== undefined) {
