@@ -21,15 +21,21 @@ import { fileURLToPath } from 'node:url'
 import type { Dtype, ErrorWordFields, FusedNormLaunchPlan } from 'llcomm/internal'
 import {
   DTYPE_BYTES,
+  decodeSignature,
+  describeSignature,
   deviceBufferLayout,
+  encodeFusedSignature,
   type FusedNormAlgorithm,
+  f32Bits,
   fusedSplitPushes,
   fusedSplitRowsPerCluster,
   fusedSplitSpreadApplies,
   kernelsDirectory,
+  LLCOMM_ERR_MISMATCH,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
   LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_RESIDUAL_F32,
+  mismatchFromWord,
   planAllReduceMany,
   planFusedNorm,
 } from 'llcomm/internal'
@@ -41,6 +47,31 @@ const CONCURRENCY = 2
 
 let work = ''
 let exe = ''
+/** The per-process build (-DLLCOMM_FUSED_SIG_CLUSTER: the signature cluster), compiled by its first test. */
+let perProcessExe = ''
+let hostCxx = ''
+const emulatorDir = fileURLToPath(new URL('../../test/kernels/emulator/', import.meta.url))
+const emulatorBuildArgs = (out: string, defines: string[]) => [
+  '-std=c++20',
+  '-O1',
+  '-pthread',
+  ...defines,
+  '-I',
+  kernelsDirectory(),
+  '-I',
+  emulatorDir,
+  join(emulatorDir, 'fused_emulator.cpp'),
+  '-o',
+  out,
+]
+function perProcessEmulator(): string {
+  if (!perProcessExe) {
+    const out = join(work, 'fused_emulator_per_process')
+    execFileSync(hostCxx, emulatorBuildArgs(out, ['-DLLCOMM_FUSED_SIG_CLUSTER=1']), { stdio: 'pipe' })
+    perProcessExe = out
+  }
+  return perProcessExe
+}
 
 before(() => {
   const cxx = findHostCxx()
@@ -49,24 +80,9 @@ before(() => {
     throw new Error('the fused kernel emulation test needs a C++20 host compiler (g++ >= 12 or clang++ with _Float16)')
   }
   work = mkdtempSync(join(tmpdir(), 'llcomm-fused-emu-'))
+  hostCxx = cxx
   exe = join(work, 'fused_emulator')
-  const emulatorDir = fileURLToPath(new URL('../../test/kernels/emulator/', import.meta.url))
-  execFileSync(
-    cxx,
-    [
-      '-std=c++20',
-      '-O1',
-      '-pthread',
-      '-I',
-      kernelsDirectory(),
-      '-I',
-      emulatorDir,
-      join(emulatorDir, 'fused_emulator.cpp'),
-      '-o',
-      exe,
-    ],
-    { stdio: 'pipe' },
-  )
+  execFileSync(cxx, emulatorBuildArgs(exe, []), { stdio: 'pipe' })
 })
 after(() => {
   if (work) rmSync(work, { recursive: true, force: true })
@@ -98,6 +114,12 @@ interface NormResult {
   nonFinite: number
   first: string
   error: ErrorWord
+  /** Per process: residual and output bytes that differ from the in-process call's on the same inputs. */
+  diffsVsInProcess: number
+  /** Per process: every rank's own error word. */
+  rankErrors: (ErrorWord & { reserved: number })[]
+  /** Every rank's signature epoch word (one step per per-process launch). */
+  sigEpochs: number[]
 }
 interface ManyResult {
   ok: boolean
@@ -137,6 +159,11 @@ interface NormCase {
   /** Row 0 of x holds NaN, +-Inf, -0, subnormals, the largest finite value and the sentinel's bits
    * (LLCOMM_EMU_ADVERSARIAL: fused_emulator.cpp says which, and what is compared). */
   adversarial?: boolean
+  /**
+   * One launch per rank, at once, each with its own error word and the signature cluster (LLCOMM_EMU_PER_PROCESS, the
+   * per-process build), then the same call in process; `odd`: that rank's launch has other rows or eps (one call).
+   */
+  perProcess?: { odd?: { rank: number; rows?: number; eps?: number } }
 }
 interface ManyCase {
   kind: 'many'
@@ -179,11 +206,47 @@ function argsOf(c: Case): string[] {
     String(c.hidden),
     String(plan.launches[0].blocksPerRank),
     String(c.flags),
-    c.dtype === 'f16' ? '1e-3' : '1e-5',
+    String(epsOf(c)),
     String(c.calls),
     ...split,
     ...(c.absentRank !== undefined ? [String(c.absentRank)] : []),
   ]
+}
+
+const epsOf = (c: NormCase) => (c.dtype === 'f16' ? 1e-3 : 1e-5)
+/** fused_emulator.cpp's outScale of an e4m3 output. */
+const EMU_OUT_SCALE = 4
+
+/** Rank `rank`'s signature words in a per-process case (its own rows and eps where it is the odd rank). */
+function rankSignature(c: NormCase, rank: number): [number, number] {
+  const odd = c.perProcess?.odd?.rank === rank ? c.perProcess.odd : undefined
+  const rows = odd?.rows ?? c.rows
+  const l = caseLaunch({ ...c, rows })
+  return encodeFusedSignature({
+    launchRows: rows,
+    callRows: rows,
+    hidden: c.hidden,
+    dtype: c.dtype,
+    algorithm: c.algorithm,
+    epsBits: f32Bits(odd?.eps ?? epsOf(c)),
+    flags: c.flags,
+    outScaleBits: f32Bits(EMU_OUT_SCALE),
+    launchIndex: 0,
+    launchCount: 1,
+    blocksPerRank: l.blocksPerRank,
+    clusterBlocks: l.clusterBlocks ?? 1,
+  })
+}
+
+function perProcessEnv(c: NormCase): Record<string, string> {
+  const odd = c.perProcess?.odd
+  return {
+    LLCOMM_EMU_PER_PROCESS: '1',
+    LLCOMM_EMU_SIGNATURES: Array.from({ length: c.nranks }, (_, r) => rankSignature(c, r).join(',')).join(';'),
+    ...(odd ? { LLCOMM_EMU_ODD_RANK: String(odd.rank) } : {}),
+    ...(odd?.rows !== undefined ? { LLCOMM_EMU_ODD_ROWS: String(odd.rows) } : {}),
+    ...(odd?.eps !== undefined ? { LLCOMM_EMU_ODD_EPS: String(odd.eps) } : {}),
+  }
 }
 
 function runCase<R>(c: Case): Promise<R> {
@@ -192,9 +255,11 @@ function runCase<R>(c: Case): Promise<R> {
       ...process.env,
       ...(c.kind === 'norm' && c.expectNoop ? { LLCOMM_EMU_EXPECT_NOOP: '1' } : {}),
       ...(c.kind === 'norm' && c.adversarial ? { LLCOMM_EMU_ADVERSARIAL: '1' } : {}),
+      ...(c.kind === 'norm' && c.perProcess ? perProcessEnv(c) : {}),
     }
-    execFile(exe, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
-      if (err) return reject(new Error(`fused_emulator ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
+    const program = c.kind === 'norm' && c.perProcess ? perProcessEmulator() : exe
+    execFile(program, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`${program} ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as R)
     })
   })
@@ -756,5 +821,123 @@ test('fused RMSNorm with a rank that never arrives: the launch ends with a TIMEO
       (c as NormCase).algorithm === 'split-ll' ? 1 : 2,
       `${label(c)}: waiting for a sentinel slot / LL packet`,
     )
+  }
+})
+
+// ---- Per process (issue 21): one launch per rank with its own error word and the fused signature cluster
+// (kernels/llcomm/fused_signature.cuh; the build with -DLLCOMM_FUSED_SIG_CLUSTER) ----
+
+const errorWords = (w: ErrorWord & { reserved: number }) =>
+  Uint32Array.from([w.code, w.rank, w.peer, w.epoch, w.what, w.slot, w.channel, w.reserved])
+
+test('per process: every fused kernel, launched rank by rank with the signature cluster, is bitwise equal to the in-process call', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: NormCase[] = []
+  dtypes.forEach((dtype, i) => {
+    for (const nranks of [2, 4]) {
+      const base = { kind: 'norm', dtype, nranks, flags: flagSets[(i + nranks) % 4], calls: 2, perProcess: {} } as const
+      cases.push({ ...base, algorithm: 'oneshot', rows: 3, hidden: 264 })
+      cases.push({ ...base, algorithm: 'twoshot', rows: 2, hidden: 384 })
+      // the split kernels: clusters of 2 and 4 (the signature cluster is then 2 or 4 blocks, the grid B + C)
+      cases.push({ ...base, algorithm: 'split', rows: 2, hidden: 264, shape: { blocksPerRank: 4, clusterBlocks: 2 } })
+      cases.push({
+        ...base,
+        algorithm: 'split-ll',
+        rows: 3,
+        hidden: 256,
+        shape: { blocksPerRank: 4, clusterBlocks: 4 },
+      })
+      cases.push({
+        ...base,
+        algorithm: 'split-twoshot',
+        rows: 2,
+        hidden: 264,
+        shape: { blocksPerRank: 4, clusterBlocks: 2 },
+      })
+    }
+  })
+  // the push kernels (the same signature: push and barrier kernels are one algorithm)
+  cases.push({
+    kind: 'norm',
+    algorithm: 'split',
+    push: true,
+    dtype: 'bf16',
+    nranks: 4,
+    rows: 2,
+    hidden: 264,
+    flags: 0,
+    calls: 2,
+    shape: { blocksPerRank: 4, clusterBlocks: 2 },
+    perProcess: {},
+  })
+  const results = await runNormCases(t, 'per-process', cases)
+  for (const { c, r } of results) {
+    assert.equal(r.diffsVsInProcess, 0, `${label(c)}: per process not bitwise equal to the in-process call`)
+    for (const [rank, w] of r.rankErrors.entries())
+      assert.equal(w.code, 0, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
+    assert.deepEqual(r.sigEpochs, Array(c.nranks).fill(c.calls), `${label(c)}: one signature epoch per launch`)
+  }
+})
+
+test('per process: a rank whose fused call differs (rows or eps) ends the call with MISMATCH on every rank, naming both signatures', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const one = { kind: 'norm', flags: 0, calls: 1, timeoutMs: 20_000 } as const
+  const cases: NormCase[] = [
+    // a pair, rows 3 against 2: the odd rank sends fewer slots than its peer waits for (the data wait must end at
+    // the MISMATCH its signature block records, long before the deadline)
+    {
+      ...one,
+      algorithm: 'oneshot',
+      dtype: 'bf16',
+      nranks: 2,
+      rows: 3,
+      hidden: 264,
+      perProcess: { odd: { rank: 1, rows: 2 } },
+    },
+    // 4 ranks, eps only: every data wait is satisfied, only the signature sees it
+    {
+      ...one,
+      algorithm: 'split',
+      dtype: 'f16',
+      nranks: 4,
+      rows: 2,
+      hidden: 264,
+      shape: { blocksPerRank: 4, clusterBlocks: 2 },
+      perProcess: { odd: { rank: 2, eps: 0.5 } },
+    },
+    // 4 ranks, two-shot, rows 2 against 1 (an owner's part that never comes)
+    {
+      ...one,
+      algorithm: 'twoshot',
+      dtype: 'f32',
+      nranks: 4,
+      rows: 2,
+      hidden: 384,
+      perProcess: { odd: { rank: 0, rows: 1 } },
+    },
+    {
+      ...one,
+      algorithm: 'split-twoshot',
+      dtype: 'bf16',
+      nranks: 4,
+      rows: 2,
+      hidden: 264,
+      shape: { blocksPerRank: 4, clusterBlocks: 2 },
+      perProcess: { odd: { rank: 3, rows: 1 } },
+    },
+  ]
+  for (const { c, r } of (await runAll<NormResult>(cases)) as { c: NormCase; r: NormResult }[]) {
+    const odd = c.perProcess?.odd?.rank as number
+    const oddSig = describeSignature(decodeSignature(...rankSignature(c, odd)))
+    const evenSig = describeSignature(decodeSignature(...rankSignature(c, odd === 0 ? 1 : 0)))
+    assert.notEqual(oddSig, evenSig)
+    r.rankErrors.forEach((w, rank) => {
+      assert.equal(w.code, LLCOMM_ERR_MISMATCH, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
+      assert.equal(w.rank, rank, `${label(c)}: rank ${rank}'s word names itself`)
+      if (rank !== odd) assert.equal(w.peer, odd, `${label(c)}: rank ${rank} names the odd rank`)
+      const e = mismatchFromWord(errorWords(w))
+      assert.equal(e.code, 'MISMATCH')
+      assert.ok(e.message.includes(oddSig) && e.message.includes(evenSig), `${label(c)}: rank ${rank}: ${e.message}`)
+    })
   }
 })

@@ -9,8 +9,9 @@
 #include <memory>
 #include <vector>
 
-// Runs `fn(p)` on grid x block host threads. `setDims = false` when two launches run at once (LLCOMM_EMU_ODD): the
-// caller sets blockDim/gridDim once beforehand, as the kernels read only blockDim.
+// Runs `fn(p)` on grid x block host threads. `setDims = false` when two launches run at once (LLCOMM_EMU_ODD, the
+// fused per-process runs): the caller sets blockDim/gridDim once beforehand, as the kernels read only blockDim, and
+// resets emuClusterSize after the last launch (every concurrent launch sets the same cluster size).
 template <class P>
 static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned block, bool setDims = true,
                       unsigned clusterSize = 1) {
@@ -52,7 +53,7 @@ static void emuLaunch(void (*fn)(const P), const P& p, unsigned grid, unsigned b
         fn(p);
       });
   for (auto& th : threads) th.join();
-  emuClusterSize = 1;
+  if (setDims) emuClusterSize = 1; // concurrent launches (setDims = false) share it: their caller resets it
 }
 
 static constexpr size_t kGuard = 256;

@@ -9,6 +9,13 @@
 //   many: a sequence of allReduceMany calls (several buffers of different sizes in one launch), each checked
 //         bitwise against one oneshot-sentinel call per buffer, run here too, and against the exact sum (NaN in ->
 //         NaN out for user values equal to the sentinel).
+//   norm, per process (LLCOMM_EMU_PER_PROCESS=1; the build with -DLLCOMM_FUSED_SIG_CLUSTER): every rank launched on
+//         its own (ranksInLaunch 1, its own error word, all ranks' launches at once), with the signature cluster (grid
+//         B + C) and the signature words of LLCOMM_EMU_SIGNATURES ("w0,w1;w0,w1;..." by rank); after each call the
+//         same call in process (one launch of every rank, no signature cluster) on copies of the inputs: the
+//         per-process residual and output must be bitwise equal to it. LLCOMM_EMU_ODD_RANK with LLCOMM_EMU_ODD_ROWS
+//         and/or LLCOMM_EMU_ODD_EPS: that rank's launch has other rows or eps (a mismatched call: one call, then
+//         every rank's error word is printed in "rankErrors").
 // usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
 //                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split*] [ABSENT_RANK]
 //        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
@@ -177,8 +184,9 @@ struct Rig {
 
 static std::string jsonError(const LlcommErrorWord& ew) {
   char b[200];
-  std::snprintf(b, sizeof b, "{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u}",
-                ew.code, ew.rank, ew.peer, ew.epoch, ew.what, ew.slot, ew.channel);
+  std::snprintf(b, sizeof b,
+                "{\"code\":%u,\"rank\":%u,\"peer\":%u,\"epoch\":%u,\"what\":%u,\"slot\":%u,\"channel\":%u,\"reserved\":%u}",
+                ew.code, ew.rank, ew.peer, ew.epoch, ew.what, ew.slot, ew.channel, ew.reserved);
   return b;
 }
 
@@ -253,6 +261,25 @@ static int runNorm(int argc, char** argv) {
   // composition, as everywhere.
   const char* advEnv = std::getenv("LLCOMM_EMU_ADVERSARIAL");
   const bool adversarial = advEnv != nullptr && advEnv[0] == '1';
+  // The per-process runs (header): signature words by rank, and the odd rank's differing fields.
+  const char* ppEnv = std::getenv("LLCOMM_EMU_PER_PROCESS");
+  const bool perProcess = ppEnv != nullptr && ppEnv[0] == '1';
+  std::vector<std::pair<llc_u32, llc_u32>> signatures;
+  if (const char* sigEnv = std::getenv("LLCOMM_EMU_SIGNATURES")) {
+    for (const char* q = sigEnv; *q != '\0';) {
+      char* end = nullptr;
+      const llc_u32 w0 = static_cast<llc_u32>(std::strtoul(q, &end, 10));
+      const llc_u32 w1 = static_cast<llc_u32>(std::strtoul(end + 1, &end, 10));
+      signatures.emplace_back(w0, w1);
+      q = *end == ';' ? end + 1 : end;
+    }
+  }
+  const int oddRank = std::getenv("LLCOMM_EMU_ODD_RANK") ? std::atoi(std::getenv("LLCOMM_EMU_ODD_RANK")) : -1;
+  const unsigned oddRows = std::getenv("LLCOMM_EMU_ODD_ROWS") ? std::atoi(std::getenv("LLCOMM_EMU_ODD_ROWS")) : 0;
+  const float oddEps = std::getenv("LLCOMM_EMU_ODD_EPS") ? static_cast<float>(std::atof(std::getenv("LLCOMM_EMU_ODD_EPS"))) : 0.0f;
+#if !defined(LLCOMM_FUSED_SIG_CLUSTER)
+  if (perProcess) return 2; // the kernels of this build have no signature cluster
+#endif
   NormFn fused = nullptr, reference = nullptr;
   if (dt == LLCOMM_DTYPE_F32) normKernels<LLCOMM_DTYPE_F32>(kernel, fused, reference);
   else if (dt == LLCOMM_DTYPE_F16) normKernels<LLCOMM_DTYPE_F16>(kernel, fused, reference);
@@ -288,6 +315,10 @@ static int runNorm(int argc, char** argv) {
     }
   };
   Rig rig(n, recvBytes, s);
+  if (perProcess && (signatures.size() != n || absent >= 0 || adversarial || expectNoop)) return 2;
+  std::vector<std::unique_ptr<Buffer>> rankErrors; // per process: each rank's own error word
+  for (unsigned r = 0; r < n; ++r) rankErrors.push_back(std::make_unique<Buffer>(sizeof(LlcommErrorWord), 0));
+  long vsInProcess = 0; // per process: residual and output bytes that differ from the in-process call's
   if (split)
     for (unsigned r = 0; r < n; ++r) std::memset(rig.recv[r]->data() + ll.offset, 0, LLCOMM_MAX_CHANNELS * 2 * ll.channelHalfBytes);
   std::vector<unsigned> launchRanks;
@@ -352,7 +383,49 @@ static int runNorm(int argc, char** argv) {
     p.ranksInLaunch = static_cast<llc_u32>(launchRanks.size());
     p.blocksPerRank = blocks;
     for (size_t i = 0; i < launchRanks.size(); ++i) p.launchRanks[i] = static_cast<llc_u8>(launchRanks[i]);
-    emuLaunch(fused, p, p.ranksInLaunch * blocks, threads, true, cluster);
+    std::vector<std::unique_ptr<Buffer>> resInP, outInP; // per process: the in-process call's residual and output
+    if (perProcess) {
+      // Every rank's own launch, all at once (as processes would): ranksInLaunch 1, its own error word and signature
+      // words, the signature cluster after its data blocks.
+      blockDim.x = threads;
+      gridDim.x = blocks + cluster;
+      emuClusterSize = cluster;
+      std::vector<std::thread> ranks;
+      for (unsigned r : launchRanks) {
+        LlcommFusedNormParams pr = p;
+        pr.ranksInLaunch = 1;
+        std::memset(pr.launchRanks, 0, sizeof pr.launchRanks);
+        pr.launchRanks[0] = static_cast<llc_u8>(r);
+        pr.errorWord = rankErrors[r]->addr();
+        pr.signature[0] = signatures[r].first;
+        pr.signature[1] = signatures[r].second;
+        if (static_cast<int>(r) == oddRank) {
+          if (oddRows != 0) pr.rows = oddRows;
+          if (oddEps != 0.0f) pr.epsBits = __float_as_uint(oddEps);
+        }
+        ranks.emplace_back([&, pr] { emuLaunch(fused, pr, blocks + cluster, threads, false, cluster); });
+      }
+      for (auto& th : ranks) th.join();
+      emuClusterSize = 1;
+      if (oddRank >= 0) break; // a mismatched call: one call, every rank's error word is printed
+      // The same call in process on copies of the inputs (the residual as before the call, the output unwritten).
+      LlcommFusedNormParams q = p;
+      for (unsigned r = 0; r < n; ++r) {
+        resInP.push_back(std::make_unique<Buffer>(elems * reb, 0));
+        std::memcpy(resInP.back()->data(), resRef[r]->data(), elems * reb);
+        outInP.push_back(std::make_unique<Buffer>(elems * oeb, 0xCD));
+        q.residual[r] = resInP[r]->addr();
+        q.out[r] = outInP[r]->addr();
+      }
+      emuLaunch(fused, q, q.ranksInLaunch * blocks, threads, true, cluster);
+      for (unsigned r : launchRanks) {
+        for (size_t i = 0; i < elems * reb; ++i) vsInProcess += res[r]->data()[i] != resInP[r]->data()[i];
+        for (size_t i = 0; i < elems * oeb; ++i) vsInProcess += out[r]->data()[i] != outInP[r]->data()[i];
+        if (!resInP[r]->guardIntact() || !outInP[r]->guardIntact()) guards++;
+      }
+    } else {
+      emuLaunch(fused, p, p.ranksInLaunch * blocks, threads, true, cluster);
+    }
     if (absent >= 0) break; // a timeout run: one call, the error word is checked by the caller
     if (expectNoop) {
       for (unsigned r = 0; r < n; ++r) {
@@ -370,7 +443,8 @@ static int runNorm(int argc, char** argv) {
     // A channel steps its epoch when its block (split: its cluster, channel / cluster) has rows.
     const unsigned groups = blocks / cluster;
     for (unsigned ch = 0; ch < blocks; ++ch)
-      if (static_cast<unsigned long long>((rows + groups - 1) / groups) * (ch / cluster) < rows) expectedEpoch[ch]++;
+      if (static_cast<unsigned long long>((rows + groups - 1) / groups) * (ch / cluster) < rows)
+        expectedEpoch[ch] += perProcess ? 2 : 1; // per process: the per-process launches and the in-process one
     // adversarial: the AllReduce (one block: channel 0 steps once more) on the same rig, each rank's output its own
     if (adversarial) {
       std::vector<llc_u64> ins, outs;
@@ -457,18 +531,32 @@ static int runNorm(int argc, char** argv) {
     armed += rig.notArmed();
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (absent < 0)
+  if (absent < 0 && oddRank < 0)
     for (unsigned r = 0; r < n; ++r)
       for (unsigned ch = 0; ch < LLCOMM_MAX_CHANNELS; ++ch)
         if (rig.epoch(r, ch) != expectedEpoch[ch]) badEpochs++;
   guards += rig.guardsBroken();
   const bool ok = residualMismatch == 0 && outOff == 0 && crossRank == 0 && vsUnfused == 0 && armed == 0 &&
-                  guards == 0 && badEpochs == 0 && written == 0;
+                  guards == 0 && badEpochs == 0 && written == 0 && vsInProcess == 0;
+  // per process: every rank's error word, and its signature epoch word (one step per launch of a matched run)
+  std::string rankErrorsJson = "[", sigEpochsJson = "[";
+  for (unsigned r = 0; r < n; ++r) {
+    LlcommErrorWord ew;
+    std::memcpy(&ew, rankErrors[r]->data(), sizeof ew);
+    llc_u32 e;
+    std::memcpy(&e, rig.scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * LLCOMM_SIG_BLOCK_EPOCH_WORD, 4);
+    rankErrorsJson += (r ? "," : "") + jsonError(ew);
+    sigEpochsJson += (r ? "," : "") + std::to_string(e);
+  }
+  rankErrorsJson += "]";
+  sigEpochsJson += "]";
   std::printf("{\"ok\":%s,\"written\":%ld,\"nonFinite\":%ld,\"residualMismatches\":%ld,\"outOutOfTolerance\":%ld,\"worstRelError\":%.3g,"
               "\"crossRankDiffs\":%ld,\"diffsVsUnfused\":%ld,\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,"
-              "\"badEpochs\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f}\n",
+              "\"badEpochs\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f,\"diffsVsInProcess\":%ld,"
+              "\"rankErrors\":%s,\"sigEpochs\":%s}\n",
               ok ? "true" : "false", written, nonFinite, residualMismatch, outOff, worstRel, crossRank, vsUnfused, armed, guards, badEpochs,
-              first.c_str(), jsonError(rig.error()).c_str(), seconds);
+              first.c_str(), jsonError(rig.error()).c_str(), seconds, vsInProcess, rankErrorsJson.c_str(),
+              sigEpochsJson.c_str());
   return 0;
 }
 
