@@ -1,0 +1,152 @@
+// Issue 21 item 1 on the GPU: the per-process fused AllReduce + residual add + RMSNorm
+// (CudaProcessCommunicator.deviceAllReduceRmsNorm), 2 and 4 processes on one GPU (virtual ranks through CUDA IPC).
+// Every call of fusedShapes() (bf16/f16/f32; 'auto' and each fused kernel forced, on shapes where 'auto' takes the
+// split cluster kernels and the one-shot / two-shot) on every rank, each rank's residual and output bitwise equal to
+// the in-process call's (the same data, virtual ranks of one CudaCommunicator, made here after the ranks finished), a
+// call refused per process refused in process with the same code; then a call where the last rank passes 3 rows
+// against the others' 4: MISMATCH on every rank (the fused signature cluster, kernels/llcomm/fused_signature.cuh),
+// naming both signatures, well before the deadline. Skips without LLCOMM_TEST_BACKEND=cuda.
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { DTYPE_BYTES, type TensorArray } from '../../src/api/types.js'
+import { createCudaCommunicator } from '../../src/backends/cuda/communicator.js'
+import { LlcommError } from '../../src/errors.js'
+import { type CuStream, cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
+import { runRanks } from '../process/spawn-ranks.js'
+import { ON_GPU, recordCase } from './gpu-harness.js'
+import { EPS, type FusedShape, fusedInputs, fusedShapes } from './multiprocess-fused-data.js'
+
+const SCRIPT = fileURLToPath(new URL('./multiprocess-fused-rank.js', import.meta.url))
+const hash = (a: TensorArray) =>
+  createHash('sha256')
+    .update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength))
+    .digest('hex')
+
+type CallResult = { algorithm: string; launches: number; residual: string; out: string } | { refused: string }
+
+/** The in-process call of every shape on `n` virtual ranks of device 0: per shape, per rank, as the ranks report. */
+async function inProcess(n: number): Promise<CallResult[][]> {
+  const d = cudaDriver()
+  const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(n).fill(0), timeoutMs: 4000 })
+  const stream: CuStream = d.streamCreate()
+  try {
+    return fusedShapes().map((s: FusedShape, index) => {
+      const eb = DTYPE_BYTES[s.dtype]
+      const bytes = s.rows * s.hidden * eb
+      const inputs = Array.from({ length: n }, (_, r) => fusedInputs(s, index, r))
+      const alloc = (b: number) => Array.from({ length: n }, () => d.memAlloc(b) as DevicePtr)
+      const [x, res, out, w] = [alloc(bytes), alloc(bytes), alloc(bytes), alloc(s.hidden * eb)]
+      try {
+        for (let r = 0; r < n; r++) {
+          d.copyHtoD(x[r], inputs[r].x, bytes)
+          d.copyHtoD(res[r], inputs[r].residual, bytes)
+          d.copyHtoD(w[r], inputs[r].weight, s.hidden * eb)
+        }
+        d.contextSynchronize()
+        const info = comm.deviceAllReduceRmsNorm({
+          inputs: x,
+          residuals: res,
+          outputs: out,
+          weights: w,
+          rows: s.rows,
+          hidden: s.hidden,
+          eps: EPS,
+          dtype: s.dtype,
+          algorithm: s.algorithm,
+          stream,
+        })
+        d.streamSynchronize(stream)
+        comm.checkDeviceError()
+        return inputs.map((inp, r) => {
+          const a = inp.x.slice() as TensorArray
+          const b = inp.x.slice() as TensorArray
+          d.copyDtoH(a, res[r], bytes)
+          d.copyDtoH(b, out[r], bytes)
+          return { algorithm: info.algorithm, launches: info.launches, residual: hash(a), out: hash(b) }
+        })
+      } catch (e) {
+        if (e instanceof LlcommError && (e.code === 'INVALID_ARGUMENT' || e.code === 'UNSUPPORTED_ALGORITHM'))
+          return inputs.map(() => ({ refused: e.code }))
+        throw e
+      } finally {
+        for (const p of [...x, ...res, ...out, ...w]) d.memFree(p)
+      }
+    })
+  } finally {
+    d.streamDestroy(stream)
+    await comm.close()
+  }
+}
+
+for (const worldSize of [2, 4]) {
+  test(`per process, ${worldSize} processes on one GPU: deviceAllReduceRmsNorm bitwise equal to the in-process call; rows differing on one rank: MISMATCH on every rank`, {
+    skip: !ON_GPU,
+  }, async () => {
+    const started = performance.now()
+    const runs = await runRanks({
+      worldSize,
+      scenario: 'gpu-fused',
+      script: SCRIPT,
+      env: { LLCOMM_TEST_MISMATCH_ROWS: '3' },
+      deadlineMs: 400_000,
+    })
+    const ranks = runs.map(
+      (r) => r.result as { results?: CallResult[]; failure?: Record<string, unknown>; error?: unknown },
+    )
+    const problems: string[] = []
+    for (const [r, run] of runs.entries())
+      if (run.code !== 0 || ranks[r]?.error)
+        problems.push(`rank ${r}: exit ${run.code} ${JSON.stringify(ranks[r]?.error)} ${run.stderr.slice(-1500)}`)
+    const shapes = fusedShapes()
+    const reference = problems.length === 0 ? await inProcess(worldSize) : []
+    let compared = 0
+    let refused = 0
+    if (problems.length === 0)
+      shapes.forEach((s, i) => {
+        for (let r = 0; r < worldSize; r++) {
+          const got = ranks[r].results?.[i]
+          const want = reference[i][r]
+          const name = `${s.dtype} ${s.rows}x${s.hidden} ${s.algorithm} rank ${r}`
+          if (!got) problems.push(`${name}: no result`)
+          else if ('refused' in want || 'refused' in got) {
+            if (JSON.stringify(got) !== JSON.stringify(want))
+              problems.push(`${name}: per process ${JSON.stringify(got)}, in process ${JSON.stringify(want)}`)
+            refused++
+          } else {
+            if (got.residual !== want.residual)
+              problems.push(`${name} (${got.algorithm}): residual differs from in process`)
+            if (got.out !== want.out) problems.push(`${name} (${got.algorithm}): output differs from in process`)
+            compared++
+          }
+        }
+      })
+    // The mismatched call: MISMATCH on every rank, naming both ranks' fused signatures, before the deadline.
+    for (const [r, res] of ranks.entries()) {
+      const f = res?.failure ?? {}
+      const d = (f.details ?? {}) as Record<string, unknown>
+      if (f.code !== 'MISMATCH') {
+        problems.push(`mismatch rank ${r}: ${String(f.code)} ${String(f.message)}`)
+        continue
+      }
+      if (!/fused-rmsnorm .* × 16384 /.test(String(d.mine)) && !/fused-rmsnorm .* × 12288 /.test(String(d.mine)))
+        problems.push(`mismatch rank ${r}: its own signature reads ${String(d.mine)}`)
+      const want = r === worldSize - 1 ? /× 16384 / : /× 12288 /
+      if (!want.test(String(d.theirs)))
+        problems.push(`mismatch rank ${r}: the peer's signature reads ${String(d.theirs)}`)
+      if (!((f.ms as number) < 4000)) problems.push(`mismatch rank ${r}: failed after ${String(f.ms)} ms`)
+    }
+    recordCase({
+      name: `multiprocess/fused/${worldSize}r`,
+      passed: problems.length === 0,
+      compared,
+      refused,
+      mismatch: ranks.map((res) => res?.failure?.message),
+      problems: problems.slice(0, 20),
+      wallMs: performance.now() - started,
+    })
+    assert.deepEqual(problems, [])
+    assert.ok(compared > 0)
+  })
+}
