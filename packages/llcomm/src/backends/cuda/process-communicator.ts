@@ -391,42 +391,40 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         list[p] = ptr
       }
     }
-    const layout = deviceBufferLayout(this.size, this.bufferBytes)
+    // The buffers and deadline both launchers share (this rank's launch group, the IPC-mapped peers).
+    const buffers = {
+      nranks: this.size,
+      recvBuf: this.recvBuf,
+      scratch: this.scratch,
+      errorWord: this.errorWord as DevicePtr,
+      timeoutNs: this.timeoutMs * 1e6,
+      bufferBytes: this.bufferBytes,
+      layout: deviceBufferLayout(this.size, this.bufferBytes),
+    }
     this.launcher = new AllReduceLauncher(
       this.driver as CudaDriver,
       this.deviceSet as DeviceSet,
       this.modules as KernelModules,
-      {
-        nranks: this.size,
-        recvBuf: this.recvBuf,
-        scratch: this.scratch,
-        errorWord: this.errorWord as DevicePtr,
-        timeoutNs: this.timeoutMs * 1e6,
-        bufferBytes: this.bufferBytes,
-        layout,
-        twoshotAllGather: this.twoshotAllGather,
-      },
+      { ...buffers, twoshotAllGather: this.twoshotAllGather },
     )
     this.fusedLauncher = new FusedLauncher(
       this.driver as CudaDriver,
       this.deviceSet as DeviceSet,
       this.modules as KernelModules,
-      {
-        nranks: this.size,
-        recvBuf: this.recvBuf,
-        scratch: this.scratch,
-        errorWord: this.errorWord as DevicePtr,
-        timeoutNs: this.timeoutMs * 1e6,
-        bufferBytes: this.bufferBytes,
-        layout,
-      },
+      buffers,
       { perProcess: true, signatureCluster: SIGNATURE_BLOCK },
     )
     // The split plans depend on the devices' cluster occupancy (architecture, SMs): every rank must plan the same
-    // launches, so fused calls need one device model on every rank.
+    // launches, so fused calls need one device model on every rank. And per process only the signature cluster
+    // (which needs the signature block's build) catches a rank whose fused call differs: without it (LLCOMM_SIG_BLOCK=0,
+    // an A/B setting) such a call could return wrong data, so fused calls are refused then.
     const models = new Set(all.map((e) => e.deviceModel))
     this.fusedRefusal =
-      models.size > 1 ? `the ranks' devices differ (${[...models].join(', ')}); fused calls need one model` : undefined
+      models.size > 1
+        ? `the ranks' devices differ (${[...models].join(', ')}); fused calls need one model`
+        : !SIGNATURE_BLOCK
+          ? 'per-process fused calls need the signature block (LLCOMM_SIG_BLOCK=0 leaves them unchecked)'
+          : undefined
   }
 
   /** Writes rank + 1 into word `rank` of every peer's probe buffer; the stream must finish within timeoutMs. */
