@@ -192,3 +192,61 @@ test("the 16-bit accumulation builds (accumulation: 'dtype') compile, do not spi
     rmSync(work, { recursive: true, force: true })
   }
 })
+
+// The per-process communicator builds the fused kernels with their signature cluster (kernel-table.ts
+// kernelBuildDefines fusedSignatureCluster, llcomm/fused_signature.cuh): that build must compile without spills too,
+// and the signature cluster must reach the code (its blocks publish packets: the fused PTX gains the signature
+// block's 16-byte system-scope stores, absent from the in-process build).
+test('the per-process fused build (LLCOMM_FUSED_SIG_CLUSTER) compiles, does not spill, and carries the signature cluster', async (t) => {
+  const tool = requireNvcc()
+  if ('skip' in tool) {
+    t.skip(tool.skip)
+    return
+  }
+  const dir = kernelsDirectory()
+  const defines = kernelBuildDefines({ fusedSignatureCluster: true })
+  assert.deepEqual(defines, ['-DLLCOMM_FUSED_SIG_CLUSTER=1'])
+  const work = mkdtempSync(join(tmpdir(), 'llcomm-nvccsig-'))
+  const sources = [
+    'fused_rmsnorm_oneshot.cu',
+    'fused_rmsnorm_twoshot.cu',
+    'fused_rmsnorm_split.cu',
+    'fused_rmsnorm_split_ll.cu',
+    'fused_rmsnorm_split_push.cu',
+    'fused_rmsnorm_split_ll_push.cu',
+    'fused_rmsnorm_split_twoshot.cu',
+  ].map((f) => `allreduce/${f}`)
+  try {
+    const jobs = sources.flatMap((src) => [defines, []].map((d) => ({ src, d })))
+    const results = await mapLimited(jobs, CONCURRENCY, async ({ src, d }) => {
+      const base = join(work, `${src.replace(/[/.]/g, '_')}${d.length ? '_sig' : ''}`)
+      const common = ['-arch', ARCH, '-std=c++17', ...d, '-I', dir, join(dir, src)]
+      const cubin = await run(tool.nvcc, ['-cubin', '-Xptxas', '-v', ...common, '-o', `${base}.cubin`])
+      const ptx = await run(tool.nvcc, ['-ptx', ...common, '-o', `${base}.ptx`])
+      return { src, d, cubin, ptx: ptx.code === 0 ? readFileSync(`${base}.ptx`, 'utf8') : ptx.stderr }
+    })
+    const systemStores = (ptx: string) => (ptx.match(/st\.relaxed\.sys(\.global)?\.v2\.u64/g) ?? []).length
+    for (const src of sources) {
+      const [sig, plain] = [true, false].map((withSig) =>
+        results.find((r) => r.src === src && r.d.length > 0 === withSig),
+      )
+      for (const r of [sig, plain]) {
+        assert.ok(r)
+        const what = `kernels/${r.src} ${r.d.join(' ') || '(default)'}`
+        assert.equal(r.cubin.code, 0, `nvcc failed on ${what}:\n${r.cubin.stderr}`)
+        assert.doesNotMatch(r.cubin.stderr, /warning/i, `nvcc warned on ${what}:\n${r.cubin.stderr}`)
+        for (const k of parsePtxasReport(r.cubin.stderr)) {
+          assert.ok(k.registers > 0 && k.registers <= 128, `${k.kernel} (${what}): ${k.registers} registers`)
+          assert.equal(k.stackFrameBytes + k.spillStoreBytes + k.spillLoadBytes, 0, `${k.kernel} (${what}) spills`)
+        }
+      }
+      assert.ok(sig && plain)
+      assert.ok(
+        systemStores(sig.ptx) > systemStores(plain.ptx),
+        `kernels/${src}: the signature cluster's packet stores are missing from the per-process build`,
+      )
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+})
