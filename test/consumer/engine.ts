@@ -4,6 +4,7 @@ import {
   type AllReduceOutputs,
   type CpuCommunicator,
   type CudaCommunicator,
+  type CudaProcessCommunicatorApi,
   type CuStream,
   createCommunicator,
   cudaStream,
@@ -11,10 +12,12 @@ import {
   type DeviceAllReduceInfo,
   type DevicePtr,
   devicePtr,
+  type FusedDeviceInfo,
   isLlcommError,
   LlcommError,
   type LlcommErrorCode,
   type PreparedDeviceAllReduce,
+  type ProcessDeviceAllReduceRmsNormRequest,
 } from 'llcomm'
 
 export async function cpuPath(): Promise<Float32Array> {
@@ -89,4 +92,36 @@ export function codeOf(e: unknown): LlcommErrorCode | undefined {
   if (isLlcommError(e)) return e.code
   if (e instanceof LlcommError) return e.code
   return undefined
+}
+
+/** One process per GPU: this rank's fused AllReduce + residual add + RMSNorm on its current stream. */
+export async function perProcessFusedStep(
+  rank: number,
+  worldSize: number,
+  pointers: { x: bigint; residual: bigint; out: bigint; weight: bigint },
+  stream: bigint,
+): Promise<FusedDeviceInfo> {
+  const comm = (await createCommunicator({
+    backend: 'cuda',
+    rendezvous: 'env',
+    rank,
+    worldSize,
+  })) as CudaProcessCommunicatorApi
+  try {
+    const request: ProcessDeviceAllReduceRmsNormRequest = {
+      input: pointers.x,
+      residual: pointers.residual,
+      output: pointers.out,
+      weight: pointers.weight,
+      rows: 1,
+      hidden: 4096,
+      eps: 1e-5,
+      dtype: 'bf16',
+      algorithm: 'auto',
+      stream,
+    }
+    return comm.deviceAllReduceRmsNorm(request)
+  } finally {
+    await comm.close()
+  }
 }

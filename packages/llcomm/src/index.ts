@@ -17,11 +17,7 @@ export type {
   PreparedDeviceAllReduce,
   PreparedFusedCall,
 } from './backends/cuda/communicator.js'
-export type {
-  CudaProcessCommunicator,
-  FusedDeviceInfo,
-  ProcessDeviceAllReduceRmsNormRequest,
-} from './backends/cuda/process-communicator.js'
+export type { CudaProcessCommunicator } from './backends/cuda/process-communicator.js'
 export { createCommunicator } from './create.js'
 export type { LlcommErrorCode, TimeoutDetails } from './errors.js'
 export { isLlcommError, LlcommError } from './errors.js'

@@ -254,9 +254,48 @@ export interface ProcessDeviceAllReduceRequest {
   deterministic?: boolean
 }
 
+/**
+ * The per-process fused AllReduce + residual add + RMSNorm (CudaProcessCommunicatorApi.deviceAllReduceRmsNorm):
+ * residual += allreduce(x); out = rmsnorm(residual) * weight, with this rank's pointers (CUdeviceptr as a number or
+ * bigint) and one stream; the in-process call's other arguments. Every rank must make the same call (rows, hidden,
+ * dtype, eps, flags, algorithm): a rank that does not ends the call with MISMATCH on every rank (the fused
+ * signature, docs/protocols.md).
+ */
+export interface ProcessDeviceAllReduceRmsNormRequest {
+  /** x, residual (read and written), out, weight of this rank. */
+  input: number | bigint
+  residual: number | bigint
+  output: number | bigint
+  weight: number | bigint
+  rows: number
+  hidden: number
+  eps: number
+  dtype: Dtype
+  /** The residual stream is f32 (else x's dtype). */
+  residualF32?: boolean
+  /** residual = allreduce(x), ignoring the residual's contents (the first layer). */
+  noResidualIn?: boolean
+  algorithm?: 'oneshot' | 'twoshot' | 'split' | 'split-ll' | 'split-twoshot' | 'auto'
+  pdl?: boolean
+  /** 'e4m3': the normalized output as FP8 e4m3 (one byte per element), e4m3(y × outScale). Default: x's dtype. */
+  outDtype?: 'e4m3'
+  /** The e4m3 output's per-tensor scale. Default 1. */
+  outScale?: number
+  /** CUstream handle (0 or omitted: the communicator's own stream). */
+  stream?: number | bigint
+}
+
+/** What a fused device call launched: its kernel ('oneshot', 'split', …; 'rmsnorm', 'many') and launch count. */
+export interface FusedDeviceInfo {
+  algorithm: string
+  launches: number
+}
+
 export interface CudaProcessCommunicatorApi extends ProcessCommunicator {
   readonly backend: 'cuda'
   readonly device: number
   /** Enqueues the all-reduce on `stream`; returns what will run (no wait for the GPU). */
   deviceAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo
+  /** Enqueues the fused AllReduce + residual add + RMSNorm on `stream` (no wait for the GPU). */
+  deviceAllReduceRmsNorm(request: ProcessDeviceAllReduceRmsNormRequest): FusedDeviceInfo
 }

@@ -3,7 +3,7 @@
  * calls): argument and result types only, apart from communicator.ts so that its helpers (benchmark.ts,
  * eager-calls.ts) need not import it.
  */
-import type { AlgorithmChoice, AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../../api/types.js'
+import type { AlgorithmChoice, AlgorithmName, Dtype, FusedDeviceInfo, LlProtocol, ReduceOp } from '../../api/types.js'
 import type { LlcommErrorCode } from '../../errors.js'
 import type { CuStream, DevicePtr } from '../../ffi/types.js'
 
@@ -121,29 +121,10 @@ export interface DeviceAllReduceManyArgs extends FusedManyCall {
   stream?: CuStream
   streams?: readonly CuStream[]
 }
-/**
- * The per-process fused AllReduce + residual add + RMSNorm (CudaProcessCommunicator.deviceAllReduceRmsNorm): the
- * in-process call's arguments with this rank's pointers only (CUdeviceptr as a number or bigint) and one stream, as
- * ProcessDeviceAllReduceRequest is to DeviceAllReduceArgs. Every rank must make the same call (rows, hidden, dtype,
- * eps, flags, algorithm): a rank that does not ends the call with MISMATCH on every rank (the fused signature,
- * docs/protocols.md).
- */
-export interface ProcessDeviceAllReduceRmsNormRequest
-  extends Omit<FusedNormCall, 'inputs' | 'residuals' | 'outputs' | 'weights'> {
-  /** x, residual (read and written), out, weight of this rank. */
-  input: number | bigint
-  residual: number | bigint
-  output: number | bigint
-  weight: number | bigint
-  /** CUstream handle (0 or omitted: the communicator's own stream). */
-  stream?: number | bigint
-}
 
-export interface FusedDeviceInfo {
-  /** 'oneshot' / 'twoshot' (fused), 'rmsnorm' (reference), 'many'. */
-  algorithm: string
-  launches: number
-}
+// The per-process request and the info every fused call returns are public types (api/types.ts), so that
+// CudaProcessCommunicatorApi can name them.
+export type { FusedDeviceInfo, ProcessDeviceAllReduceRmsNormRequest } from '../../api/types.js'
 export interface PreparedFusedDeviceCall extends FusedDeviceInfo {
   issue(streams?: readonly CuStream[]): void
 }

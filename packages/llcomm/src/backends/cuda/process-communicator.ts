@@ -109,8 +109,6 @@ interface ExportedBuffers {
   deviceModel?: string
 }
 
-export type { FusedDeviceInfo, ProcessDeviceAllReduceRmsNormRequest } from './device-call.js'
-
 const b64 = (a: Uint8Array): string => Buffer.from(a).toString('base64')
 const unb64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'))
 
@@ -618,8 +616,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
    * rmsnorm(residual) * weight. No host synchronization (graph-capturable); read the device error word with
    * checkDeviceError() after the stream finished. Every rank must make the same call: each launch carries a
    * signature cluster (kernels/llcomm/fused_signature.cuh) that compares every rank's rows, hidden, dtype, eps, flags
-   * and plan, so a rank that differs ends the call with MISMATCH on every rank (with LLCOMM_SIG_BLOCK=0, an A/B
-   * setting, the fused calls are not checked).
+   * and plan, so a rank that differs ends the call with MISMATCH on every rank. Refused (UNSUPPORTED_ALGORITHM) where
+   * the ranks' devices differ in model, and under LLCOMM_SIG_BLOCK=0 (an A/B setting without the signature cluster).
    */
   deviceAllReduceRmsNorm(request: ProcessDeviceAllReduceRmsNormRequest): FusedDeviceInfo {
     this.assertOpen()
