@@ -255,18 +255,14 @@ export interface ProcessDeviceAllReduceRequest {
 }
 
 /**
- * The per-process fused AllReduce + residual add + RMSNorm (CudaProcessCommunicatorApi.deviceAllReduceRmsNorm):
- * residual += allreduce(x); out = rmsnorm(residual) * weight, with this rank's pointers (CUdeviceptr as a number or
- * bigint) and one stream; the in-process call's other arguments. Every rank must make the same call (rows, hidden,
- * dtype, eps, flags, algorithm): a rank that does not ends the call with MISMATCH on every rank (the fused
- * signature, docs/protocols.md).
+ * The fused kernels: oneshot / twoshot (whole rows per block), split / split-ll (a row shared by the blocks of a
+ * thread-block cluster, sm_90+, on sentinel slots or LL16 packets), split-twoshot (the same row sharing with each
+ * block's slots exchanged two-shot). docs/kernels.md.
  */
-export interface ProcessDeviceAllReduceRmsNormRequest {
-  /** x, residual (read and written), out, weight of this rank. */
-  input: number | bigint
-  residual: number | bigint
-  output: number | bigint
-  weight: number | bigint
+export type FusedNormAlgorithm = 'oneshot' | 'twoshot' | 'split' | 'split-ll' | 'split-twoshot'
+
+/** The shape and options of a fused AllReduce + residual add + RMSNorm call, in process and per process. */
+export interface FusedNormOptions {
   rows: number
   hidden: number
   eps: number
@@ -275,12 +271,29 @@ export interface ProcessDeviceAllReduceRmsNormRequest {
   residualF32?: boolean
   /** residual = allreduce(x), ignoring the residual's contents (the first layer). */
   noResidualIn?: boolean
-  algorithm?: 'oneshot' | 'twoshot' | 'split' | 'split-ll' | 'split-twoshot' | 'auto'
+  algorithm?: FusedNormAlgorithm | 'auto'
   pdl?: boolean
-  /** 'e4m3': the normalized output as FP8 e4m3 (one byte per element), e4m3(y × outScale). Default: x's dtype. */
+  /**
+   * 'e4m3': the normalized output as FP8 e4m3, one byte per element: e4m3(y × outScale), round to nearest even,
+   * saturated to ±448 (sm_89+). Default: x's dtype.
+   */
   outDtype?: 'e4m3'
-  /** The e4m3 output's per-tensor scale. Default 1. */
+  /** The e4m3 output's per-tensor scale (the reciprocal of the dequantization scale). Default 1. */
   outScale?: number
+}
+
+/**
+ * The per-process fused AllReduce + residual add + RMSNorm (CudaProcessCommunicatorApi.deviceAllReduceRmsNorm):
+ * residual += allreduce(x); out = rmsnorm(residual) * weight, with this rank's pointers (CUdeviceptr as a number or
+ * bigint) and one stream. Every rank must make the same call (rows, hidden, dtype, eps, flags, algorithm): a rank
+ * that does not ends the call with MISMATCH on every rank (the fused signature, docs/protocols.md).
+ */
+export interface ProcessDeviceAllReduceRmsNormRequest extends FusedNormOptions {
+  /** x, residual (read and written), out, weight of this rank. */
+  input: number | bigint
+  residual: number | bigint
+  output: number | bigint
+  weight: number | bigint
   /** CUstream handle (0 or omitted: the communicator's own stream). */
   stream?: number | bigint
 }

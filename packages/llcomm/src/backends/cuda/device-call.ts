@@ -3,7 +3,15 @@
  * calls): argument and result types only, apart from communicator.ts so that its helpers (benchmark.ts,
  * eager-calls.ts) need not import it.
  */
-import type { AlgorithmChoice, AlgorithmName, Dtype, FusedDeviceInfo, LlProtocol, ReduceOp } from '../../api/types.js'
+import type {
+  AlgorithmChoice,
+  AlgorithmName,
+  Dtype,
+  FusedDeviceInfo,
+  FusedNormOptions,
+  LlProtocol,
+  ReduceOp,
+} from '../../api/types.js'
 import type { LlcommErrorCode } from '../../errors.js'
 import type { CuStream, DevicePtr } from '../../ffi/types.js'
 
@@ -71,36 +79,14 @@ export interface DeviceGraph {
 
 // ---- the fused calls (issue 21: fused-launcher.ts launches them) ----
 
-/**
- * oneshot / twoshot: whole rows per block (sentinel protocol); split / split-ll: one-shot with a row shared by the
- * blocks of a thread-block cluster (sm_90+), on sentinel slots or LL16 packets (kernels/llcomm/fused_split.cuh);
- * split-twoshot: the same row sharing (clusters of 2-8 blocks) with each block's slots exchanged two-shot (sentinel).
- */
-export type FusedNormAlgorithm = 'oneshot' | 'twoshot' | 'split' | 'split-ll' | 'split-twoshot'
+export type { FusedNormAlgorithm } from '../../api/types.js'
 
-export interface FusedNormCall {
-  /** x, residual (read and written), out, weight: one device pointer per rank, by global rank. */
+/** A fused call's pointers, one per rank by global rank: x, residual (read and written), out, weight. */
+export interface FusedNormCall extends FusedNormOptions {
   inputs: readonly DevicePtr[]
   residuals: readonly DevicePtr[]
   outputs: readonly DevicePtr[]
   weights: readonly DevicePtr[]
-  rows: number
-  hidden: number
-  eps: number
-  dtype: Dtype
-  /** The residual stream is f32 (else x's dtype). */
-  residualF32?: boolean
-  /** residual = allreduce(x), ignoring the residual's contents (the first layer). */
-  noResidualIn?: boolean
-  algorithm?: FusedNormAlgorithm | 'auto'
-  pdl?: boolean
-  /**
-   * 'e4m3': the normalized output as FP8 e4m3, one byte per element: e4m3(y × outScale), round to nearest even,
-   * saturated to ±448 (sm_89+). Default: x's dtype.
-   */
-  outDtype?: 'e4m3'
-  /** The e4m3 output's per-tensor scale (the reciprocal of the dequantization scale). Default 1. */
-  outScale?: number
 }
 
 export interface FusedManyCall {

@@ -9,7 +9,6 @@ import { test } from 'node:test'
 import { f32Bits, LLCOMM_MAX_RANKS } from '../../../src/backends/cuda/abi.js'
 import { CudaCommunicator } from '../../../src/backends/cuda/communicator.js'
 import type { DeviceAllReduceManyArgs, DeviceAllReduceRmsNormArgs } from '../../../src/backends/cuda/device-call.js'
-import type { LaunchGroup } from '../../../src/backends/cuda/devices.js'
 import { allReduceManyCalls, deviceAllReduceCalls, fusedNormCalls } from '../../../src/backends/cuda/eager-calls.js'
 import {
   ALLREDUCE_MANY_PARAMS_LAYOUT,
@@ -18,11 +17,11 @@ import {
   LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_RESIDUAL_F32,
 } from '../../../src/backends/cuda/fused-abi.js'
-import { FusedLauncher } from '../../../src/backends/cuda/fused-launcher.js'
-import { deviceBufferLayout } from '../../../src/backends/cuda/kernel-table.js'
+import type { FusedLauncher } from '../../../src/backends/cuda/fused-launcher.js'
 import { CommunicatorBase } from '../../../src/communicator/base.js'
 import { LlcommError } from '../../../src/errors.js'
-import type { CudaDriver, CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
+import type { CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
+import { standInFusedLauncher } from '../../support/stand-in-fused-launcher.js'
 
 const NRANKS = 2
 const ptr = (n: number) => (0x7e0000000000 + n * 0x100000) as DevicePtr
@@ -71,39 +70,19 @@ function fakeCommunicator() {
       return 0
     },
   }
-  const group: LaunchGroup = {
-    index: 0,
-    ordinal: 0,
-    device: 0 as LaunchGroup['device'],
-    context: 0x1000 as LaunchGroup['context'],
+  const standIn = standInFusedLauncher({
+    driver,
+    kernels,
     ranks: [0, 1],
-    name: 'stand-in',
-    smCount: 132,
-    arch: 'sm_90',
-    cooperativeLaunch: true,
-  }
-  const deviceSet = { groups: [group], rankGroup: [0, 0], multiDevice: false, use() {} }
-  const modules = {
-    function: (_g: LaunchGroup, _source: string, name: string) => {
-      kernels.push(name)
-      return kernels.length
-    },
-  }
-  const bufferBytes = 1 << 20
-  launcher = new FusedLauncher(
-    driver as unknown as CudaDriver,
-    deviceSet as unknown as ConstructorParameters<typeof FusedLauncher>[1],
-    modules as unknown as ConstructorParameters<typeof FusedLauncher>[2],
-    {
-      nranks: NRANKS,
-      recvBuf: [0x7f0000000000 as DevicePtr, 0x7f0000200000 as DevicePtr],
-      scratch: [0x7f0000400000 as DevicePtr, 0x7f0000500000 as DevicePtr],
-      errorWord: 0x7f0000600000 as DevicePtr,
-      timeoutNs: 10e9,
-      bufferBytes,
-      layout: deviceBufferLayout(NRANKS, bufferBytes),
-    },
-  )
+    nranks: NRANKS,
+    bufferBytes: 1 << 20,
+    recvBuf: [0x7f0000000000 as DevicePtr, 0x7f0000200000 as DevicePtr],
+    scratch: [0x7f0000400000 as DevicePtr, 0x7f0000500000 as DevicePtr],
+    errorWord: 0x7f0000600000 as DevicePtr,
+  })
+  launcher = standIn.launcher
+  const deviceSet = standIn.deviceSet
+
   const countCalls = <K extends 'prepareNorm' | 'prepareMany'>(name: K, counter: 'norm' | 'many') => {
     const l = launcher as FusedLauncher
     const original = l[name].bind(l) as (...a: unknown[]) => ReturnType<FusedLauncher[K]>

@@ -6,17 +6,15 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { f32Bits } from '../../../src/backends/cuda/abi.js'
-import type { LaunchGroup } from '../../../src/backends/cuda/devices.js'
 import { FUSED_NORM_PARAMS_LAYOUT, packFusedNormParams } from '../../../src/backends/cuda/fused-abi.js'
 import {
-  FusedLauncher,
+  type FusedLauncher,
   type FusedLauncherOptions,
   type FusedNormCall,
   planFusedNorm,
   planFusedSplit,
 } from '../../../src/backends/cuda/fused-launcher.js'
-import { deviceBufferLayout } from '../../../src/backends/cuda/kernel-table.js'
-import type { CudaDriver, CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
+import type { CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
 import {
   ALGORITHM_CODES,
   decodeSignature,
@@ -26,6 +24,7 @@ import {
   FUSED_SIGNATURE_CODE,
   type FusedCallSignature,
 } from '../../../src/protocol/call-signature.js'
+import { standInFusedLauncher } from '../../support/stand-in-fused-launcher.js'
 
 const BASE: FusedCallSignature = {
   launchRows: 4,
@@ -220,40 +219,19 @@ function standIn(ranks: number[], options: FusedLauncherOptions) {
       return 0
     },
   }
-  const group: LaunchGroup = {
-    index: 0,
-    ordinal: 0,
-    device: 0 as LaunchGroup['device'],
-    context: 0x1000 as LaunchGroup['context'],
-    ranks,
-    name: 'stand-in',
-    smCount: 132,
-    arch: 'sm_90',
-    cooperativeLaunch: true,
-  }
-  const deviceSet = { groups: [group], rankGroup: [0, 0], multiDevice: false, use() {} }
-  const modules = {
-    function: (_g: LaunchGroup, _source: string, name: string) => {
-      kernels.push(name)
-      return kernels.length
-    },
-  }
-  const bufferBytes = 1 << 22
-  launcher = new FusedLauncher(
-    driver as unknown as CudaDriver,
-    deviceSet as unknown as ConstructorParameters<typeof FusedLauncher>[1],
-    modules as unknown as ConstructorParameters<typeof FusedLauncher>[2],
-    {
-      nranks: NRANKS,
-      recvBuf: [0x7f0000000000 as DevicePtr, 0x7f0000800000 as DevicePtr],
-      scratch: [0x7f0001000000 as DevicePtr, 0x7f0001100000 as DevicePtr],
-      errorWord: 0x7f0001200000 as DevicePtr,
-      timeoutNs: 10e9,
-      bufferBytes,
-      layout: deviceBufferLayout(NRANKS, bufferBytes),
-    },
-    options,
-  )
+  const standIn = standInFusedLauncher({
+    driver,
+    kernels,
+    ranks: ranks,
+    nranks: NRANKS,
+    bufferBytes: 1 << 22,
+    recvBuf: [0x7f0000000000 as DevicePtr, 0x7f0000800000 as DevicePtr],
+    scratch: [0x7f0001000000 as DevicePtr, 0x7f0001100000 as DevicePtr],
+    errorWord: 0x7f0001200000 as DevicePtr,
+    launcherOptions: options,
+  })
+  launcher = standIn.launcher
+
   return { launcher, launches }
 }
 
