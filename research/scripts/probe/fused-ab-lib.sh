@@ -33,6 +33,9 @@ fused_ab_round() {
     case $v in
       bar) env=(LLCOMM_FUSED_SPLIT_PUSH=0) ;;
       push) env=(LLCOMM_FUSED_SPLIT_PUSH=1) ;;
+      # the product's kernels with the per-process signature cluster, launched in process (kernel-table.ts
+      # FUSED_SIGNATURE_IN_PROCESS; its own NVRTC cache: another build)
+      sigc) env=(LLCOMM_FUSED_SPLIT_PUSH=1 LLCOMM_FUSED_SIG_IN_PROCESS=1 LLCOMM_CACHE_DIR=/tmp/llcomm-cache-$tag-sigc) ;;
       # the product's kernels with every block target scaled (e.g. scale0.5: twice the blocks a row; the unfused
       # AllReduce's plans move too, so read the fused columns only)
       scale*) env=(LLCOMM_FUSED_SPLIT_PUSH=1 LLCOMM_TARGET_BYTES_PER_BLOCK_SCALE=${v#scale}) ;;

@@ -458,3 +458,22 @@ test('block targets: oneshot-sentinel shrinks as 2 / ranks, the others are flat;
   }
   assert.equal(launchShape(twoshot, 16, 32768, undefined, {}, old).blocksPerRank, 4)
 })
+
+// LLCOMM_FUSED_SIG_IN_PROCESS (the bench's A/B of the per-process signature cluster, launched in process): on only
+// when asked and only with the signature block, whose epoch word and slots the cluster uses (its kernels refuse to
+// build without LLCOMM_SIG_BLOCK); off by default, so the in-process fused kernels stay those without it.
+test('FUSED_SIGNATURE_IN_PROCESS: off by default, on when asked with the signature block, off without the block', () => {
+  const table = new URL('../../src/backends/cuda/kernel-table.js', import.meta.url).href
+  const valueWith = (env: Record<string, string>): boolean => {
+    const script = `const m = await import(${JSON.stringify(table)}); console.log(JSON.stringify(m.FUSED_SIGNATURE_IN_PROCESS))`
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, LLCOMM_SIG_BLOCK: '', LLCOMM_SIG_DEFERRED: '', LLCOMM_FUSED_SIG_IN_PROCESS: '', ...env },
+      encoding: 'utf8',
+    })
+    return JSON.parse(out)
+  }
+  assert.equal(valueWith({}), false)
+  assert.equal(valueWith({ LLCOMM_FUSED_SIG_IN_PROCESS: '1' }), true)
+  assert.equal(valueWith({ LLCOMM_FUSED_SIG_IN_PROCESS: '1', LLCOMM_SIG_BLOCK: '0' }), false)
+  assert.equal(valueWith({ LLCOMM_FUSED_SIG_IN_PROCESS: '1', LLCOMM_SIG_DEFERRED: '1' }), false)
+})

@@ -91,6 +91,7 @@ import { CapturedGraph } from './graph.js'
 import {
   accumulationBuild,
   deviceBufferLayout,
+  FUSED_SIGNATURE_IN_PROCESS,
   KERNEL_VARIANTS,
   kernelBuildDefines,
   kernelSources,
@@ -329,7 +330,12 @@ export class CudaCommunicator extends CommunicatorBase {
     const nv = loadNvrtc()
     // f16/bf16 accumulation (option `accumulation`): compiled into the kernels (abi.cuh switches as NVRTC -D
     // options, part of the cubin cache key) and into the capacity rule of every launch (launchShape()).
-    const kernelBuild = { ...accumulationBuild(this.accumulation), ...SIGNATURE_KERNEL_BUILD }
+    // (LLCOMM_FUSED_SIG_IN_PROCESS, an A/B setting: the fused kernels with the per-process signature cluster)
+    const kernelBuild = {
+      ...accumulationBuild(this.accumulation),
+      ...SIGNATURE_KERNEL_BUILD,
+      fusedSignatureCluster: FUSED_SIGNATURE_IN_PROCESS,
+    }
     this.modules = new KernelModules(this.driver, nv, {
       headers: kernelSources(),
       cacheDir: options.cacheDir,
@@ -1033,15 +1039,21 @@ export class CudaCommunicator extends CommunicatorBase {
 
   private fused(): FusedLauncher {
     this.assertOpen()
-    this.fusedLauncher ??= new FusedLauncher(this.driver, this.deviceSet, this.modules, {
-      nranks: this.size,
-      recvBuf: this.rankRecvBuf,
-      scratch: this.rankScratch,
-      errorWord: this.errorWord,
-      timeoutNs: this.timeoutMs * 1e6,
-      bufferBytes: this.bufferBytes,
-      layout: deviceBufferLayout(this.size, this.bufferBytes),
-    })
+    this.fusedLauncher ??= new FusedLauncher(
+      this.driver,
+      this.deviceSet,
+      this.modules,
+      {
+        nranks: this.size,
+        recvBuf: this.rankRecvBuf,
+        scratch: this.rankScratch,
+        errorWord: this.errorWord,
+        timeoutNs: this.timeoutMs * 1e6,
+        bufferBytes: this.bufferBytes,
+        layout: deviceBufferLayout(this.size, this.bufferBytes),
+      },
+      { signatureCluster: FUSED_SIGNATURE_IN_PROCESS },
+    )
     return this.fusedLauncher
   }
 

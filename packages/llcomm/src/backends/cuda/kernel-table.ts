@@ -479,6 +479,15 @@ export const SIGNATURE_CHECK: 'block' | 'deferred' | 'in-blocks' = SIGNATURE_DEF
     ? 'block'
     : 'in-blocks'
 
+/**
+ * LLCOMM_FUSED_SIG_IN_PROCESS=1 (an A/B setting for scripts/bench-fused.mjs, read once; only with the signature
+ * block): the in-process communicator's fused launches carry the per-process build's signature cluster too (one more
+ * cluster of C blocks per launch, publishing and checking every launched rank's words: kernels/llcomm/
+ * fused_signature.cuh), so one process can measure what the check costs a per-process fused call. In process it
+ * checks nothing a host call could get wrong (one call launches every rank with the same words).
+ */
+export const FUSED_SIGNATURE_IN_PROCESS: boolean = process.env.LLCOMM_FUSED_SIG_IN_PROCESS === '1' && SIGNATURE_BLOCK
+
 /** The kernels' build for SIGNATURE_CHECK (kernelBuildDefines: nothing for the default, the block). */
 export const SIGNATURE_KERNEL_BUILD: KernelBuildOptions = {
   signatureDeferred: SIGNATURE_CHECK === 'deferred',
