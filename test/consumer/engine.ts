@@ -17,6 +17,7 @@ import {
   LlcommError,
   type LlcommErrorCode,
   type PreparedDeviceAllReduce,
+  type ProcessDeviceAllReduceManyRequest,
   type ProcessDeviceAllReduceRmsNormRequest,
 } from 'llcomm'
 
@@ -121,6 +122,34 @@ export async function perProcessFusedStep(
       stream,
     }
     return comm.deviceAllReduceRmsNorm(request)
+  } finally {
+    await comm.close()
+  }
+}
+
+/** One process per GPU: this rank's gradient buckets (several sizes) reduced in one call on its current stream. */
+export async function perProcessBucketsStep(
+  rank: number,
+  worldSize: number,
+  buckets: { input: bigint; output: bigint; count: number }[],
+  stream: bigint,
+): Promise<FusedDeviceInfo> {
+  const comm = (await createCommunicator({
+    backend: 'cuda',
+    rendezvous: 'env',
+    rank,
+    worldSize,
+  })) as CudaProcessCommunicatorApi
+  try {
+    const request: ProcessDeviceAllReduceManyRequest = {
+      inputs: buckets.map((b) => b.input),
+      outputs: buckets.map((b) => b.output),
+      counts: buckets.map((b) => b.count),
+      dtype: 'bf16',
+      pdl: false,
+      stream,
+    }
+    return comm.deviceAllReduceMany(request)
   } finally {
     await comm.close()
   }

@@ -3,9 +3,13 @@
 // takes ceil(count_i * elemBytes / 16) slots; a buffer's tail slot is zero-padded and never stored past its end); the
 // channels split that slot range as one message. Each slot is reduced in rank order in f32 (recvReduce), exactly
 // the arithmetic of one oneshot-sentinel call per buffer, so the results are bit-identical to one call per buffer.
+// Per process (LLCOMM_FUSED_SIG_CLUSTER): one more block after the R x B data blocks (grid R x B + 1) publishes and
+// checks the launch's call signature (llcomm/fused_signature.cuh); the data blocks' waits (LlBuffer through
+// LlcWaiter::keepWaiting) read the error word at every deadline check, so its MISMATCH ends them.
 #include "llcomm/allreduce_common.cuh"
 #include "llcomm/fused_abi.cuh"
 #include "llcomm/ll_buffer.cuh"
+#include "llcomm/fused_signature.cuh"
 
 // The buffer and byte offset of virtual slot `s` (buffers <= LLCOMM_MANY_MAX_BUFFERS: a short linear walk).
 struct LlcManySlot {
@@ -73,6 +77,7 @@ __device__ __forceinline__ void allReduceMany(const LlcommAllReduceManyParams& p
 #define LLCOMM_FUSED_VARIANT_allreduce_many(dtype)                                                                  \
   extern "C" __global__ void __launch_bounds__(LLCOMM_THREADS, LLCOMM_MIN_BLOCKS_PER_SM)                           \
       llcomm_allreduce_many_##dtype(const __grid_constant__ LlcommAllReduceManyParams p) {                         \
+    LLCOMM_FUSED_SIGNATURE_CLUSTER(p) /* per-process builds only: one signature block, llcomm/fused_signature.cuh */ \
     allReduceMany<LLC_DT_##dtype>(p);                                                                               \
   }
 #include "instantiations.def"

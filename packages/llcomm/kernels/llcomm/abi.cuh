@@ -85,6 +85,8 @@
 #define LLCOMM_SIG_ALG_RING 6u
 // 7, 8: nccl, nccl-symmetric (host only). 9: the fused AllReduce + residual + RMSNorm (llcomm/fused_signature.cuh).
 #define LLCOMM_SIG_ALG_FUSED_RMSNORM 9u
+// 10: allReduceMany (allreduce/allreduce_many.cu; its signature block per process only, llcomm/fused_signature.cuh).
+#define LLCOMM_SIG_ALG_ALLREDUCE_MANY 10u
 #define LLCOMM_SIG_PROTOCOL_NONE 0u
 #define LLCOMM_SIG_PROTOCOL_LL8 1u
 #define LLCOMM_SIG_PROTOCOL_LL16 2u

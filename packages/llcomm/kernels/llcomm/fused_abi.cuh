@@ -64,4 +64,8 @@ struct LlcommAllReduceManyParams {
   llc_u32 ranksInLaunch;
   llc_u32 blocksPerRank;
   llc_u8 launchRanks[LLCOMM_MAX_RANKS];
+  // The launch's call signature, word 0 then word 1 (src/protocol/call-signature.ts encodeManySignature), read only by
+  // the signature block of the per-process build (LLCOMM_FUSED_SIG_CLUSTER, llcomm/fused_signature.cuh); the
+  // in-process launches leave it zero. Appended last: every other field keeps its offset.
+  llc_u32 signature[2];
 };

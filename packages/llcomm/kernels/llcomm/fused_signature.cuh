@@ -4,6 +4,10 @@
 // (kernel-table.ts KernelBuildOptions.fusedSignatureCluster) when it uses the signature block (LLCOMM_SIG_BLOCK, the
 // default). The in-process build expands LLCOMM_FUSED_SIGNATURE_CLUSTER to nothing: its PTX is that of the kernels
 // without it (there one host call launches every rank with the same arguments, so a mismatch cannot happen).
+// The same define covers allReduceMany (allreduce/allreduce_many.cu, LlcommAllReduceManyParams, words from
+// encodeManySignature, algorithm code LLCOMM_SIG_ALG_ALLREDUCE_MANY): the cluster below is a template over any params
+// struct with the fields it reads (ranksInLaunch, blocksPerRank, scratch, errorWord, timeoutNs, nranks, launchRanks,
+// signature). allReduceMany launches are not cluster launches: its signature "cluster" is one block (grid R x B + 1).
 //
 // The shape: the host launches one extra *cluster* per launch after the R x B data blocks (grid R x B + C, C the
 // launch's cluster size, 1 for the one-shot and two-shot kernels: the split kernels are cluster launches whose grid
@@ -26,8 +30,10 @@
 
 #if LLC_HAS_DEVICE
 // Every thread of a block past the data blocks calls it and then returns: the first such block is the signature
-// block, the rest of the signature cluster does nothing.
-LLC_DEVICE void llcFusedSignatureCluster(const LlcommFusedNormParams& p) {
+// block, the rest of the signature cluster does nothing. Params: LlcommFusedNormParams or LlcommAllReduceManyParams
+// (any struct with the fields read here).
+template <class Params>
+LLC_DEVICE void llcFusedSignatureCluster(const Params& p) {
   llcWaitForPriorGrid(); // before any read of the epoch word (PDL launches), as the data blocks
   if (blockIdx.x != p.ranksInLaunch * p.blocksPerRank) return;
   llcSignatureBlockWords(p.scratch, p.errorWord, p.timeoutNs, p.nranks, p.ranksInLaunch, p.launchRanks, p.signature[0],
@@ -35,7 +41,7 @@ LLC_DEVICE void llcFusedSignatureCluster(const LlcommFusedNormParams& p) {
 }
 #endif
 
-// At the top of every fused RMSNorm kernel entry: the signature cluster's blocks take this branch (the data blocks'
+// At the top of every fused RMSNorm and allReduceMany kernel entry: the signature cluster's blocks take this branch (the data blocks'
 // roles, llcBlockRole, are defined for blockIdx.x < ranksInLaunch x blocksPerRank only).
 #define LLCOMM_FUSED_SIGNATURE_CLUSTER(p)                                                                          \
   if (blockIdx.x >= (p).ranksInLaunch * (p).blocksPerRank) {                                                       \

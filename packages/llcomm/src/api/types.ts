@@ -298,6 +298,23 @@ export interface ProcessDeviceAllReduceRmsNormRequest extends FusedNormOptions {
   stream?: number | bigint
 }
 
+/**
+ * The per-process allReduceMany (CudaProcessCommunicatorApi.deviceAllReduceMany): several AllReduces of different
+ * sizes, usually in one launch, each result bitwise equal to the in-process deviceAllReduceMany's. This rank's pointer
+ * per buffer (CUdeviceptr as a number or bigint), counts[b] elements of buffer b, one stream. Every rank must make
+ * the same call (dtype, buffer count, every count): a rank that does not ends the call with MISMATCH on every rank
+ * (the allReduceMany signature, docs/protocols.md).
+ */
+export interface ProcessDeviceAllReduceManyRequest {
+  inputs: (number | bigint)[]
+  outputs: (number | bigint)[]
+  counts: number[]
+  dtype: Dtype
+  pdl?: boolean
+  /** CUstream handle (0 or omitted: the communicator's own stream). */
+  stream?: number | bigint
+}
+
 /** What a fused device call launched: its kernel ('oneshot', 'split', …; 'rmsnorm', 'many') and launch count. */
 export interface FusedDeviceInfo {
   algorithm: string
@@ -311,4 +328,9 @@ export interface CudaProcessCommunicatorApi extends ProcessCommunicator {
   deviceAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo
   /** Enqueues the fused AllReduce + residual add + RMSNorm on `stream` (no wait for the GPU). */
   deviceAllReduceRmsNorm(request: ProcessDeviceAllReduceRmsNormRequest): FusedDeviceInfo
+  /**
+   * Enqueues several AllReduces of different sizes (usually one launch) on `stream` (no wait for the GPU). Refused
+   * (UNSUPPORTED_ALGORITHM) as deviceAllReduceRmsNorm is: under LLCOMM_SIG_BLOCK=0, or where the ranks' devices differ.
+   */
+  deviceAllReduceMany(request: ProcessDeviceAllReduceManyRequest): FusedDeviceInfo
 }

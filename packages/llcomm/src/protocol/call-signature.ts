@@ -10,7 +10,8 @@
  *           bits 10..20 chunk index within the call, modulo 2048
  *           bits 21..31 chunk count of the call, modulo 2048
  *
- * A fused RMSNorm launch (per process; encodeFusedSignature below) has algorithm code 9 and its own bits 6..31.
+ * A fused RMSNorm launch (per process; encodeFusedSignature below) has algorithm code 9 and its own bits 6..31; an
+ * allReduceMany launch (per process; encodeManySignature) code 10, its dtype in bits 4..5 and a hash in bits 9..31.
  *
  * Two ranks whose words differ at the same epoch are making different calls: both fail with MISMATCH, and neither
  * returns data. The chunk count makes two calls of different totals differ at their first chunk even where the
@@ -145,9 +146,50 @@ export function encodeFusedSignature(s: FusedCallSignature): [number, number] {
     s.blocksPerRank,
     s.clusterBlocks,
   ])
-  const hash = (h ^ (h >>> FUSED_SIGNATURE_HASH_BITS)) & ((1 << FUSED_SIGNATURE_HASH_BITS) - 1)
   const word0 = Number((BigInt(s.launchRows) * BigInt(s.hidden)) & 0xffffffffn)
-  return [word0 >>> 0, (FUSED_SIGNATURE_CODE | (DTYPE_CODES[s.dtype] << 4) | (alg << 6) | (hash << 9)) >>> 0]
+  return [word0 >>> 0, (FUSED_SIGNATURE_CODE | (DTYPE_CODES[s.dtype] << 4) | (alg << 6) | (foldHash(h) << 9)) >>> 0]
+}
+
+/** A 32-bit hash folded to word 1's FUSED_SIGNATURE_HASH_BITS (the fused and the allReduceMany signatures). */
+function foldHash(h: number): number {
+  return (h ^ (h >>> FUSED_SIGNATURE_HASH_BITS)) & ((1 << FUSED_SIGNATURE_HASH_BITS) - 1)
+}
+
+// ---- allReduceMany (issue 21 item 2; per process: kernels/llcomm/fused_signature.cuh, one signature block) ----
+
+/** Word 1's algorithm code of an allReduceMany launch (abi.cuh LLCOMM_SIG_ALG_ALLREDUCE_MANY): never another call's. */
+export const MANY_SIGNATURE_CODE = 10
+
+/** What an allReduceMany launch's signature covers: its pieces (planAllReduceMany) and its place in the call. */
+export interface ManyCallSignature {
+  dtype: Dtype
+  /** The launch's pieces: buffer index within the call, first element and element count of each. */
+  pieces: readonly { buffer: number; offset: number; count: number }[]
+  launchIndex: number
+  launchCount: number
+  blocksPerRank: number
+}
+
+/** A number's low and high 32 bits (offsets and counts may pass 2^32 elements). */
+const u32Pair = (x: number): [number, number] => [x >>> 0, Math.floor(x / 2 ** 32) >>> 0]
+
+/**
+ * An allReduceMany launch's two words: word 0 = the launch's total elements (low 32 bits); word 1 =
+ * MANY_SIGNATURE_CODE | dtype << 4 | hash << 9, the hash (FNV-1a folded to 23 bits) over each piece's buffer index,
+ * offset and count, the piece count, launch index and count, and blocks per rank. Code 10 keeps it apart from every
+ * all-reduce and fused RMSNorm signature (same epoch word and slots: a peer making another kind of call at that
+ * epoch is a MISMATCH); a difference in one buffer's count changes the hash (and usually word 0).
+ */
+export function encodeManySignature(s: ManyCallSignature): [number, number] {
+  const words: number[] = []
+  let total = 0
+  for (const p of s.pieces) {
+    words.push(p.buffer, ...u32Pair(p.offset), ...u32Pair(p.count))
+    total += p.count
+  }
+  words.push(s.pieces.length, s.launchIndex, s.launchCount, s.blocksPerRank)
+  const word1 = MANY_SIGNATURE_CODE | (DTYPE_CODES[s.dtype] << 4) | (foldHash(fnv1a32(words)) << 9)
+  return [u32Pair(total)[0], word1 >>> 0]
 }
 
 function keyOf<K extends string>(table: Readonly<Record<K, number>>, code: number): K | undefined {
@@ -163,7 +205,10 @@ export interface DecodedSignature {
   protocol: string
   chunkIndex: number
   chunkCount: number
-  /** A fused RMSNorm launch's hash of the rest of its call (encodeFusedSignature); absent for an all-reduce. */
+  /**
+   * A fused RMSNorm or allReduceMany launch's hash of the rest of its call (encodeFusedSignature,
+   * encodeManySignature); absent for an all-reduce.
+   */
   fusedHash?: number
 }
 
@@ -173,11 +218,12 @@ export function decodeSignature(word0: number, word1: number): DecodedSignature 
   const dt = (w >>> 4) & 3
   const op = (w >>> 6) & 3
   const proto = (w >>> 8) & 3
-  if (alg === FUSED_SIGNATURE_CODE) {
+  if (alg === FUSED_SIGNATURE_CODE || alg === MANY_SIGNATURE_CODE) {
     const f = (w >>> 6) & 7
     return {
       count: word0 >>> 0,
-      algorithm: `fused-rmsnorm ${keyOf(FUSED_ALGORITHM_CODES, f) ?? `#${f}`}`,
+      algorithm:
+        alg === MANY_SIGNATURE_CODE ? 'allreduce-many' : `fused-rmsnorm ${keyOf(FUSED_ALGORITHM_CODES, f) ?? `#${f}`}`,
       dtype: keyOf(DTYPE_CODES, dt) ?? `dtype#${dt}`,
       op: 'sum',
       protocol: 'none',

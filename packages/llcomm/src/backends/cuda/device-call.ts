@@ -110,7 +110,11 @@ export interface DeviceAllReduceManyArgs extends FusedManyCall {
 
 // The per-process request and the info every fused call returns are public types (api/types.ts), so that
 // CudaProcessCommunicatorApi can name them.
-export type { FusedDeviceInfo, ProcessDeviceAllReduceRmsNormRequest } from '../../api/types.js'
+export type {
+  FusedDeviceInfo,
+  ProcessDeviceAllReduceManyRequest,
+  ProcessDeviceAllReduceRmsNormRequest,
+} from '../../api/types.js'
 export interface PreparedFusedDeviceCall extends FusedDeviceInfo {
   issue(streams?: readonly CuStream[]): void
 }

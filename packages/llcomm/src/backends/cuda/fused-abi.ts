@@ -61,6 +61,7 @@ export const ALLREDUCE_MANY_PARAMS_LAYOUT = layOut('LlcommAllReduceManyParams', 
   { name: 'ranksInLaunch', kind: 'u32' },
   { name: 'blocksPerRank', kind: 'u32' },
   { name: 'launchRanks', kind: 'u8', count: LLCOMM_MAX_RANKS },
+  { name: 'signature', kind: 'u32', count: 2 },
 ])
 
 export const FUSED_ABI_STRUCTS: readonly StructLayout[] = [FUSED_NORM_PARAMS_LAYOUT, ALLREDUCE_MANY_PARAMS_LAYOUT]
@@ -180,6 +181,11 @@ export interface AllReduceManyParamsHost {
   ranksInLaunch: number
   blocksPerRank: number
   launchRanks: readonly number[]
+  /**
+   * The launch's call signature words (encodeManySignature), read by the per-process build's signature block
+   * (kernels/llcomm/fused_signature.cuh); absent: zero (in process nothing reads them).
+   */
+  signature?: readonly [number, number]
 }
 
 export function packAllReduceManyParams(p: AllReduceManyParamsHost): Buffer {
@@ -212,5 +218,6 @@ export function packAllReduceManyParams(p: AllReduceManyParamsHost): Buffer {
     ranksInLaunch: p.ranksInLaunch,
     blocksPerRank: p.blocksPerRank,
     launchRanks: p.launchRanks,
+    signature: p.signature ?? [0, 0],
   })
 }

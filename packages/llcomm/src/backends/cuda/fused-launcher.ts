@@ -12,7 +12,7 @@ import type { Dtype } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
-import { encodeFusedSignature } from '../../protocol/call-signature.js'
+import { encodeFusedSignature, encodeManySignature } from '../../protocol/call-signature.js'
 import { f32Bits, LLCOMM_THREADS } from './abi.js'
 import type { CommunicatorDeviceState } from './allreduce-launcher.js'
 import type {
@@ -572,9 +572,10 @@ export interface FusedLauncherOptions {
    */
   perProcess?: boolean
   /**
-   * Every fused RMSNorm launch takes one more cluster that publishes and checks its call signature
-   * (kernels/llcomm/fused_signature.cuh); the modules must be built with LLCOMM_FUSED_SIG_CLUSTER
-   * (KernelBuildOptions.fusedSignatureCluster). Per process only: in process one call launches every rank alike.
+   * Every fused RMSNorm launch takes one more cluster, and every allReduceMany launch one more block, that publishes
+   * and checks its call signature (kernels/llcomm/fused_signature.cuh); the modules must be built with
+   * LLCOMM_FUSED_SIG_CLUSTER (KernelBuildOptions.fusedSignatureCluster). Per process only: in process one call
+   * launches every rank alike.
    */
   signatureCluster?: boolean
 }
@@ -911,10 +912,25 @@ export class FusedLauncher {
     const eb = DTYPE_BYTES[call.dtype]
     const plans = planAllReduceMany(call.counts, call.dtype, s.nranks, s.bufferBytes)
     const k = selectFusedKernel('allreduce_many', call.dtype)
+    // The launches that move data (a launch of empty pieces only is not made, on any rank).
+    const launches = plans
+      .map((plan) => ({ blocksPerRank: plan.blocksPerRank, pieces: plan.pieces.filter((p) => p.count > 0) }))
+      .filter((l) => l.pieces.length > 0)
+    // Per process: one signature block after the data blocks of every launch (kernels/llcomm/fused_signature.cuh;
+    // allReduceMany launches are not cluster launches, so its signature cluster is that one block).
+    const signed = this.options.signatureCluster ?? false
     const packed: PackedLaunch[] = []
-    for (const plan of plans) {
-      const pieces = plan.pieces.filter((p) => p.count > 0)
-      if (pieces.length === 0) continue
+    for (const [launchIndex, plan] of launches.entries()) {
+      const pieces = plan.pieces
+      const signature = signed
+        ? encodeManySignature({
+            dtype: call.dtype,
+            pieces,
+            launchIndex,
+            launchCount: launches.length,
+            blocksPerRank: plan.blocksPerRank,
+          })
+        : undefined
       for (const group of this.devices.groups) {
         const params = packAllReduceManyParams({
           inputs: pieces.map((p) => call.inputs[p.buffer].map((x) => BigInt(x + p.offset * eb))),
@@ -929,11 +945,13 @@ export class FusedLauncher {
           ranksInLaunch: group.ranks.length,
           blocksPerRank: plan.blocksPerRank,
           launchRanks: group.ranks,
+          signature,
         })
+        // launchFor's co-residency check counts the signature block (cooperative: every block of the grid at once).
         const launch = this.launchFor(
           k,
           group,
-          group.ranks.length * plan.blocksPerRank,
+          group.ranks.length * plan.blocksPerRank + (signed ? 1 : 0),
           true,
           call.pdl ?? false,
           params.byteLength,

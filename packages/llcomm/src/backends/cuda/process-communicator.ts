@@ -65,7 +65,11 @@ import {
   LLCOMM_SCRATCH_SIGNATURE_OFFSET,
 } from './abi.js'
 import { AllReduceLauncher } from './allreduce-launcher.js'
-import type { FusedDeviceInfo, ProcessDeviceAllReduceRmsNormRequest } from './device-call.js'
+import type {
+  FusedDeviceInfo,
+  ProcessDeviceAllReduceManyRequest,
+  ProcessDeviceAllReduceRmsNormRequest,
+} from './device-call.js'
 import { DeviceSet } from './devices.js'
 import { type ProcessPreparedCall, processDeviceAllReduceCalls } from './eager-calls.js'
 import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
@@ -620,17 +624,10 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
    * the ranks' devices differ in model, and under LLCOMM_SIG_BLOCK=0 (an A/B setting without the signature cluster).
    */
   deviceAllReduceRmsNorm(request: ProcessDeviceAllReduceRmsNormRequest): FusedDeviceInfo {
-    this.assertOpen()
-    if (this.fusedRefusal)
-      throw new LlcommError('UNSUPPORTED_ALGORITHM', `per-process fused calls: ${this.fusedRefusal}`)
+    this.assertFusedCallable()
     const { input, residual, output, weight, stream: streamHandle, ...shape } = request
-    // This rank's pointers at its index of the per-rank lists (the other entries are not read: one launch group).
-    const own = (v: unknown, what: string): DevicePtr[] => {
-      const list: DevicePtr[] = new Array(this.size).fill(0)
-      list[this.rank] = devicePointer(v, what)
-      return list
-    }
-    const stream = streamHandle === undefined || streamHandle === 0 ? (this.stream as CuStream) : asStream(streamHandle)
+    const own = (v: unknown, what: string) => this.ownPointerList(v, what)
+    const stream = this.fusedStream(streamHandle)
     const prepared = (this.fusedLauncher as FusedLauncher).prepareNorm(
       {
         ...shape,
@@ -643,6 +640,56 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     )
     prepared.issue([stream])
     return { algorithm: prepared.algorithm, launches: prepared.launches }
+  }
+
+  /**
+   * Several AllReduces of different sizes on `stream`, usually in one launch (the in-process deviceAllReduceMany's
+   * kernel, plans and argument checks, with this rank's pointer per buffer): outputs[b] = allreduce(inputs[b]) over
+   * counts[b] elements, each bitwise equal to the in-process call's. No host synchronization (graph-capturable); read
+   * the device error word with checkDeviceError() after the stream finished. Every rank must make the same call: each
+   * launch carries a signature block (kernels/llcomm/fused_signature.cuh) that compares every rank's dtype, pieces
+   * (buffer, offset, count) and plan, so a rank that differs ends the call with MISMATCH on every rank. Refused
+   * (UNSUPPORTED_ALGORITHM) as deviceAllReduceRmsNorm is.
+   */
+  deviceAllReduceMany(request: ProcessDeviceAllReduceManyRequest): FusedDeviceInfo {
+    this.assertFusedCallable()
+    const { inputs, outputs, counts, dtype, pdl, stream: streamHandle } = request
+    if (!Array.isArray(inputs) || !Array.isArray(outputs) || !Array.isArray(counts))
+      throw new LlcommError('INVALID_ARGUMENT', 'deviceAllReduceMany needs arrays inputs, outputs and counts')
+    if (inputs.length !== counts.length || outputs.length !== counts.length)
+      throw new LlcommError(
+        'INVALID_ARGUMENT',
+        `inputs (${inputs.length}), outputs (${outputs.length}) and counts (${counts.length}) need one entry per buffer`,
+      )
+    const stream = this.fusedStream(streamHandle)
+    const prepared = (this.fusedLauncher as FusedLauncher).prepareMany({
+      inputs: inputs.map((p, b) => this.ownPointerList(p, `inputs[${b}]`)),
+      outputs: outputs.map((p, b) => this.ownPointerList(p, `outputs[${b}]`)),
+      counts,
+      dtype,
+      pdl,
+    })
+    prepared.issue([stream])
+    return { algorithm: prepared.algorithm, launches: prepared.launches }
+  }
+
+  /** The per-process fused calls' common refusals: closed, or fusedRefusal (devices differ, no signature block). */
+  private assertFusedCallable(): void {
+    this.assertOpen()
+    if (this.fusedRefusal)
+      throw new LlcommError('UNSUPPORTED_ALGORITHM', `per-process fused calls: ${this.fusedRefusal}`)
+  }
+
+  /** This rank's pointer at its index of a per-rank list (the other entries are not read: one launch group). */
+  private ownPointerList(v: unknown, what: string): DevicePtr[] {
+    const list: DevicePtr[] = new Array(this.size).fill(0)
+    list[this.rank] = devicePointer(v, what)
+    return list
+  }
+
+  /** The caller's CUstream handle, or this communicator's stream (0 or omitted). */
+  private fusedStream(handle: number | bigint | undefined): CuStream {
+    return handle === undefined || handle === 0 ? (this.stream as CuStream) : asStream(handle)
   }
 
   /** One packed call on `stream`: its kernel chunks, or NCCL on the same pointers. */

@@ -2,15 +2,23 @@
 // (encodeFusedSignature: every field the ranks must agree on changes them; never equal to an all-reduce's), the
 // planner's co-residency bound with the extra cluster per launch, and the launcher's launches over a stand-in driver:
 // per process (a launch group of one rank, signatureCluster) every fused launch is R x B + C blocks with the
-// signature words in its params; in process the grid and params are those without the signature cluster.
+// signature words in its params; in process the grid and params are those without the signature cluster. The same
+// for allReduceMany (encodeManySignature, code 10; its launches take one signature block: R x B + 1).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { f32Bits } from '../../../src/backends/cuda/abi.js'
-import { FUSED_NORM_PARAMS_LAYOUT, packFusedNormParams } from '../../../src/backends/cuda/fused-abi.js'
+import {
+  ALLREDUCE_MANY_PARAMS_LAYOUT,
+  FUSED_NORM_PARAMS_LAYOUT,
+  packAllReduceManyParams,
+  packFusedNormParams,
+} from '../../../src/backends/cuda/fused-abi.js'
 import {
   type FusedLauncher,
   type FusedLauncherOptions,
+  type FusedManyCall,
   type FusedNormCall,
+  planAllReduceMany,
   planFusedNorm,
   planFusedSplit,
 } from '../../../src/backends/cuda/fused-launcher.js'
@@ -20,9 +28,12 @@ import {
   decodeSignature,
   describeSignature,
   encodeFusedSignature,
+  encodeManySignature,
   encodeSignature,
   FUSED_SIGNATURE_CODE,
   type FusedCallSignature,
+  MANY_SIGNATURE_CODE,
+  type ManyCallSignature,
 } from '../../../src/protocol/call-signature.js'
 import { standInFusedLauncher } from '../../support/stand-in-fused-launcher.js'
 
@@ -310,4 +321,189 @@ test("per process: the other ranks' pointers are not read, this rank's are check
     () => launcher.prepareNorm(call([1], { eps: -1 }), false),
     (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT',
   )
+})
+
+// ---- allReduceMany (issue 21 item 2): encodeManySignature, code 10, one signature block per launch ----
+
+const MANY_BASE: ManyCallSignature = {
+  dtype: 'bf16',
+  pieces: [
+    { buffer: 0, offset: 0, count: 4096 },
+    { buffer: 1, offset: 0, count: 37 },
+    { buffer: 2, offset: 0, count: 300 },
+  ],
+  launchIndex: 0,
+  launchCount: 1,
+  blocksPerRank: 4,
+}
+
+test('encodeManySignature: code 10, word 0 the launch total, every field the ranks must agree on changes the words', () => {
+  const [w0, w1] = encodeManySignature(MANY_BASE)
+  assert.equal(w0, 4096 + 37 + 300)
+  assert.equal(w1 & 0xf, MANY_SIGNATURE_CODE)
+  assert.equal((w1 >>> 4) & 3, 2, 'bf16')
+  const piece = (i: number, over: Partial<ManyCallSignature['pieces'][number]>) =>
+    MANY_BASE.pieces.map((p, j) => (j === i ? { ...p, ...over } : p))
+  const changed: Partial<ManyCallSignature>[] = [
+    { dtype: 'f16' },
+    { dtype: 'f32' },
+    { pieces: piece(1, { count: 38 }) },
+    // the same total, the elements moved between buffers: only the hash sees it
+    { pieces: piece(1, { count: 36 }).map((p, j) => (j === 2 ? { ...p, count: 301 } : p)) },
+    { pieces: piece(2, { offset: 300 }) },
+    { pieces: piece(2, { buffer: 3 }) },
+    { pieces: MANY_BASE.pieces.slice(0, 2) },
+    { pieces: [...MANY_BASE.pieces, { buffer: 3, offset: 0, count: 0 }] },
+    { pieces: piece(0, { offset: 2 ** 32 }) },
+    { launchIndex: 1 },
+    { launchCount: 2 },
+    { blocksPerRank: 5 },
+  ]
+  const seen = new Set([`${w0}|${w1}`])
+  for (const c of changed) {
+    const [a, b] = encodeManySignature({ ...MANY_BASE, ...c })
+    assert.ok(a !== w0 || b !== w1, `changing ${JSON.stringify(c)} changes the signature`)
+    seen.add(`${a}|${b}`)
+  }
+  assert.equal(seen.size, changed.length + 1, 'every change gives another signature')
+})
+
+test('an allReduceMany signature never equals an all-reduce or a fused signature (code 10 is neither)', () => {
+  assert.ok(!Object.values(ALGORITHM_CODES).includes(MANY_SIGNATURE_CODE))
+  assert.notEqual(MANY_SIGNATURE_CODE, FUSED_SIGNATURE_CODE)
+  const [, w1] = encodeManySignature(MANY_BASE)
+  for (const algorithm of Object.keys(ALGORITHM_CODES) as (keyof typeof ALGORITHM_CODES)[]) {
+    const [, a1] = encodeSignature({
+      count: 4433,
+      algorithm,
+      dtype: 'bf16',
+      op: 'sum',
+      protocol: 'none',
+      chunkIndex: 0,
+      chunkCount: 1,
+    })
+    assert.notEqual(a1 & 0xf, w1 & 0xf)
+  }
+  assert.notEqual(encodeFusedSignature(BASE)[1] & 0xf, w1 & 0xf)
+})
+
+test('decodeSignature / describeSignature name an allReduceMany signature', () => {
+  const [w0, w1] = encodeManySignature(MANY_BASE)
+  const d = decodeSignature(w0, w1)
+  assert.equal(d.algorithm, 'allreduce-many')
+  assert.equal(d.dtype, 'bf16')
+  assert.equal(d.count, 4433)
+  assert.match(describeSignature(d), /^allreduce-many bf16 × 4433 \(call 0x[0-9a-f]{6}\)$/)
+})
+
+test('packAllReduceManyParams: the signature words at the end of the struct (zero when absent)', () => {
+  const base = {
+    inputs: [[16n]],
+    outputs: [[16n]],
+    counts: [8],
+    recvBuf: [0n],
+    scratch: [0n],
+    errorWord: 0n,
+    timeoutNs: 1n,
+    sentinel: { offset: 0, channelHalfBytes: 0 },
+    nranks: 1,
+    ranksInLaunch: 1,
+    blocksPerRank: 1,
+    launchRanks: [0],
+  }
+  const at = ALLREDUCE_MANY_PARAMS_LAYOUT.byName.signature.offset
+  assert.equal(at + 8, ALLREDUCE_MANY_PARAMS_LAYOUT.bytes, 'appended last (every other field keeps its offset)')
+  const v = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.byteLength)
+  const none = v(packAllReduceManyParams(base))
+  assert.deepEqual([none.getUint32(at, true), none.getUint32(at + 4, true)], [0, 0])
+  const signed = v(packAllReduceManyParams({ ...base, signature: [0x1234, 0xabcd000a] }))
+  assert.deepEqual([signed.getUint32(at, true), signed.getUint32(at + 4, true)], [0x1234, 0xabcd000a])
+})
+
+/** A many call whose pointer lists hold only `ranks`' entries (the others 0, as the per-process communicator passes). */
+function manyCall(ranks: number[], counts: number[], over: Partial<FusedManyCall> = {}): FusedManyCall {
+  const list = (base: number) => Array.from({ length: NRANKS }, (_, r) => (ranks.includes(r) ? ptr(base + r) : 0))
+  return {
+    inputs: counts.map((_, b) => list(100 + 4 * b) as DevicePtr[]),
+    outputs: counts.map((_, b) => list(200 + 4 * b) as DevicePtr[]),
+    counts,
+    dtype: 'bf16',
+    ...over,
+  }
+}
+
+const M = ALLREDUCE_MANY_PARAMS_LAYOUT.byName
+const manySigWords = (v: DataView) => [v.getUint32(M.signature.offset, true), v.getUint32(M.signature.offset + 4, true)]
+
+test('per process: every allReduceMany launch is R x B + 1 blocks (one signature block) and carries its signature words', () => {
+  const perProcess = standIn([1], { perProcess: true, signatureCluster: true })
+  const inProcess = standIn([0, 1], {})
+  // one launch; more than LLCOMM_MANY_MAX_BUFFERS buffers (two launches); buffers larger than a launch (split pieces)
+  for (const counts of [
+    [4096, 1, 37, 8192, 300],
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+    [3_000_000, 17],
+    [0, 5, 0],
+  ]) {
+    for (const dtype of ['bf16', 'f16', 'f32'] as const) {
+      const plans = planAllReduceMany(counts, dtype, NRANKS, 1 << 22).filter((l) => l.pieces.some((p) => p.count > 0))
+      const from = perProcess.launches.length
+      const p = perProcess.launcher.prepareMany(manyCall([1], counts, { dtype }))
+      p.issue([0x4000 as CuStream])
+      const mine = perProcess.launches.slice(from)
+      const what = `${dtype} ${counts.join(',')}`
+      assert.equal(mine.length, plans.length, `${what}: one launch per planned launch`)
+      assert.equal(p.launches, plans.length)
+      const fromIn = inProcess.launches.length
+      inProcess.launcher.prepareMany(manyCall([0, 1], counts, { dtype })).issue([0x4000 as CuStream])
+      const theirs = inProcess.launches.slice(fromIn)
+      assert.equal(theirs.length, mine.length)
+      const words = new Set<string>()
+      mine.forEach((l, i) => {
+        const blocks = l.params.getUint32(M.blocksPerRank.offset, true)
+        assert.equal(l.params.getUint32(M.ranksInLaunch.offset, true), 1)
+        assert.equal(l.grid, blocks + 1, `${what} launch ${i}: B + 1 blocks`)
+        assert.equal(l.cluster, 1, 'not a cluster launch')
+        const pieces = plans[i].pieces.filter((q) => q.count > 0)
+        const w = manySigWords(l.params)
+        assert.deepEqual(
+          w,
+          encodeManySignature({ dtype, pieces, launchIndex: i, launchCount: plans.length, blocksPerRank: blocks }),
+        )
+        const d = decodeSignature(w[0], w[1])
+        assert.equal(d.algorithm, 'allreduce-many')
+        assert.equal(d.dtype, dtype)
+        assert.equal(
+          d.count,
+          pieces.reduce((a, q) => a + q.count, 0),
+        )
+        words.add(w.join('|'))
+        // in process: the data blocks only, no signature words, the same plan
+        const t = theirs[i]
+        assert.equal(t.grid, 2 * t.params.getUint32(M.blocksPerRank.offset, true), 'in process: R x B')
+        assert.deepEqual(manySigWords(t.params), [0, 0])
+        assert.equal(t.params.getUint32(M.blocksPerRank.offset, true), blocks, 'the same plan')
+      })
+      assert.equal(words.size, mine.length, `${what}: every launch of the call has its own words`)
+    }
+  }
+})
+
+test("per process allReduceMany: the other ranks' pointers are not read, this rank's are checked (typed errors)", () => {
+  const { launcher } = standIn([1], { perProcess: true, signatureCluster: true })
+  assert.doesNotThrow(() => launcher.prepareMany(manyCall([1], [100, 7])))
+  const good = manyCall([1], [100, 7])
+  const code = (c: string) => (e: Error & { code?: string }) => e.code === c
+  assert.throws(
+    () => launcher.prepareMany({ ...good, inputs: [good.inputs[0], [0 as DevicePtr, (ptr(1) + 8) as DevicePtr]] }),
+    code('MISALIGNED_BUFFER'),
+  )
+  assert.throws(
+    () => launcher.prepareMany({ ...good, outputs: [good.outputs[0], [ptr(0), 0 as DevicePtr]] }),
+    code('INVALID_ARGUMENT'),
+  )
+  assert.throws(() => launcher.prepareMany({ ...good, counts: [100] }), code('INVALID_ARGUMENT'))
+  assert.throws(() => launcher.prepareMany({ ...good, counts: [100, -1] }), code('INVALID_ARGUMENT'))
+  assert.throws(() => launcher.prepareMany({ ...good, counts: [100, 1.5] }), code('INVALID_ARGUMENT'))
+  assert.throws(() => launcher.prepareMany(manyCall([1], [])), code('INVALID_ARGUMENT'))
 })
