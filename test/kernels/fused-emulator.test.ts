@@ -25,6 +25,7 @@ import {
   describeSignature,
   deviceBufferLayout,
   encodeFusedSignature,
+  encodeManySignature,
   type FusedNormAlgorithm,
   f32Bits,
   fusedSplitPushes,
@@ -131,6 +132,10 @@ interface ManyResult {
   guardsBroken: number
   first: string
   error: ErrorWord
+  /** Per process: output bytes that differ from the in-process call's. */
+  diffsVsInProcess: number
+  rankErrors: (ErrorWord & { reserved: number })[]
+  sigEpochs: number[]
 }
 
 interface NormCase {
@@ -171,6 +176,11 @@ interface ManyCase {
   nranks: number
   counts: number[]
   calls: number
+  /**
+   * One launch per rank, at once, each with its own error word and the signature block (LLCOMM_EMU_PER_PROCESS, the
+   * per-process build), then the same call in process; `odd`: that rank's launch has another count for one buffer.
+   */
+  perProcess?: { odd?: { rank: number; buffer: number; count: number } }
 }
 type Case = NormCase | ManyCase
 
@@ -249,6 +259,36 @@ function perProcessEnv(c: NormCase): Record<string, string> {
   }
 }
 
+/** Rank `rank`'s signature words in a per-process many case (its own count for one buffer where it is the odd rank). */
+function manyRankSignature(c: ManyCase, rank: number): [number, number] {
+  const odd = c.perProcess?.odd?.rank === rank ? c.perProcess.odd : undefined
+  const counts = c.counts.map((n, b) => (odd && b === odd.buffer ? odd.count : n))
+  const plans = planAllReduceMany(counts, c.dtype, c.nranks)
+  assert.equal(plans.length, 1, 'a case is one launch')
+  return encodeManySignature({
+    dtype: c.dtype,
+    pieces: plans[0].pieces.filter((p) => p.count > 0),
+    launchIndex: 0,
+    launchCount: 1,
+    blocksPerRank: plans[0].blocksPerRank,
+  })
+}
+
+function manyPerProcessEnv(c: ManyCase): Record<string, string> {
+  const odd = c.perProcess?.odd
+  return {
+    LLCOMM_EMU_PER_PROCESS: '1',
+    LLCOMM_EMU_SIGNATURES: Array.from({ length: c.nranks }, (_, r) => manyRankSignature(c, r).join(',')).join(';'),
+    ...(odd
+      ? {
+          LLCOMM_EMU_ODD_RANK: String(odd.rank),
+          LLCOMM_EMU_ODD_BUFFER: String(odd.buffer),
+          LLCOMM_EMU_ODD_COUNT: String(odd.count),
+        }
+      : {}),
+  }
+}
+
 function runCase<R>(c: Case): Promise<R> {
   return new Promise((resolve, reject) => {
     const env = {
@@ -256,8 +296,9 @@ function runCase<R>(c: Case): Promise<R> {
       ...(c.kind === 'norm' && c.expectNoop ? { LLCOMM_EMU_EXPECT_NOOP: '1' } : {}),
       ...(c.kind === 'norm' && c.adversarial ? { LLCOMM_EMU_ADVERSARIAL: '1' } : {}),
       ...(c.kind === 'norm' && c.perProcess ? perProcessEnv(c) : {}),
+      ...(c.kind === 'many' && c.perProcess ? manyPerProcessEnv(c) : {}),
     }
-    const program = c.kind === 'norm' && c.perProcess ? perProcessEmulator() : exe
+    const program = c.perProcess ? perProcessEmulator() : exe
     execFile(program, argsOf(c), { timeout: 300_000, maxBuffer: 1 << 20, env }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`${program} ${argsOf(c).join(' ')} failed: ${err.message}\n${stderr}`))
       resolve(JSON.parse(stdout) as R)
@@ -930,6 +971,76 @@ test('per process: a rank whose fused call differs (rows or eps) ends the call w
     const odd = c.perProcess?.odd?.rank as number
     const oddSig = describeSignature(decodeSignature(...rankSignature(c, odd)))
     const evenSig = describeSignature(decodeSignature(...rankSignature(c, odd === 0 ? 1 : 0)))
+    assert.notEqual(oddSig, evenSig)
+    r.rankErrors.forEach((w, rank) => {
+      assert.equal(w.code, LLCOMM_ERR_MISMATCH, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
+      assert.equal(w.rank, rank, `${label(c)}: rank ${rank}'s word names itself`)
+      if (rank !== odd) assert.equal(w.peer, odd, `${label(c)}: rank ${rank} names the odd rank`)
+      const e = mismatchFromWord(errorWords(w))
+      assert.equal(e.code, 'MISMATCH')
+      assert.ok(e.message.includes(oddSig) && e.message.includes(evenSig), `${label(c)}: rank ${rank}: ${e.message}`)
+    })
+  }
+})
+
+test('per process: allReduceMany launched rank by rank with the signature block is bitwise equal to the in-process call', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: ManyCase[] = [
+    { kind: 'many', dtype: 'bf16', nranks: 2, counts: [1, 7, 100, 4096, 33], calls: 2, perProcess: {} },
+    { kind: 'many', dtype: 'f16', nranks: 4, counts: [3000, 5, 8, 9, 10, 11, 12, 13], calls: 2, perProcess: {} },
+    { kind: 'many', dtype: 'f32', nranks: 4, counts: [1000, 1, 255], calls: 2, perProcess: {} },
+    { kind: 'many', dtype: 'bf16', nranks: 2, counts: [0, 17], calls: 2, perProcess: {} },
+  ]
+  for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[]) {
+    assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: wrong elements, first: ${r.first}`)
+    assert.equal(r.diffsVsPerBuffer, 0, `${label(c)}: differs from one call per buffer`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.diffsVsInProcess, 0, `${label(c)}: per process not bitwise equal to the in-process call`)
+    assert.equal(r.sentinelBytesNotArmed, 0, `${label(c)}: sentinel slots left unarmed`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+    for (const [rank, w] of r.rankErrors.entries())
+      assert.equal(w.code, 0, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
+    assert.deepEqual(r.sigEpochs, Array(c.nranks).fill(c.calls), `${label(c)}: one signature epoch per launch`)
+    assert.ok(r.ok, label(c))
+  }
+})
+
+test('per process: a rank whose allReduceMany has another count for one buffer ends the call with MISMATCH on every rank, naming both signatures', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const cases: ManyCase[] = [
+    // a pair, one buffer shorter on the odd rank: it sends fewer slots than its peer waits for
+    {
+      kind: 'many',
+      dtype: 'bf16',
+      nranks: 2,
+      counts: [100, 37, 4096],
+      calls: 1,
+      perProcess: { odd: { rank: 1, buffer: 1, count: 20 } },
+    },
+    // 4 ranks, one buffer longer on the odd rank
+    {
+      kind: 'many',
+      dtype: 'f16',
+      nranks: 4,
+      counts: [3000, 5, 8],
+      calls: 1,
+      perProcess: { odd: { rank: 2, buffer: 2, count: 9 } },
+    },
+    // 4 ranks, f32, one element more on the first buffer (its tail slot is one more slot)
+    {
+      kind: 'many',
+      dtype: 'f32',
+      nranks: 4,
+      counts: [64, 64],
+      calls: 1,
+      perProcess: { odd: { rank: 0, buffer: 0, count: 65 } },
+    },
+  ]
+  for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[]) {
+    const odd = c.perProcess?.odd?.rank as number
+    const oddSig = describeSignature(decodeSignature(...manyRankSignature(c, odd)))
+    const evenSig = describeSignature(decodeSignature(...manyRankSignature(c, odd === 0 ? 1 : 0)))
     assert.notEqual(oddSig, evenSig)
     r.rankErrors.forEach((w, rank) => {
       assert.equal(w.code, LLCOMM_ERR_MISMATCH, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)

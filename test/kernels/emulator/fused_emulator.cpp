@@ -16,6 +16,11 @@
 //         per-process residual and output must be bitwise equal to it. LLCOMM_EMU_ODD_RANK with LLCOMM_EMU_ODD_ROWS
 //         and/or LLCOMM_EMU_ODD_EPS: that rank's launch has other rows or eps (a mismatched call: one call, then
 //         every rank's error word is printed in "rankErrors").
+//   many, per process (LLCOMM_EMU_PER_PROCESS=1, the same build and LLCOMM_EMU_SIGNATURES): every rank launched on its
+//         own with its own error word and the signature block (grid B + 1), all at once; then the same call in process
+//         (no signature block) into fresh outputs: the per-process outputs must be bitwise equal to it (and pass the
+//         checks above). LLCOMM_EMU_ODD_RANK with LLCOMM_EMU_ODD_BUFFER and LLCOMM_EMU_ODD_COUNT: that rank's launch
+//         has another count for that buffer (a mismatched call: one call, every rank's error word in "rankErrors").
 // usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
 //                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split*] [ABSENT_RANK]
 //        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
@@ -190,6 +195,45 @@ static std::string jsonError(const LlcommErrorWord& ew) {
   return b;
 }
 
+// The per-process runs' environment (header): the signature words by rank ("w0,w1;w0,w1;..."), and integers.
+static std::vector<std::pair<llc_u32, llc_u32>> signaturesFromEnv() {
+  std::vector<std::pair<llc_u32, llc_u32>> signatures;
+  if (const char* sigEnv = std::getenv("LLCOMM_EMU_SIGNATURES")) {
+    for (const char* q = sigEnv; *q != '\0';) {
+      char* end = nullptr;
+      const llc_u32 w0 = static_cast<llc_u32>(std::strtoul(q, &end, 10));
+      const llc_u32 w1 = static_cast<llc_u32>(std::strtoul(end + 1, &end, 10));
+      signatures.emplace_back(w0, w1);
+      q = *end == ';' ? end + 1 : end;
+    }
+  }
+  return signatures;
+}
+static int envInt(const char* name, int fallback) { return std::getenv(name) ? std::atoi(std::getenv(name)) : fallback; }
+static bool envOn(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] == '1';
+}
+// Every rank's error word and its signature epoch word (one step per per-process launch), as JSON arrays.
+static std::string rankErrorsJson(const std::vector<std::unique_ptr<Buffer>>& rankErrors) {
+  std::string out = "[";
+  for (size_t r = 0; r < rankErrors.size(); ++r) {
+    LlcommErrorWord ew;
+    std::memcpy(&ew, rankErrors[r]->data(), sizeof ew);
+    out += (r ? "," : "") + jsonError(ew);
+  }
+  return out + "]";
+}
+static std::string sigEpochsJson(Rig& rig) {
+  std::string out = "[";
+  for (unsigned r = 0; r < rig.n; ++r) {
+    llc_u32 e;
+    std::memcpy(&e, rig.scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * LLCOMM_SIG_BLOCK_EPOCH_WORD, 4);
+    out += (r ? "," : "") + std::to_string(e);
+  }
+  return out + "]";
+}
+
 using NormFn = void (*)(const LlcommFusedNormParams);
 using OneFn = void (*)(const LlcommAllReduceParams);
 // The oneshot-sentinel AllReduce kernel of dtype dt (the reference the adversarial and allReduceMany runs compare with).
@@ -262,19 +306,9 @@ static int runNorm(int argc, char** argv) {
   const char* advEnv = std::getenv("LLCOMM_EMU_ADVERSARIAL");
   const bool adversarial = advEnv != nullptr && advEnv[0] == '1';
   // The per-process runs (header): signature words by rank, and the odd rank's differing fields.
-  const char* ppEnv = std::getenv("LLCOMM_EMU_PER_PROCESS");
-  const bool perProcess = ppEnv != nullptr && ppEnv[0] == '1';
-  std::vector<std::pair<llc_u32, llc_u32>> signatures;
-  if (const char* sigEnv = std::getenv("LLCOMM_EMU_SIGNATURES")) {
-    for (const char* q = sigEnv; *q != '\0';) {
-      char* end = nullptr;
-      const llc_u32 w0 = static_cast<llc_u32>(std::strtoul(q, &end, 10));
-      const llc_u32 w1 = static_cast<llc_u32>(std::strtoul(end + 1, &end, 10));
-      signatures.emplace_back(w0, w1);
-      q = *end == ';' ? end + 1 : end;
-    }
-  }
-  const int oddRank = std::getenv("LLCOMM_EMU_ODD_RANK") ? std::atoi(std::getenv("LLCOMM_EMU_ODD_RANK")) : -1;
+  const bool perProcess = envOn("LLCOMM_EMU_PER_PROCESS");
+  const std::vector<std::pair<llc_u32, llc_u32>> signatures = signaturesFromEnv();
+  const int oddRank = envInt("LLCOMM_EMU_ODD_RANK", -1);
   const unsigned oddRows = std::getenv("LLCOMM_EMU_ODD_ROWS") ? std::atoi(std::getenv("LLCOMM_EMU_ODD_ROWS")) : 0;
   const float oddEps = std::getenv("LLCOMM_EMU_ODD_EPS") ? static_cast<float>(std::atof(std::getenv("LLCOMM_EMU_ODD_EPS"))) : 0.0f;
 #if !defined(LLCOMM_FUSED_SIG_CLUSTER)
@@ -538,25 +572,13 @@ static int runNorm(int argc, char** argv) {
   guards += rig.guardsBroken();
   const bool ok = residualMismatch == 0 && outOff == 0 && crossRank == 0 && vsUnfused == 0 && armed == 0 &&
                   guards == 0 && badEpochs == 0 && written == 0 && vsInProcess == 0;
-  // per process: every rank's error word, and its signature epoch word (one step per launch of a matched run)
-  std::string rankErrorsJson = "[", sigEpochsJson = "[";
-  for (unsigned r = 0; r < n; ++r) {
-    LlcommErrorWord ew;
-    std::memcpy(&ew, rankErrors[r]->data(), sizeof ew);
-    llc_u32 e;
-    std::memcpy(&e, rig.scratch[r]->data() + LLCOMM_SCRATCH_EPOCHS_OFFSET + 4 * LLCOMM_SIG_BLOCK_EPOCH_WORD, 4);
-    rankErrorsJson += (r ? "," : "") + jsonError(ew);
-    sigEpochsJson += (r ? "," : "") + std::to_string(e);
-  }
-  rankErrorsJson += "]";
-  sigEpochsJson += "]";
   std::printf("{\"ok\":%s,\"written\":%ld,\"nonFinite\":%ld,\"residualMismatches\":%ld,\"outOutOfTolerance\":%ld,\"worstRelError\":%.3g,"
               "\"crossRankDiffs\":%ld,\"diffsVsUnfused\":%ld,\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,"
               "\"badEpochs\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f,\"diffsVsInProcess\":%ld,"
               "\"rankErrors\":%s,\"sigEpochs\":%s}\n",
               ok ? "true" : "false", written, nonFinite, residualMismatch, outOff, worstRel, crossRank, vsUnfused, armed, guards, badEpochs,
-              first.c_str(), jsonError(rig.error()).c_str(), seconds, vsInProcess, rankErrorsJson.c_str(),
-              sigEpochsJson.c_str());
+              first.c_str(), jsonError(rig.error()).c_str(), seconds, vsInProcess, rankErrorsJson(rankErrors).c_str(),
+              sigEpochsJson(rig).c_str());
   return 0;
 }
 
@@ -580,7 +602,20 @@ static int runMany(int argc, char** argv) {
   const OneFn one = oneshotSentinelKernel(dt);
   const size_t eb = dt == LLCOMM_DTYPE_F32 ? 4 : 2;
   const llc_u32 sentinelElem = dt == LLCOMM_DTYPE_F32 ? 0xFFFFFFFFu : 0xFFFFu;
+  // The per-process runs (header): signature words by rank, and the odd rank's other count for one buffer.
+  const bool perProcess = envOn("LLCOMM_EMU_PER_PROCESS");
+  const std::vector<std::pair<llc_u32, llc_u32>> signatures = signaturesFromEnv();
+  const int oddRank = envInt("LLCOMM_EMU_ODD_RANK", -1), oddBuffer = envInt("LLCOMM_EMU_ODD_BUFFER", 0);
+  const int oddCount = envInt("LLCOMM_EMU_ODD_COUNT", -1);
+#if !defined(LLCOMM_FUSED_SIG_CLUSTER)
+  if (perProcess) return 2; // the kernels of this build have no signature block
+#endif
+  if (perProcess && (signatures.size() != n || oddBuffer < 0 || static_cast<size_t>(oddBuffer) >= counts.size()))
+    return 2;
   Rig rig(n, recvBytes, s);
+  std::vector<std::unique_ptr<Buffer>> rankErrors; // per process: each rank's own error word
+  for (unsigned r = 0; r < n; ++r) rankErrors.push_back(std::make_unique<Buffer>(sizeof(LlcommErrorWord), 0));
+  long vsInProcess = 0; // per process: output bytes that differ from the in-process call's
   std::mt19937 rng(777);
   long mismatches = 0, vsPerBuffer = 0, crossRank = 0, armed = 0, guards = 0, nanChecked = 0;
   std::string first;
@@ -620,7 +655,42 @@ static int runMany(int argc, char** argv) {
     p.nranks = n;
     p.ranksInLaunch = n;
     p.blocksPerRank = blocks;
-    emuLaunch(many, p, n * blocks, threads);
+    std::vector<std::vector<std::unique_ptr<Buffer>>> outInP(B); // per process: the in-process call's outputs
+    if (perProcess) {
+      // Every rank's own launch, all at once (as processes would): ranksInLaunch 1, its own error word and signature
+      // words, the signature block after its data blocks.
+      blockDim.x = threads;
+      gridDim.x = blocks + 1;
+      std::vector<std::thread> ranks;
+      for (unsigned r = 0; r < n; ++r) {
+        LlcommAllReduceManyParams pr = p;
+        pr.ranksInLaunch = 1;
+        std::memset(pr.launchRanks, 0, sizeof pr.launchRanks);
+        pr.launchRanks[0] = static_cast<llc_u8>(r);
+        pr.errorWord = rankErrors[r]->addr();
+        pr.signature[0] = signatures[r].first;
+        pr.signature[1] = signatures[r].second;
+        if (static_cast<int>(r) == oddRank && oddCount >= 0) pr.count[oddBuffer] = static_cast<llc_u64>(oddCount);
+        ranks.emplace_back([&, pr] { emuLaunch(many, pr, blocks + 1, threads, false); });
+      }
+      for (auto& th : ranks) th.join();
+      if (oddRank >= 0) break; // a mismatched call: one call, every rank's error word is printed
+      // The same call in process into fresh outputs (the inputs are not written).
+      LlcommAllReduceManyParams q = p;
+      for (size_t b = 0; b < B; ++b)
+        for (unsigned r = 0; r < n; ++r) {
+          outInP[b].push_back(std::make_unique<Buffer>(counts[b] * eb, 0xCD));
+          q.output[b][r] = outInP[b][r]->addr();
+        }
+      emuLaunch(many, q, n * blocks, threads);
+      for (size_t b = 0; b < B; ++b)
+        for (unsigned r = 0; r < n; ++r) {
+          for (size_t i = 0; i < counts[b] * eb; ++i) vsInProcess += out[b][r]->data()[i] != outInP[b][r]->data()[i];
+          if (!outInP[b][r]->guardIntact()) guards++;
+        }
+    } else {
+      emuLaunch(many, p, n * blocks, threads);
+    }
     // One oneshot-sentinel call per buffer, one block each (the tests keep every buffer within one lane).
     for (size_t b = 0; b < B; ++b) {
       std::vector<llc_u64> ins, outs;
@@ -660,11 +730,13 @@ static int runMany(int argc, char** argv) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   guards += rig.guardsBroken();
   const LlcommErrorWord ew = rig.error();
-  const bool ok = mismatches == 0 && vsPerBuffer == 0 && crossRank == 0 && armed == 0 && guards == 0 && ew.code == 0;
+  const bool ok = mismatches == 0 && vsPerBuffer == 0 && crossRank == 0 && armed == 0 && guards == 0 && ew.code == 0 &&
+                  vsInProcess == 0;
   std::printf("{\"ok\":%s,\"mismatches\":%ld,\"diffsVsPerBuffer\":%ld,\"crossRankDiffs\":%ld,\"nanChecked\":%ld,"
-              "\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f}\n",
+              "\"sentinelBytesNotArmed\":%ld,\"guardsBroken\":%ld,\"first\":\"%s\",\"error\":%s,\"seconds\":%.3f,"
+              "\"diffsVsInProcess\":%ld,\"rankErrors\":%s,\"sigEpochs\":%s}\n",
               ok ? "true" : "false", mismatches, vsPerBuffer, crossRank, nanChecked, armed, guards, first.c_str(),
-              jsonError(ew).c_str(), seconds);
+              jsonError(ew).c_str(), seconds, vsInProcess, rankErrorsJson(rankErrors).c_str(), sigEpochsJson(rig).c_str());
   return 0;
 }
 
