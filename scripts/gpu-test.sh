@@ -20,7 +20,8 @@ export NCCL_NVLS_ENABLE=0
 started=$(date -u +%s)
 # LLCOMM_GPU_TESTS: a space-separated subset (paths or basenames, e.g. "public-api fused") to split the GPU tests
 # over several device calls; all of both packages' GPU tests by default. The per-process groups: multiprocess,
-# multiprocess-signature, multiprocess-fused (the per-process fused call: 2 and 4 processes on one GPU).
+# multiprocess-signature, multiprocess-fused (the per-process fused call and allReduceMany: 2 and 4 processes on one
+# GPU).
 all_tests=$(ls packages/llcomm/dist/test/gpu/*.test.js packages/tools/dist/test/gpu/*.test.js)
 if [ -n "${LLCOMM_GPU_TESTS:-}" ]; then
   tests=$(for want in $LLCOMM_GPU_TESTS; do printf '%s\n' $all_tests | grep -E "(^|/)${want%.test.js}(\.test\.js)?$"; done)

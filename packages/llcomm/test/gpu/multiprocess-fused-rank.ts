@@ -3,13 +3,25 @@
 // buffers (multiprocess-fused-data.ts), then, when $LLCOMM_TEST_MISMATCH_ROWS is set, one more call where the last
 // rank passes that many rows instead of the others' (bf16, 4 rows of 4096, 'auto'). Prints one `RESULT {...}` line:
 // per call the residual's and output's sha256 (or the error code of a refused call), and the mismatched call's error.
+// With $LLCOMM_TEST_SECTION=many instead: every group of manyGroups() with deviceAllReduceMany (each output's
+// sha256), then, when $LLCOMM_TEST_MISMATCH_COUNT is set, MANY_MISMATCH_GROUP with the last rank passing that count
+// for buffer 1.
 import { createHash } from 'node:crypto'
 import { DTYPE_BYTES, type TensorArray } from '../../src/api/types.js'
 import type { CudaProcessCommunicator } from '../../src/backends/cuda/process-communicator.js'
 import { createCommunicator } from '../../src/create.js'
 import { LlcommError } from '../../src/errors.js'
 import { cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
-import { EPS, type FusedShape, fusedInputs, fusedShapes } from './multiprocess-fused-data.js'
+import {
+  EPS,
+  type FusedShape,
+  fusedInputs,
+  fusedShapes,
+  MANY_MISMATCH_GROUP,
+  type ManyGroup,
+  manyGroups,
+  manyInputs,
+} from './multiprocess-fused-data.js'
 
 const rank = Number(process.env.LLCOMM_RANK)
 const TIMEOUT_MS = 4000
@@ -67,22 +79,64 @@ async function main(): Promise<void> {
       for (const p of ptrs) d.memFree(p)
     }
   }
-  const results = fusedShapes().map((s, i) => call(s, i))
+  /** One allReduceMany of group `g` on this rank's buffers (`counts`: this rank's, g.counts unless mismatched). */
+  const callMany = (g: ManyGroup, index: number, counts = g.counts) => {
+    const inputs = manyInputs(g, index, rank)
+    const eb = DTYPE_BYTES[g.dtype]
+    const ins = g.counts.map((n) => d.memAlloc(n * eb) as DevicePtr)
+    const outs = g.counts.map((n) => d.memAlloc(n * eb) as DevicePtr)
+    try {
+      for (const [b, n] of g.counts.entries()) d.copyHtoD(ins[b], inputs[b], n * eb)
+      d.contextSynchronize()
+      const info = comm.deviceAllReduceMany({ inputs: ins, outputs: outs, counts, dtype: g.dtype, stream })
+      d.streamSynchronize(stream)
+      comm.checkDeviceError()
+      const outputs = g.counts.map((n, b) => {
+        const a = inputs[b].slice() as TensorArray
+        d.copyDtoH(a, outs[b], n * eb)
+        return hash(a)
+      })
+      return { algorithm: info.algorithm, launches: info.launches, outputs }
+    } finally {
+      for (const p of [...ins, ...outs]) d.memFree(p)
+    }
+  }
+  const manySection = process.env.LLCOMM_TEST_SECTION === 'many'
+  const results = manySection ? manyGroups().map((g, i) => callMany(g, i)) : fusedShapes().map((s, i) => call(s, i))
   let failure: Record<string, unknown> | undefined
   const mismatchRows = process.env.LLCOMM_TEST_MISMATCH_ROWS
-  if (mismatchRows) {
-    const s: FusedShape = { dtype: 'bf16', rows: 4, hidden: 4096, algorithm: 'auto' }
+  const mismatchCount = process.env.LLCOMM_TEST_MISMATCH_COUNT
+  /** A call that must fail on every rank: its error, and how long it took. */
+  const mismatched = (f: () => unknown) => {
     const started = performance.now()
+    let out: Record<string, unknown>
     try {
-      call(s, 9999, rank === comm.size - 1 ? Number(mismatchRows) : s.rows)
-      failure = { code: 'NONE', message: 'the mismatched call returned data' }
+      f()
+      out = { code: 'NONE', message: 'the mismatched call returned data' }
     } catch (e) {
-      failure =
+      out =
         e instanceof LlcommError
           ? { code: e.code, message: e.message, details: e.details }
           : { code: 'UNEXPECTED', message: String(e) }
     }
-    failure.ms = performance.now() - started
+    out.ms = performance.now() - started
+    return out
+  }
+  const last = rank === comm.size - 1
+  if (manySection && mismatchCount) {
+    const g = MANY_MISMATCH_GROUP
+    failure = mismatched(() =>
+      callMany(
+        g,
+        9999,
+        g.counts.map((n, b) => (last && b === 1 ? Number(mismatchCount) : n)),
+      ),
+    )
+  } else if (!manySection && mismatchRows) {
+    const s: FusedShape = { dtype: 'bf16', rows: 4, hidden: 4096, algorithm: 'auto' }
+    failure = mismatched(() => call(s, 9999, last ? Number(mismatchRows) : s.rows))
+  }
+  if (failure) {
     // No rank frees what its peers map while their kernels may still run to their deadline.
     await new Promise((resolve) => setTimeout(resolve, 2 * TIMEOUT_MS + 2000))
   }

@@ -6,6 +6,11 @@
 // call refused per process refused in process with the same code; then a call where the last rank passes 3 rows
 // against the others' 4: MISMATCH on every rank (the fused signature cluster, kernels/llcomm/fused_signature.cuh),
 // naming both signatures, well before the deadline. Skips without LLCOMM_TEST_BACKEND=cuda.
+// The many section (issue 21 item 2; its own runs, as a mismatched call leaves the communicator failed):
+// CudaProcessCommunicator.deviceAllReduceMany on every group of manyGroups() (1 to 8 buffers of odd sizes,
+// bf16/f16/f32), each rank's outputs bitwise equal to the in-process deviceAllReduceMany's on the same data; then the
+// last rank passing 20 elements for one buffer against the others' 37: MISMATCH on every rank naming both
+// allreduce-many signatures (the signature block, kernels/llcomm/fused_signature.cuh).
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
@@ -16,7 +21,16 @@ import { LlcommError } from '../../src/errors.js'
 import { type CuStream, cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
 import { runRanks } from '../process/spawn-ranks.js'
 import { ON_GPU, recordCase } from './gpu-harness.js'
-import { EPS, type FusedShape, fusedInputs, fusedShapes } from './multiprocess-fused-data.js'
+import {
+  EPS,
+  type FusedShape,
+  fusedInputs,
+  fusedShapes,
+  MANY_MISMATCH_COUNT,
+  MANY_MISMATCH_GROUP,
+  manyGroups,
+  manyInputs,
+} from './multiprocess-fused-data.js'
 
 const SCRIPT = fileURLToPath(new URL('./multiprocess-fused-rank.js', import.meta.url))
 const hash = (a: TensorArray) =>
@@ -142,6 +156,114 @@ for (const worldSize of [2, 4]) {
       passed: problems.length === 0,
       compared,
       refused,
+      mismatch: ranks.map((res) => res?.failure?.message),
+      problems: problems.slice(0, 20),
+      wallMs: performance.now() - started,
+    })
+    assert.deepEqual(problems, [])
+    assert.ok(compared > 0)
+  })
+}
+
+type ManyResult = { algorithm: string; launches: number; outputs: string[] }
+
+/** The in-process deviceAllReduceMany of every many group on `n` virtual ranks of device 0: per group, per rank. */
+async function inProcessMany(n: number): Promise<ManyResult[][]> {
+  const d = cudaDriver()
+  const comm = await createCudaCommunicator({ backend: 'cuda', devices: new Array(n).fill(0), timeoutMs: 4000 })
+  const stream: CuStream = d.streamCreate()
+  try {
+    return manyGroups().map((g, index) => {
+      const eb = DTYPE_BYTES[g.dtype]
+      const inputs = Array.from({ length: n }, (_, r) => manyInputs(g, index, r))
+      const alloc = () => g.counts.map((c) => Array.from({ length: n }, () => d.memAlloc(c * eb) as DevicePtr))
+      const [ins, outs] = [alloc(), alloc()]
+      try {
+        for (const [b, c] of g.counts.entries()) for (let r = 0; r < n; r++) d.copyHtoD(ins[b][r], inputs[r][b], c * eb)
+        d.contextSynchronize()
+        const info = comm.deviceAllReduceMany({ inputs: ins, outputs: outs, counts: g.counts, dtype: g.dtype, stream })
+        d.streamSynchronize(stream)
+        comm.checkDeviceError()
+        return inputs.map((inp, r) => ({
+          algorithm: info.algorithm,
+          launches: info.launches,
+          outputs: g.counts.map((c, b) => {
+            const a = inp[b].slice() as TensorArray
+            d.copyDtoH(a, outs[b][r], c * eb)
+            return hash(a)
+          }),
+        }))
+      } finally {
+        for (const p of [...ins.flat(), ...outs.flat()]) d.memFree(p)
+      }
+    })
+  } finally {
+    d.streamDestroy(stream)
+    await comm.close()
+  }
+}
+
+for (const worldSize of [2, 4]) {
+  test(`per process, ${worldSize} processes on one GPU: deviceAllReduceMany bitwise equal to the in-process call; a count differing on one rank: MISMATCH on every rank`, {
+    skip: !ON_GPU,
+  }, async () => {
+    const started = performance.now()
+    const runs = await runRanks({
+      worldSize,
+      scenario: 'gpu-fused-many',
+      script: SCRIPT,
+      env: { LLCOMM_TEST_SECTION: 'many', LLCOMM_TEST_MISMATCH_COUNT: String(MANY_MISMATCH_COUNT) },
+      deadlineMs: 400_000,
+    })
+    const ranks = runs.map(
+      (r) => r.result as { results?: ManyResult[]; failure?: Record<string, unknown>; error?: unknown },
+    )
+    const problems: string[] = []
+    for (const [r, run] of runs.entries())
+      if (run.code !== 0 || ranks[r]?.error)
+        problems.push(`rank ${r}: exit ${run.code} ${JSON.stringify(ranks[r]?.error)} ${run.stderr.slice(-1500)}`)
+    const groups = manyGroups()
+    const reference = problems.length === 0 ? await inProcessMany(worldSize) : []
+    let compared = 0
+    if (problems.length === 0)
+      groups.forEach((g, i) => {
+        for (let r = 0; r < worldSize; r++) {
+          const got = ranks[r].results?.[i]
+          const want = reference[i][r]
+          const name = `many ${g.dtype} ${g.counts.join(',')} rank ${r}`
+          if (!got) problems.push(`${name}: no result`)
+          else {
+            if (got.launches !== want.launches)
+              problems.push(`${name}: ${got.launches} launches per process, ${want.launches} in process`)
+            got.outputs.forEach((h, b) => {
+              if (h !== want.outputs[b]) problems.push(`${name}: buffer ${b} differs from in process`)
+            })
+            compared++
+          }
+        }
+      })
+    // The mismatched call: MISMATCH on every rank, naming both ranks' allreduce-many signatures, before the deadline.
+    const total = (counts: number[]) => counts.reduce((a, c) => a + c, 0)
+    const even = total(MANY_MISMATCH_GROUP.counts)
+    const odd = even - MANY_MISMATCH_GROUP.counts[1] + MANY_MISMATCH_COUNT
+    for (const [r, res] of ranks.entries()) {
+      const f = res?.failure ?? {}
+      const d = (f.details ?? {}) as Record<string, unknown>
+      if (f.code !== 'MISMATCH') {
+        problems.push(`mismatch rank ${r}: ${String(f.code)} ${String(f.message)}`)
+        continue
+      }
+      const [mine, theirs] = r === worldSize - 1 ? [odd, even] : [even, odd]
+      if (!new RegExp(`^allreduce-many bf16 × ${mine} `).test(String(d.mine)))
+        problems.push(`mismatch rank ${r}: its own signature reads ${String(d.mine)}`)
+      if (!new RegExp(`^allreduce-many bf16 × ${theirs} `).test(String(d.theirs)))
+        problems.push(`mismatch rank ${r}: the peer's signature reads ${String(d.theirs)}`)
+      if (!((f.ms as number) < 4000)) problems.push(`mismatch rank ${r}: failed after ${String(f.ms)} ms`)
+    }
+    recordCase({
+      name: `multiprocess/fused-many/${worldSize}r`,
+      passed: problems.length === 0,
+      compared,
       mismatch: ranks.map((res) => res?.failure?.message),
       problems: problems.slice(0, 20),
       wallMs: performance.now() - started,
