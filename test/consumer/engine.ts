@@ -95,6 +95,16 @@ export function codeOf(e: unknown): LlcommErrorCode | undefined {
   return undefined
 }
 
+/** This process's rank of a per-process cuda communicator (rendezvous from the environment). */
+async function openProcessCommunicator(rank: number, worldSize: number): Promise<CudaProcessCommunicatorApi> {
+  return (await createCommunicator({
+    backend: 'cuda',
+    rendezvous: 'env',
+    rank,
+    worldSize,
+  })) as CudaProcessCommunicatorApi
+}
+
 /** One process per GPU: this rank's fused AllReduce + residual add + RMSNorm on its current stream. */
 export async function perProcessFusedStep(
   rank: number,
@@ -102,12 +112,7 @@ export async function perProcessFusedStep(
   pointers: { x: bigint; residual: bigint; out: bigint; weight: bigint },
   stream: bigint,
 ): Promise<FusedDeviceInfo> {
-  const comm = (await createCommunicator({
-    backend: 'cuda',
-    rendezvous: 'env',
-    rank,
-    worldSize,
-  })) as CudaProcessCommunicatorApi
+  const comm = await openProcessCommunicator(rank, worldSize)
   try {
     const request: ProcessDeviceAllReduceRmsNormRequest = {
       input: pointers.x,
@@ -134,12 +139,7 @@ export async function perProcessBucketsStep(
   buckets: { input: bigint; output: bigint; count: number }[],
   stream: bigint,
 ): Promise<FusedDeviceInfo> {
-  const comm = (await createCommunicator({
-    backend: 'cuda',
-    rendezvous: 'env',
-    rank,
-    worldSize,
-  })) as CudaProcessCommunicatorApi
+  const comm = await openProcessCommunicator(rank, worldSize)
   try {
     const request: ProcessDeviceAllReduceManyRequest = {
       inputs: buckets.map((b) => b.input),

@@ -871,6 +871,26 @@ test('fused RMSNorm with a rank that never arrives: the launch ends with a TIMEO
 const errorWords = (w: ErrorWord & { reserved: number }) =>
   Uint32Array.from([w.code, w.rank, w.peer, w.epoch, w.what, w.slot, w.channel, w.reserved])
 
+/** A mismatched per-process run: every rank's word is MISMATCH naming itself, the odd rank and both signatures. */
+function assertMismatchOnEveryRank(
+  c: Case,
+  r: { rankErrors: (ErrorWord & { reserved: number })[] },
+  odd: number,
+  signatureOf: (rank: number) => [number, number],
+): void {
+  const oddSig = describeSignature(decodeSignature(...signatureOf(odd)))
+  const evenSig = describeSignature(decodeSignature(...signatureOf(odd === 0 ? 1 : 0)))
+  assert.notEqual(oddSig, evenSig)
+  r.rankErrors.forEach((w, rank) => {
+    assert.equal(w.code, LLCOMM_ERR_MISMATCH, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
+    assert.equal(w.rank, rank, `${label(c)}: rank ${rank}'s word names itself`)
+    if (rank !== odd) assert.equal(w.peer, odd, `${label(c)}: rank ${rank} names the odd rank`)
+    const e = mismatchFromWord(errorWords(w))
+    assert.equal(e.code, 'MISMATCH')
+    assert.ok(e.message.includes(oddSig) && e.message.includes(evenSig), `${label(c)}: rank ${rank}: ${e.message}`)
+  })
+}
+
 test('per process: every fused kernel, launched rank by rank with the signature cluster, is bitwise equal to the in-process call', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   const cases: NormCase[] = []
@@ -967,20 +987,8 @@ test('per process: a rank whose fused call differs (rows or eps) ends the call w
       perProcess: { odd: { rank: 3, rows: 1 } },
     },
   ]
-  for (const { c, r } of (await runAll<NormResult>(cases)) as { c: NormCase; r: NormResult }[]) {
-    const odd = c.perProcess?.odd?.rank as number
-    const oddSig = describeSignature(decodeSignature(...rankSignature(c, odd)))
-    const evenSig = describeSignature(decodeSignature(...rankSignature(c, odd === 0 ? 1 : 0)))
-    assert.notEqual(oddSig, evenSig)
-    r.rankErrors.forEach((w, rank) => {
-      assert.equal(w.code, LLCOMM_ERR_MISMATCH, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
-      assert.equal(w.rank, rank, `${label(c)}: rank ${rank}'s word names itself`)
-      if (rank !== odd) assert.equal(w.peer, odd, `${label(c)}: rank ${rank} names the odd rank`)
-      const e = mismatchFromWord(errorWords(w))
-      assert.equal(e.code, 'MISMATCH')
-      assert.ok(e.message.includes(oddSig) && e.message.includes(evenSig), `${label(c)}: rank ${rank}: ${e.message}`)
-    })
-  }
+  for (const { c, r } of (await runAll<NormResult>(cases)) as { c: NormCase; r: NormResult }[])
+    assertMismatchOnEveryRank(c, r, c.perProcess?.odd?.rank as number, (rank) => rankSignature(c, rank))
 })
 
 test('per process: allReduceMany launched rank by rank with the signature block is bitwise equal to the in-process call', async (t) => {
@@ -1008,47 +1016,29 @@ test('per process: allReduceMany launched rank by rank with the signature block 
 
 test('per process: a rank whose allReduceMany has another count for one buffer ends the call with MISMATCH on every rank, naming both signatures', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const odd = (
+    dtype: Dtype,
+    nranks: number,
+    counts: number[],
+    rank: number,
+    buffer: number,
+    count: number,
+  ): ManyCase => ({
+    kind: 'many',
+    dtype,
+    nranks,
+    counts,
+    calls: 1,
+    perProcess: { odd: { rank, buffer, count } },
+  })
   const cases: ManyCase[] = [
     // a pair, one buffer shorter on the odd rank: it sends fewer slots than its peer waits for
-    {
-      kind: 'many',
-      dtype: 'bf16',
-      nranks: 2,
-      counts: [100, 37, 4096],
-      calls: 1,
-      perProcess: { odd: { rank: 1, buffer: 1, count: 20 } },
-    },
+    odd('bf16', 2, [100, 37, 4096], 1, 1, 20),
     // 4 ranks, one buffer longer on the odd rank
-    {
-      kind: 'many',
-      dtype: 'f16',
-      nranks: 4,
-      counts: [3000, 5, 8],
-      calls: 1,
-      perProcess: { odd: { rank: 2, buffer: 2, count: 9 } },
-    },
+    odd('f16', 4, [3000, 5, 8], 2, 2, 9),
     // 4 ranks, f32, one element more on the first buffer (its tail slot is one more slot)
-    {
-      kind: 'many',
-      dtype: 'f32',
-      nranks: 4,
-      counts: [64, 64],
-      calls: 1,
-      perProcess: { odd: { rank: 0, buffer: 0, count: 65 } },
-    },
+    odd('f32', 4, [64, 64], 0, 0, 65),
   ]
-  for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[]) {
-    const odd = c.perProcess?.odd?.rank as number
-    const oddSig = describeSignature(decodeSignature(...manyRankSignature(c, odd)))
-    const evenSig = describeSignature(decodeSignature(...manyRankSignature(c, odd === 0 ? 1 : 0)))
-    assert.notEqual(oddSig, evenSig)
-    r.rankErrors.forEach((w, rank) => {
-      assert.equal(w.code, LLCOMM_ERR_MISMATCH, `${label(c)}: rank ${rank}: ${JSON.stringify(w)}`)
-      assert.equal(w.rank, rank, `${label(c)}: rank ${rank}'s word names itself`)
-      if (rank !== odd) assert.equal(w.peer, odd, `${label(c)}: rank ${rank} names the odd rank`)
-      const e = mismatchFromWord(errorWords(w))
-      assert.equal(e.code, 'MISMATCH')
-      assert.ok(e.message.includes(oddSig) && e.message.includes(evenSig), `${label(c)}: rank ${rank}: ${e.message}`)
-    })
-  }
+  for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[])
+    assertMismatchOnEveryRank(c, r, c.perProcess?.odd?.rank as number, (rank) => manyRankSignature(c, rank))
 })

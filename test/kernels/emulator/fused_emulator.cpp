@@ -234,6 +234,19 @@ static std::string sigEpochsJson(Rig& rig) {
   return out + "]";
 }
 
+// A per-process run's launch of rank r alone: ranksInLaunch 1, its own error word and signature words.
+template <class Params>
+static Params ownLaunch(const Params& p, unsigned r, llc_u64 errorWord, std::pair<llc_u32, llc_u32> signature) {
+  Params pr = p;
+  pr.ranksInLaunch = 1;
+  std::memset(pr.launchRanks, 0, sizeof pr.launchRanks);
+  pr.launchRanks[0] = static_cast<llc_u8>(r);
+  pr.errorWord = errorWord;
+  pr.signature[0] = signature.first;
+  pr.signature[1] = signature.second;
+  return pr;
+}
+
 using NormFn = void (*)(const LlcommFusedNormParams);
 using OneFn = void (*)(const LlcommAllReduceParams);
 // The oneshot-sentinel AllReduce kernel of dtype dt (the reference the adversarial and allReduceMany runs compare with).
@@ -426,13 +439,7 @@ static int runNorm(int argc, char** argv) {
       emuClusterSize = cluster;
       std::vector<std::thread> ranks;
       for (unsigned r : launchRanks) {
-        LlcommFusedNormParams pr = p;
-        pr.ranksInLaunch = 1;
-        std::memset(pr.launchRanks, 0, sizeof pr.launchRanks);
-        pr.launchRanks[0] = static_cast<llc_u8>(r);
-        pr.errorWord = rankErrors[r]->addr();
-        pr.signature[0] = signatures[r].first;
-        pr.signature[1] = signatures[r].second;
+        LlcommFusedNormParams pr = ownLaunch(p, r, rankErrors[r]->addr(), signatures[r]);
         if (static_cast<int>(r) == oddRank) {
           if (oddRows != 0) pr.rows = oddRows;
           if (oddEps != 0.0f) pr.epsBits = __float_as_uint(oddEps);
@@ -663,13 +670,7 @@ static int runMany(int argc, char** argv) {
       gridDim.x = blocks + 1;
       std::vector<std::thread> ranks;
       for (unsigned r = 0; r < n; ++r) {
-        LlcommAllReduceManyParams pr = p;
-        pr.ranksInLaunch = 1;
-        std::memset(pr.launchRanks, 0, sizeof pr.launchRanks);
-        pr.launchRanks[0] = static_cast<llc_u8>(r);
-        pr.errorWord = rankErrors[r]->addr();
-        pr.signature[0] = signatures[r].first;
-        pr.signature[1] = signatures[r].second;
+        LlcommAllReduceManyParams pr = ownLaunch(p, r, rankErrors[r]->addr(), signatures[r]);
         if (static_cast<int>(r) == oddRank && oddCount >= 0) pr.count[oddBuffer] = static_cast<llc_u64>(oddCount);
         ranks.emplace_back([&, pr] { emuLaunch(many, pr, blocks + 1, threads, false); });
       }

@@ -40,6 +40,39 @@ const hash = (a: TensorArray) =>
 
 type CallResult = { algorithm: string; launches: number; residual: string; out: string } | { refused: string }
 
+type RankReport<R> = { results?: R[]; failure?: Record<string, unknown>; error?: unknown }
+
+/** One run of the rank script on `worldSize` processes: each rank's report, and the ranks that failed outright. */
+async function runSection<R>(worldSize: number, scenario: string, env: Record<string, string>) {
+  const runs = await runRanks({ worldSize, scenario, script: SCRIPT, env, deadlineMs: 400_000 })
+  const ranks = runs.map((r) => r.result as RankReport<R>)
+  const problems: string[] = []
+  for (const [r, run] of runs.entries())
+    if (run.code !== 0 || ranks[r]?.error)
+      problems.push(`rank ${r}: exit ${run.code} ${JSON.stringify(ranks[r]?.error)} ${run.stderr.slice(-1500)}`)
+  return { ranks, problems }
+}
+
+/**
+ * The mismatched call: MISMATCH on every rank within 4 s, its own signature and the peer's matching `expect(rank)`
+ * ([mine, theirs]).
+ */
+function checkMismatch<R>(ranks: RankReport<R>[], problems: string[], expect: (rank: number) => [RegExp, RegExp]) {
+  for (const [r, res] of ranks.entries()) {
+    const f = res?.failure ?? {}
+    const d = (f.details ?? {}) as Record<string, unknown>
+    if (f.code !== 'MISMATCH') {
+      problems.push(`mismatch rank ${r}: ${String(f.code)} ${String(f.message)}`)
+      continue
+    }
+    const [mine, theirs] = expect(r)
+    if (!mine.test(String(d.mine))) problems.push(`mismatch rank ${r}: its own signature reads ${String(d.mine)}`)
+    if (!theirs.test(String(d.theirs)))
+      problems.push(`mismatch rank ${r}: the peer's signature reads ${String(d.theirs)}`)
+    if (!((f.ms as number) < 4000)) problems.push(`mismatch rank ${r}: failed after ${String(f.ms)} ms`)
+  }
+}
+
 /** The in-process call of every shape on `n` virtual ranks of device 0: per shape, per rank, as the ranks report. */
 async function inProcess(n: number): Promise<CallResult[][]> {
   const d = cudaDriver()
@@ -99,20 +132,9 @@ for (const worldSize of [2, 4]) {
     skip: !ON_GPU,
   }, async () => {
     const started = performance.now()
-    const runs = await runRanks({
-      worldSize,
-      scenario: 'gpu-fused',
-      script: SCRIPT,
-      env: { LLCOMM_TEST_MISMATCH_ROWS: '3' },
-      deadlineMs: 400_000,
+    const { ranks, problems } = await runSection<CallResult>(worldSize, 'gpu-fused', {
+      LLCOMM_TEST_MISMATCH_ROWS: '3',
     })
-    const ranks = runs.map(
-      (r) => r.result as { results?: CallResult[]; failure?: Record<string, unknown>; error?: unknown },
-    )
-    const problems: string[] = []
-    for (const [r, run] of runs.entries())
-      if (run.code !== 0 || ranks[r]?.error)
-        problems.push(`rank ${r}: exit ${run.code} ${JSON.stringify(ranks[r]?.error)} ${run.stderr.slice(-1500)}`)
     const shapes = fusedShapes()
     const reference = problems.length === 0 ? await inProcess(worldSize) : []
     let compared = 0
@@ -137,20 +159,10 @@ for (const worldSize of [2, 4]) {
         }
       })
     // The mismatched call: MISMATCH on every rank, naming both ranks' fused signatures, before the deadline.
-    for (const [r, res] of ranks.entries()) {
-      const f = res?.failure ?? {}
-      const d = (f.details ?? {}) as Record<string, unknown>
-      if (f.code !== 'MISMATCH') {
-        problems.push(`mismatch rank ${r}: ${String(f.code)} ${String(f.message)}`)
-        continue
-      }
-      if (!/fused-rmsnorm .* × 16384 /.test(String(d.mine)) && !/fused-rmsnorm .* × 12288 /.test(String(d.mine)))
-        problems.push(`mismatch rank ${r}: its own signature reads ${String(d.mine)}`)
-      const want = r === worldSize - 1 ? /× 16384 / : /× 12288 /
-      if (!want.test(String(d.theirs)))
-        problems.push(`mismatch rank ${r}: the peer's signature reads ${String(d.theirs)}`)
-      if (!((f.ms as number) < 4000)) problems.push(`mismatch rank ${r}: failed after ${String(f.ms)} ms`)
-    }
+    checkMismatch(ranks, problems, (r) => [
+      /fused-rmsnorm .* × (16384|12288) /,
+      r === worldSize - 1 ? /× 16384 / : /× 12288 /,
+    ])
     recordCase({
       name: `multiprocess/fused/${worldSize}r`,
       passed: problems.length === 0,
@@ -208,20 +220,10 @@ for (const worldSize of [2, 4]) {
     skip: !ON_GPU,
   }, async () => {
     const started = performance.now()
-    const runs = await runRanks({
-      worldSize,
-      scenario: 'gpu-fused-many',
-      script: SCRIPT,
-      env: { LLCOMM_TEST_SECTION: 'many', LLCOMM_TEST_MISMATCH_COUNT: String(MANY_MISMATCH_COUNT) },
-      deadlineMs: 400_000,
+    const { ranks, problems } = await runSection<ManyResult>(worldSize, 'gpu-fused-many', {
+      LLCOMM_TEST_SECTION: 'many',
+      LLCOMM_TEST_MISMATCH_COUNT: String(MANY_MISMATCH_COUNT),
     })
-    const ranks = runs.map(
-      (r) => r.result as { results?: ManyResult[]; failure?: Record<string, unknown>; error?: unknown },
-    )
-    const problems: string[] = []
-    for (const [r, run] of runs.entries())
-      if (run.code !== 0 || ranks[r]?.error)
-        problems.push(`rank ${r}: exit ${run.code} ${JSON.stringify(ranks[r]?.error)} ${run.stderr.slice(-1500)}`)
     const groups = manyGroups()
     const reference = problems.length === 0 ? await inProcessMany(worldSize) : []
     let compared = 0
@@ -246,20 +248,8 @@ for (const worldSize of [2, 4]) {
     const total = (counts: number[]) => counts.reduce((a, c) => a + c, 0)
     const even = total(MANY_MISMATCH_GROUP.counts)
     const odd = even - MANY_MISMATCH_GROUP.counts[1] + MANY_MISMATCH_COUNT
-    for (const [r, res] of ranks.entries()) {
-      const f = res?.failure ?? {}
-      const d = (f.details ?? {}) as Record<string, unknown>
-      if (f.code !== 'MISMATCH') {
-        problems.push(`mismatch rank ${r}: ${String(f.code)} ${String(f.message)}`)
-        continue
-      }
-      const [mine, theirs] = r === worldSize - 1 ? [odd, even] : [even, odd]
-      if (!new RegExp(`^allreduce-many bf16 × ${mine} `).test(String(d.mine)))
-        problems.push(`mismatch rank ${r}: its own signature reads ${String(d.mine)}`)
-      if (!new RegExp(`^allreduce-many bf16 × ${theirs} `).test(String(d.theirs)))
-        problems.push(`mismatch rank ${r}: the peer's signature reads ${String(d.theirs)}`)
-      if (!((f.ms as number) < 4000)) problems.push(`mismatch rank ${r}: failed after ${String(f.ms)} ms`)
-    }
+    const many = (n: number) => new RegExp(`^allreduce-many bf16 × ${n} `)
+    checkMismatch(ranks, problems, (r) => (r === worldSize - 1 ? [many(odd), many(even)] : [many(even), many(odd)]))
     recordCase({
       name: `multiprocess/fused-many/${worldSize}r`,
       passed: problems.length === 0,

@@ -52,6 +52,34 @@ const BASE: FusedCallSignature = {
   clusterBlocks: 4,
 }
 
+/** Each change of `base` gives words that differ from base's and from every other change's. */
+function assertEveryChangeDiffers<S>(encode: (s: S) => [number, number], base: S, changed: Partial<S>[]): void {
+  const [w0, w1] = encode(base)
+  const seen = new Set([`${w0}|${w1}`])
+  for (const c of changed) {
+    const [a, b] = encode({ ...base, ...c })
+    assert.ok(a !== w0 || b !== w1, `changing ${JSON.stringify(c)} changes the signature`)
+    seen.add(`${a}|${b}`)
+  }
+  assert.equal(seen.size, changed.length + 1, 'every change gives another signature')
+}
+
+/** Word 1's algorithm code is no all-reduce algorithm's (an all-reduce of `count` elements never matches it). */
+function assertNoAllReduceCode([, w1]: [number, number], count: number): void {
+  for (const algorithm of Object.keys(ALGORITHM_CODES) as (keyof typeof ALGORITHM_CODES)[]) {
+    const [, a1] = encodeSignature({
+      count,
+      algorithm,
+      dtype: 'bf16',
+      op: 'sum',
+      protocol: 'none',
+      chunkIndex: 0,
+      chunkCount: 1,
+    })
+    assert.notEqual(a1 & 0xf, w1 & 0xf)
+  }
+}
+
 test('encodeFusedSignature: code 9, every field the ranks must agree on changes the words', () => {
   const [w0, w1] = encodeFusedSignature(BASE)
   assert.equal(w0, 4 * 4096)
@@ -76,30 +104,12 @@ test('encodeFusedSignature: code 9, every field the ranks must agree on changes 
     { blocksPerRank: 8 },
     { clusterBlocks: 2 },
   ]
-  const seen = new Set([`${w0}|${w1}`])
-  for (const c of changed) {
-    const [a, b] = encodeFusedSignature({ ...BASE, ...c })
-    assert.ok(a !== w0 || b !== w1, `changing ${JSON.stringify(c)} changes the signature`)
-    seen.add(`${a}|${b}`)
-  }
-  assert.equal(seen.size, changed.length + 1, 'every change gives another signature')
+  assertEveryChangeDiffers(encodeFusedSignature, BASE, changed)
 })
 
 test('a fused signature never equals an all-reduce signature (algorithm code 9 is no all-reduce code)', () => {
   assert.ok(!Object.values(ALGORITHM_CODES).includes(FUSED_SIGNATURE_CODE))
-  const [, w1] = encodeFusedSignature(BASE)
-  for (const algorithm of Object.keys(ALGORITHM_CODES) as (keyof typeof ALGORITHM_CODES)[]) {
-    const [, a1] = encodeSignature({
-      count: 4 * 4096,
-      algorithm,
-      dtype: 'bf16',
-      op: 'sum',
-      protocol: 'none',
-      chunkIndex: 0,
-      chunkCount: 1,
-    })
-    assert.notEqual(a1 & 0xf, w1 & 0xf)
-  }
+  assertNoAllReduceCode(encodeFusedSignature(BASE), 4 * 4096)
 })
 
 test('decodeSignature / describeSignature name a fused signature', () => {
@@ -359,31 +369,14 @@ test('encodeManySignature: code 10, word 0 the launch total, every field the ran
     { launchCount: 2 },
     { blocksPerRank: 5 },
   ]
-  const seen = new Set([`${w0}|${w1}`])
-  for (const c of changed) {
-    const [a, b] = encodeManySignature({ ...MANY_BASE, ...c })
-    assert.ok(a !== w0 || b !== w1, `changing ${JSON.stringify(c)} changes the signature`)
-    seen.add(`${a}|${b}`)
-  }
-  assert.equal(seen.size, changed.length + 1, 'every change gives another signature')
+  assertEveryChangeDiffers(encodeManySignature, MANY_BASE, changed)
 })
 
 test('an allReduceMany signature never equals an all-reduce or a fused signature (code 10 is neither)', () => {
   assert.ok(!Object.values(ALGORITHM_CODES).includes(MANY_SIGNATURE_CODE))
   assert.notEqual(MANY_SIGNATURE_CODE, FUSED_SIGNATURE_CODE)
   const [, w1] = encodeManySignature(MANY_BASE)
-  for (const algorithm of Object.keys(ALGORITHM_CODES) as (keyof typeof ALGORITHM_CODES)[]) {
-    const [, a1] = encodeSignature({
-      count: 4433,
-      algorithm,
-      dtype: 'bf16',
-      op: 'sum',
-      protocol: 'none',
-      chunkIndex: 0,
-      chunkCount: 1,
-    })
-    assert.notEqual(a1 & 0xf, w1 & 0xf)
-  }
+  assertNoAllReduceCode([0, w1], 4433)
   assert.notEqual(encodeFusedSignature(BASE)[1] & 0xf, w1 & 0xf)
 })
 
