@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 21, session 21 (2026-12-08), one call:
-# 1. The per-process GPU test (multiprocess-fused: the fused call and, since the pp-many merge, deviceAllReduceMany
+# 1. The per-process GPU test (multiprocess-fused: the fused call and deviceAllReduceMany (merged as d58ecf1)
 #    per process, each bitwise against the in-process call, and a mismatched call on one rank).
 # 2. The in-process fused GPU test with LLCOMM_FUSED_SIG_IN_PROCESS=1 (the fused kernels launched with the
 #    per-process build's signature cluster in process; kernel-table.ts FUSED_SIGNATURE_IN_PROCESS): every case passes.
@@ -14,7 +14,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 source research/scripts/probe/fused-ab-lib.sh
 fused_session_init /tmp/llcomm-s21-c
-trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
+# (at most 8 files come back: the per-case lines are in the summary's JSON too)
+trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab" "$out/gpu/gpu-cases.jsonl"' EXIT
 t0=$SECONDS
 OUT="$out/gpu" LLCOMM_GPU_TESTS="multiprocess-fused" LLCOMM_SKIP_SANITIZER=1 LLCOMM_GPU_TEST_TIMEOUT_S=200 \
   timeout 215 bash scripts/gpu-test.sh > "$out/gpu-test-run.txt" 2>&1
