@@ -200,31 +200,12 @@ export function planFusedNorm(
   autoSplit = false,
   signatureCluster = false,
 ): FusedNormPlan {
-  if (algorithm !== 'auto' && isSplit(algorithm))
-    return planFusedSplit(
-      algorithm,
-      nranks,
-      rows,
-      hidden,
-      dtype,
-      bufferBytes,
-      ranksPerDevice,
-      clusterLimit,
-      signatureCluster,
-    )
+  // The split planner's arguments after the algorithm (the same for every split kernel tried below).
+  const split = [nranks, rows, hidden, dtype, bufferBytes, ranksPerDevice, clusterLimit, signatureCluster] as const
+  if (algorithm !== 'auto' && isSplit(algorithm)) return planFusedSplit(algorithm, ...split)
   checkNormShape(rows, hidden, dtype)
   if (algorithm === 'auto' && autoSplit && fusedSplitTwoshotFirst(nranks, rows, hidden)) {
-    const two = tryPlanFusedSplit(
-      'split-twoshot',
-      nranks,
-      rows,
-      hidden,
-      dtype,
-      bufferBytes,
-      ranksPerDevice,
-      clusterLimit,
-      signatureCluster,
-    )
+    const two = tryPlanFusedSplit('split-twoshot', ...split)
     if (two && two.launches.length === 1) return two
   }
   const maxBlocks = maxBlocksPerRank(nranks)
@@ -246,18 +227,8 @@ export function planFusedNorm(
       splitAt8 ||
       (rows < 16 && nranks >= 8 && hidden >= 8192))
   if (algorithm === 'auto' && autoSplit && splitFirst) {
-    const split = tryPlanFusedSplit(
-      'split',
-      nranks,
-      rows,
-      hidden,
-      dtype,
-      bufferBytes,
-      ranksPerDevice,
-      clusterLimit,
-      signatureCluster,
-    )
-    if (split && split.launches.length === 1) return split
+    const plan = tryPlanFusedSplit('split', ...split)
+    if (plan && plan.launches.length === 1) return plan
   }
   if (algorithm === 'auto') alg = oneshotFits && !twoshotFirst ? 'oneshot' : 'twoshot'
   else alg = algorithm as 'oneshot' | 'twoshot'
