@@ -27,8 +27,9 @@ fused_ab_round 2 21 sigc push
 AB_COMPARE=fused-auto node research/scripts/probe/fused-ab-table.mjs "$out/ab" push sigc > "$out/ab-table.txt" 2>&1
 echo "== sigc / push (auto column)"; cat "$out/ab-table.txt"
 t0=$SECONDS
+left=$(( ${S21C_DEADLINE_S:-600} - SECONDS )); left=$(( left > 150 ? 150 : left < 1 ? 1 : left ))
 LLCOMM_FUSED_SIG_IN_PROCESS=1 LLCOMM_CACHE_DIR=/tmp/llcomm-cache-sigc LLCOMM_GPU_NO_NCCL=1 \
-  LLCOMM_GPU_RESULTS="$out/gpu-sigc.jsonl" LLCOMM_GPU_CASE_PREFIX=sigc timeout $(( ${S21C_DEADLINE_S:-600} - SECONDS < 150 ? ${S21C_DEADLINE_S:-600} - SECONDS : 150 )) \
+  LLCOMM_GPU_RESULTS="$out/gpu-sigc.jsonl" LLCOMM_GPU_CASE_PREFIX=sigc timeout $left \
   node --test ${S21C_FAST:+--test-name-pattern=model-exact} packages/llcomm/dist/test/gpu/fused.test.js > "$out/gpu-sigc.log" 2>&1
 say "gpu-test sigc (fused.test.js, LLCOMM_FUSED_SIG_IN_PROCESS=1): rc $?, $((SECONDS - t0)) s, cases passed $(grep -c '"passed":true' "$out/gpu-sigc.jsonl"), failed $(grep -c '"passed":false' "$out/gpu-sigc.jsonl")"
 echo "== summary"; cat "$summary"
