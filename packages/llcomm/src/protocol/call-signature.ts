@@ -21,6 +21,7 @@
  * get wrong through options and lengths, not every possible divergence.
  */
 import type { AlgorithmName, Dtype, LlProtocol, ReduceOp } from '../api/types.js'
+import { LlcommError } from '../errors.js'
 
 /** Algorithm codes in word 1 (kernels/llcomm/abi.cuh repeats them as LLCOMM_SIG_ALG_*). Never renumber. */
 export const ALGORITHM_CODES: Readonly<Record<AlgorithmName, number>> = {
@@ -134,7 +135,7 @@ function fnv1a32(words: readonly number[]): number {
  */
 export function encodeFusedSignature(s: FusedCallSignature): [number, number] {
   const alg = FUSED_ALGORITHM_CODES[s.algorithm]
-  if (alg === undefined) throw new Error(`no fused signature code for algorithm ${s.algorithm}`)
+  if (alg === undefined) throw new LlcommError('INTERNAL', `no fused signature code for algorithm ${s.algorithm}`)
   const h = fnv1a32([
     s.callRows,
     s.hidden,

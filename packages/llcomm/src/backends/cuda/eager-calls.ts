@@ -1,7 +1,7 @@
 /**
  * The last few eager device calls of one kind, packed (the eager path must cost about what a C++ launch loop costs:
  * docs/launch-overhead.md). One cache per kind of call: deviceAllReduce, deviceAllReduceRmsNorm, deviceRmsNorm,
- * deviceAllReduceMany, and the per-process communicator's deviceAllReduce. A kind (EagerCallKind) names the argument values its packing depends on: `keyOf` copies them
+ * deviceAllReduceMany, and the per-process communicator's deviceAllReduce, deviceAllReduceRmsNorm and deviceAllReduceMany. A kind (EagerCallKind) names the argument values its packing depends on: `keyOf` copies them
  * (defaults filled in), `matches` compares a call's arguments with such a copy without allocating. A call whose
  * arguments match an entry's key reuses its packed launches: no validation, resolution or packing again.
  *
@@ -16,8 +16,11 @@ import type {
   AlgorithmChoice,
   AllReduceInfo,
   Dtype,
+  FusedNormOptions,
   LlProtocol,
+  ProcessDeviceAllReduceManyRequest,
   ProcessDeviceAllReduceRequest,
+  ProcessDeviceAllReduceRmsNormRequest,
   ReduceOp,
 } from '../../api/types.js'
 import type { CuStream, DevicePtr } from '../../ffi/types.js'
@@ -31,6 +34,7 @@ import type {
   FusedDeviceInfo,
   FusedNormAlgorithm,
   PreparedDeviceAllReduce,
+  PreparedFusedCall,
   PreparedFusedDeviceCall,
 } from './device-call.js'
 
@@ -115,7 +119,7 @@ export class EagerCallCache<A, K, P, I> {
 // ---- comparisons (no allocation) ----
 
 /** Equal numbers element by element (pointers, counts); false when `b` is not an array. */
-function sameNumbers(a: readonly number[], b: unknown): boolean {
+function sameNumbers(a: readonly (number | bigint)[], b: unknown): boolean {
   if (!Array.isArray(b) || b.length !== a.length) return false
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
@@ -198,11 +202,8 @@ export const deviceAllReduceCalls = (): DeviceAllReduceCalls => new EagerCallCac
 
 // ---- deviceAllReduceRmsNorm and deviceRmsNorm (the same arguments; one cache each) ----
 
-export interface FusedNormKey extends Record<keyof Required<DeviceAllReduceRmsNormArgs>, unknown> {
-  inputs: DevicePtr[]
-  residuals: DevicePtr[]
-  outputs: DevicePtr[]
-  weights: DevicePtr[]
+/** The fused call's shape and options as a key (defaults filled in): in process and per process alike. */
+interface FusedNormOptionsKey extends Record<keyof Required<FusedNormOptions>, unknown> {
   rows: number
   hidden: number
   eps: number
@@ -213,16 +214,10 @@ export interface FusedNormKey extends Record<keyof Required<DeviceAllReduceRmsNo
   pdl: boolean
   outDtype: 'e4m3' | undefined
   outScale: number
-  stream: CuStream | undefined
-  streams: CuStream[] | undefined
 }
 
-export const FUSED_NORM_CALL: EagerCallKind<DeviceAllReduceRmsNormArgs, FusedNormKey> = {
-  keyOf: (args) => ({
-    inputs: [...args.inputs],
-    residuals: [...args.residuals],
-    outputs: [...args.outputs],
-    weights: [...args.weights],
+function fusedNormOptionsKey(args: FusedNormOptions): FusedNormOptionsKey {
+  return {
     rows: args.rows,
     hidden: args.hidden,
     eps: args.eps,
@@ -235,11 +230,12 @@ export const FUSED_NORM_CALL: EagerCallKind<DeviceAllReduceRmsNormArgs, FusedNor
     pdl: args.pdl ?? false,
     outDtype: args.outDtype,
     outScale: args.outScale ?? 1,
-    stream: args.stream,
-    streams: args.streams ? [...args.streams] : undefined,
-  }),
-  // eps and outScale by Object.is: -0 and 0 are equal numbers but pack different f32 bits.
-  matches: (key, args) =>
+  }
+}
+
+/** eps and outScale by Object.is: -0 and 0 are equal numbers but pack different f32 bits. */
+function sameFusedNormOptions(key: FusedNormOptionsKey, args: FusedNormOptions): boolean {
+  return (
     args.rows === key.rows &&
     args.hidden === key.hidden &&
     Object.is(args.eps, key.eps) &&
@@ -249,7 +245,40 @@ export const FUSED_NORM_CALL: EagerCallKind<DeviceAllReduceRmsNormArgs, FusedNor
     (args.algorithm ?? 'auto') === key.algorithm &&
     (args.pdl ?? false) === key.pdl &&
     args.outDtype === key.outDtype &&
-    Object.is(args.outScale ?? 1, key.outScale) &&
+    Object.is(args.outScale ?? 1, key.outScale)
+  )
+}
+
+/**
+ * K, checked to name every field of argument type A (the rule the other keys state as Record<keyof Required<A>>): a
+ * field added to the arguments and not to the key is a type error where the kind is declared.
+ */
+type KeyOf<A, K extends { [F in keyof Required<A>]: unknown }> = K
+
+export interface FusedNormKey extends FusedNormOptionsKey {
+  inputs: DevicePtr[]
+  residuals: DevicePtr[]
+  outputs: DevicePtr[]
+  weights: DevicePtr[]
+  stream: CuStream | undefined
+  streams: CuStream[] | undefined
+}
+
+export const FUSED_NORM_CALL: EagerCallKind<
+  DeviceAllReduceRmsNormArgs,
+  KeyOf<DeviceAllReduceRmsNormArgs, FusedNormKey>
+> = {
+  keyOf: (args) => ({
+    ...fusedNormOptionsKey(args),
+    inputs: [...args.inputs],
+    residuals: [...args.residuals],
+    outputs: [...args.outputs],
+    weights: [...args.weights],
+    stream: args.stream,
+    streams: args.streams ? [...args.streams] : undefined,
+  }),
+  matches: (key, args) =>
+    sameFusedNormOptions(key, args) &&
     sameStreams(key, args) &&
     sameNumbers(key.inputs, args.inputs) &&
     sameNumbers(key.residuals, args.residuals) &&
@@ -368,3 +397,82 @@ export type ProcessDeviceAllReduceCalls = EagerCallCache<
 /** The eager deviceAllReduce calls of one per-process communicator (`kept` distinct calls). */
 export const processDeviceAllReduceCalls = (kept: number): ProcessDeviceAllReduceCalls =>
   new EagerCallCache(PROCESS_DEVICE_ALL_REDUCE_CALL, kept)
+
+// ---- the per-process communicator's fused calls (this rank's pointers, one stream) ----
+
+/** Pointers and stream as given, compared with === (a number and a bigint for one address: another key, re-packed). */
+export interface ProcessFusedNormKey extends FusedNormOptionsKey {
+  input: number | bigint
+  residual: number | bigint
+  output: number | bigint
+  weight: number | bigint
+  stream: number | bigint | undefined
+}
+
+export const PROCESS_FUSED_NORM_CALL: EagerCallKind<
+  ProcessDeviceAllReduceRmsNormRequest,
+  KeyOf<ProcessDeviceAllReduceRmsNormRequest, ProcessFusedNormKey>
+> = {
+  keyOf: (r) => ({
+    ...fusedNormOptionsKey(r),
+    input: r.input,
+    residual: r.residual,
+    output: r.output,
+    weight: r.weight,
+    stream: r.stream,
+  }),
+  matches: (key, r) =>
+    sameFusedNormOptions(key, r) &&
+    r.input === key.input &&
+    r.residual === key.residual &&
+    r.output === key.output &&
+    r.weight === key.weight &&
+    r.stream === key.stream,
+}
+
+export type ProcessFusedNormCalls = EagerCallCache<
+  ProcessDeviceAllReduceRmsNormRequest,
+  ProcessFusedNormKey,
+  PreparedFusedCall,
+  FusedDeviceInfo
+>
+/** The eager deviceAllReduceRmsNorm calls of one per-process communicator (`kept` distinct calls). */
+export const processFusedNormCalls = (kept: number): ProcessFusedNormCalls =>
+  new EagerCallCache(PROCESS_FUSED_NORM_CALL, kept)
+
+export interface ProcessAllReduceManyKey extends Record<keyof Required<ProcessDeviceAllReduceManyRequest>, unknown> {
+  inputs: (number | bigint)[]
+  outputs: (number | bigint)[]
+  counts: number[]
+  dtype: Dtype
+  pdl: boolean
+  stream: number | bigint | undefined
+}
+
+export const PROCESS_ALL_REDUCE_MANY_CALL: EagerCallKind<ProcessDeviceAllReduceManyRequest, ProcessAllReduceManyKey> = {
+  keyOf: (r) => ({
+    inputs: [...r.inputs],
+    outputs: [...r.outputs],
+    counts: [...r.counts],
+    dtype: r.dtype,
+    pdl: r.pdl ?? false,
+    stream: r.stream,
+  }),
+  matches: (key, r) =>
+    r.dtype === key.dtype &&
+    (r.pdl ?? false) === key.pdl &&
+    r.stream === key.stream &&
+    sameNumbers(key.counts, r.counts) &&
+    sameNumbers(key.inputs, r.inputs) &&
+    sameNumbers(key.outputs, r.outputs),
+}
+
+export type ProcessAllReduceManyCalls = EagerCallCache<
+  ProcessDeviceAllReduceManyRequest,
+  ProcessAllReduceManyKey,
+  PreparedFusedCall,
+  FusedDeviceInfo
+>
+/** The eager deviceAllReduceMany calls of one per-process communicator (`kept` distinct calls). */
+export const processAllReduceManyCalls = (kept: number): ProcessAllReduceManyCalls =>
+  new EagerCallCache(PROCESS_ALL_REDUCE_MANY_CALL, kept)

@@ -71,7 +71,12 @@ import type {
   ProcessDeviceAllReduceRmsNormRequest,
 } from './device-call.js'
 import { DeviceSet } from './devices.js'
-import { type ProcessPreparedCall, processDeviceAllReduceCalls } from './eager-calls.js'
+import {
+  type ProcessPreparedCall,
+  processAllReduceManyCalls,
+  processDeviceAllReduceCalls,
+  processFusedNormCalls,
+} from './eager-calls.js'
 import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
 import { FusedLauncher } from './fused-launcher.js'
 import {
@@ -234,6 +239,9 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private staging: { bytes: number; input: DevicePtr; output: DevicePtr } | undefined
   /** Packed eager calls: a repeated request skips validation, resolution and packing (eager-calls.ts). */
   private readonly eagerCalls = processDeviceAllReduceCalls(PREPARED_KEPT)
+  /** The eager fused calls, packed (as the in-process communicator's): a repeated call skips checks and packing. */
+  private readonly eagerNormCalls = processFusedNormCalls(PREPARED_KEPT)
+  private readonly eagerManyCalls = processAllReduceManyCalls(PREPARED_KEPT)
   private state: 'open' | 'closed' = 'open'
   private broken: LlcommError | undefined
   /** The error the device error word gave (checkDeviceError), kept: the communicator does not recover. */
@@ -625,6 +633,11 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
    */
   deviceAllReduceRmsNorm(request: ProcessDeviceAllReduceRmsNormRequest): FusedDeviceInfo {
     this.assertFusedCallable()
+    const cached = this.eagerNormCalls.find(request)
+    if (cached) {
+      cached.prepared.issue(cached.streams)
+      return cached.info
+    }
     const { input, residual, output, weight, stream: streamHandle, ...shape } = request
     const own = (v: unknown, what: string) => this.ownPointerList(v, what)
     const stream = this.fusedStream(streamHandle)
@@ -639,7 +652,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       false,
     )
     prepared.issue([stream])
-    return { algorithm: prepared.algorithm, launches: prepared.launches }
+    const info = { algorithm: prepared.algorithm, launches: prepared.launches }
+    return this.eagerNormCalls.remember(request, [stream], prepared, info).info
   }
 
   /**
@@ -653,6 +667,11 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
    */
   deviceAllReduceMany(request: ProcessDeviceAllReduceManyRequest): FusedDeviceInfo {
     this.assertFusedCallable()
+    const cached = this.eagerManyCalls.find(request)
+    if (cached) {
+      cached.prepared.issue(cached.streams)
+      return cached.info
+    }
     const { inputs, outputs, counts, dtype, pdl, stream: streamHandle } = request
     if (!Array.isArray(inputs) || !Array.isArray(outputs) || !Array.isArray(counts))
       throw new LlcommError('INVALID_ARGUMENT', 'deviceAllReduceMany needs arrays inputs, outputs and counts')
@@ -670,7 +689,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       pdl,
     })
     prepared.issue([stream])
-    return { algorithm: prepared.algorithm, launches: prepared.launches }
+    const info = { algorithm: prepared.algorithm, launches: prepared.launches }
+    return this.eagerManyCalls.remember(request, [stream], prepared, info).info
   }
 
   /** The per-process fused calls' common refusals: closed, or fusedRefusal (devices differ, no signature block). */
@@ -904,6 +924,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     attempt(() => this.fusedLauncher?.disposeAll())
     this.fusedLauncher = undefined
     this.eagerCalls.clear()
+    this.eagerNormCalls.clear()
+    this.eagerManyCalls.clear()
     this.closePeerMappings()
     if (this.stream !== undefined) {
       const s = this.stream

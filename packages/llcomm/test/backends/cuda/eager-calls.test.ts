@@ -4,7 +4,11 @@
 // table is a type error here, and a field the kind does not compare makes its row fail.
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { ProcessDeviceAllReduceRequest } from '../../../src/api/types.js'
+import type {
+  ProcessDeviceAllReduceManyRequest,
+  ProcessDeviceAllReduceRequest,
+  ProcessDeviceAllReduceRmsNormRequest,
+} from '../../../src/api/types.js'
 import type {
   DeviceAllReduceArgs,
   DeviceAllReduceManyArgs,
@@ -18,7 +22,9 @@ import {
   EAGER_CALLS_KEPT,
   fusedNormCalls,
   type ProcessPreparedCall,
+  processAllReduceManyCalls,
   processDeviceAllReduceCalls,
+  processFusedNormCalls,
 } from '../../../src/backends/cuda/eager-calls.js'
 import type { CuStream, DevicePtr } from '../../../src/ffi/types.js'
 
@@ -324,4 +330,88 @@ test('per-process deviceAllReduce: the cache keeps the size it is given (16), th
   assert.equal(cache.find(request({ count: 1 })), undefined, 'the first one went')
   for (let i = 1; i <= 16; i++) assert.ok(cache.find(request({ count: i + 1 })), `count ${i + 1}`)
   assert.throws(() => processDeviceAllReduceCalls(0), RangeError)
+})
+
+// ---- the per-process communicator's fused calls ----
+
+function processNorm(over: Partial<ProcessDeviceAllReduceRmsNormRequest> = {}): ProcessDeviceAllReduceRmsNormRequest {
+  return {
+    input: ptr(0),
+    residual: ptr(1),
+    output: ptr(2),
+    weight: ptr(3),
+    rows: 4,
+    hidden: 4096,
+    eps: 1e-5,
+    dtype: 'bf16',
+    stream: 0x4000,
+    ...over,
+  }
+}
+
+const PROCESS_NORM_CHANGES: ChangeTable<ProcessDeviceAllReduceRmsNormRequest> = {
+  // a bigint for the same address is another key (re-packed, never a wrong reuse)
+  input: [{ input: ptr(9) }, { input: BigInt(ptr(0)) }],
+  residual: [{ residual: ptr(9) }],
+  output: [{ output: ptr(9) }],
+  weight: [{ weight: ptr(9) }],
+  rows: [{ rows: 5 }],
+  hidden: [{ hidden: 8192 }],
+  eps: [{ eps: 1e-6 }, { eps: -0 }],
+  dtype: [{ dtype: 'f16' }],
+  residualF32: [{ residualF32: true }],
+  noResidualIn: [{ noResidualIn: true }],
+  algorithm: [{ algorithm: 'split' }],
+  pdl: [{ pdl: true }],
+  outDtype: [{ outDtype: 'e4m3' }],
+  outScale: [{ outScale: 2 }, { outScale: -0 }],
+  stream: [{ stream: 0x4001 }, { stream: 0 }, { stream: undefined }],
+}
+
+test('per-process deviceAllReduceRmsNorm: a request is reused only when every field equals the packed one', () => {
+  const cache = processFusedNormCalls(16)
+  const r = processNorm()
+  const entry = cache.remember(r, [stream], fusedPrepared, fusedInfo)
+  assert.equal(cache.find(r), entry)
+  assert.equal(cache.find(processNorm()), entry, 'an equal fresh object')
+  assert.equal(
+    cache.find(processNorm({ residualF32: false, noResidualIn: false, algorithm: 'auto', pdl: false, outScale: 1 })),
+    entry,
+    'the defaults',
+  )
+  for (const [field, changes] of Object.entries(PROCESS_NORM_CHANGES))
+    for (const changed of changes)
+      assert.equal(cache.find(processNorm(changed)), undefined, `${field}: ${String(Object.values(changed)[0])}`)
+  r.rows = 8
+  assert.equal(cache.find(r), undefined, 'request mutated in place')
+})
+
+function processMany(over: Partial<ProcessDeviceAllReduceManyRequest> = {}): ProcessDeviceAllReduceManyRequest {
+  return { inputs: [ptr(0), ptr(1)], outputs: [ptr(2), ptr(3)], counts: [4096, 37], dtype: 'bf16', ...over }
+}
+
+const PROCESS_MANY_CHANGES: ChangeTable<ProcessDeviceAllReduceManyRequest> = {
+  inputs: [{ inputs: [ptr(0), ptr(9)] }, { inputs: [ptr(0)] }, { inputs: [ptr(0), BigInt(ptr(1))] }],
+  outputs: [{ outputs: [ptr(3), ptr(2)] }],
+  counts: [{ counts: [4096, 38] }, { counts: [4096] }],
+  dtype: [{ dtype: 'f32' }],
+  pdl: [{ pdl: true }],
+  stream: [{ stream: 0x4001 }, { stream: 0 }],
+}
+
+test('per-process deviceAllReduceMany: reused only when every field equals the packed one; the key copies the arrays', () => {
+  const cache = processAllReduceManyCalls(16)
+  const r = processMany()
+  const entry = cache.remember(r, [stream], fusedPrepared, fusedInfo)
+  assert.equal(cache.find(r), entry)
+  assert.equal(cache.find(processMany({ pdl: false })), entry, 'an equal fresh object, the default pdl')
+  for (const [field, changes] of Object.entries(PROCESS_MANY_CHANGES))
+    for (const changed of changes)
+      assert.equal(
+        cache.find(processMany(changed)),
+        undefined,
+        `${field}: ${JSON.stringify(changed, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`,
+      )
+  r.counts[1] = 38
+  assert.equal(cache.find(r), undefined, 'counts changed in place')
 })
