@@ -440,9 +440,10 @@ export interface KernelBuildOptions {
    */
   signatureInBlocks?: boolean
   /**
-   * The fused RMSNorm kernels take a signature cluster after their data blocks (LLCOMM_FUSED_SIG_CLUSTER,
-   * kernels/llcomm/fused_signature.cuh): the per-process communicator's build, with the signature block only. The
-   * in-process build leaves it off, and its fused kernels are those without it.
+   * The fused RMSNorm kernels take a signature cluster, and allreduce_many a signature block, after their data blocks
+   * (LLCOMM_FUSED_SIG_CLUSTER, kernels/llcomm/fused_signature.cuh): the per-process communicator's build, with the
+   * signature block only. The in-process build leaves it off (but for the FUSED_SIGNATURE_IN_PROCESS A/B setting),
+   * and its kernels are those without it.
    */
   fusedSignatureCluster?: boolean
 }
