@@ -77,7 +77,7 @@ test('deterministic: true on a per-process communicator: every algorithm gives o
   assertNothingLeft(runs)
 })
 
-test('10,000 back-to-back checked calls at 2 processes, 300 at 6', async () => {
+test('10,000 back-to-back checked calls at 2 processes, 300 at 6 (every 5th empty on every rank)', async () => {
   for (const [worldSize, calls] of [
     [2, 10_000],
     [6, 300],
@@ -92,6 +92,7 @@ test('10,000 back-to-back checked calls at 2 processes, 300 at 6', async () => {
       assert.equal(r.code, 0, r.stderr)
       assert.equal(resultOf(r).calls, calls)
       assert.equal(resultOf(r).wrong, 0, `rank ${r.rank} of ${worldSize}`)
+      assert.equal(resultOf(r).empty, calls / 5)
     }
     assertNothingLeft(runs)
   }
@@ -160,6 +161,30 @@ test('a rank that joins but never calls: TIMEOUT naming it (rank, peer, epoch) w
   }
   assertNothingLeft(runs)
 })
+
+// A per-rank call that differs from its peers' is MISMATCH on every rank, never data: another count, and an empty
+// call (count 0) against a non-empty one, which must still take part in the signature exchange (an empty call
+// that returned at once left its rank one call behind: its next call met the peers' mismatched one, and both
+// returned wrong sums without an error).
+for (const oddCount of [63, 0]) {
+  test(`a rank whose call has ${oddCount} elements where the others have 64: MISMATCH on every rank, no data from either call`, async () => {
+    const runs = await runRanks({
+      worldSize: 3,
+      scenario: 'mismatch',
+      env: { LLCOMM_TEST_VICTIM: '1', LLCOMM_TEST_ODD_COUNT: String(oddCount), LLCOMM_TEST_TIMEOUT_MS: '3000' },
+      deadlineMs: 30_000,
+    })
+    for (const r of runs) {
+      assert.equal(r.code, 0, r.stderr)
+      const outcomes = resultOf(r).outcomes as { code: string; wrong?: number; details?: Record<string, unknown> }[]
+      const [first, second] = outcomes
+      assert.equal(first.code, 'MISMATCH', `rank ${r.rank}, the mismatched call: ${JSON.stringify(first)}`)
+      // After a MISMATCH the per-rank communicator stays failed: the next call reports it again, with no data.
+      assert.notEqual(second.code, 'NONE', `rank ${r.rank}, the call after it returned data: ${JSON.stringify(second)}`)
+    }
+    assertNothingLeft(runs)
+  })
+}
 
 test('a rank that never joins: TIMEOUT naming the missing rank on every rank that joined', async () => {
   const runs = await runRanks({

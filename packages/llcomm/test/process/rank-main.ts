@@ -79,12 +79,14 @@ async function matrix(comm: CpuProcessCommunicator): Promise<Record<string, unkn
 
 async function stress(comm: CpuProcessCommunicator, calls: number): Promise<Record<string, unknown>> {
   const algorithms = MATRIX_ALGORITHMS.filter((a) => a !== 'auto')
-  const count = 96
   let wrong = 0
-  const expected = new Float32Array(count)
+  let empty = 0
   const started = performance.now()
   for (let call = 0; call < calls; call++) {
-    expected.fill(0)
+    // Every 5th call is empty on every rank: it takes an epoch (its signature, no data) and must not disturb the
+    // calls around it.
+    const count = call % 5 === 3 ? 0 : 96
+    const expected = new Float32Array(count)
     for (let r = 0; r < comm.size; r++) {
       const x = integerInput(count, r, call)
       for (let i = 0; i < count; i++) expected[i] += x[i]
@@ -92,9 +94,11 @@ async function stress(comm: CpuProcessCommunicator, calls: number): Promise<Reco
     const out = await comm.allReduce(integerInput(count, comm.rank, call), {
       algorithm: algorithms[call % algorithms.length],
     })
+    if (out.length !== count) wrong++
+    if (count === 0) empty++
     for (let i = 0; i < count; i++) if (out[i] !== expected[i]) wrong++
   }
-  return { calls, wrong, perCallUs: ((performance.now() - started) * 1000) / calls }
+  return { calls, wrong, empty, perCallUs: ((performance.now() - started) * 1000) / calls }
 }
 
 /** The victim dies (SIGKILL, no cleanup at all) after a few calls; the others keep calling. */
@@ -155,6 +159,35 @@ async function absent(comm: CpuProcessCommunicator): Promise<Record<string, unkn
   }
 }
 
+/**
+ * A mismatched call: the victim's first call has LLCOMM_TEST_ODD_COUNT elements (0: an empty call), every other
+ * rank's has 64; then every rank makes a second call of 64. Each call's outcome is reported: its error code, or
+ * how many elements differ from the reference of that call (the ranks' inputs of the same call number). No rank may
+ * return data from the mismatched call, nor pair its second call with a peer's first (an empty call that skipped
+ * the signature exchange would leave this rank one call behind: its second call would meet the peers' first).
+ */
+async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  const oddCount = Number(process.env.LLCOMM_TEST_ODD_COUNT ?? 0)
+  const outcomes: Record<string, unknown>[] = []
+  for (let call = 0; call < 2; call++) {
+    const count = call === 0 && comm.rank === victim ? oddCount : 64
+    const expected = new Float32Array(count)
+    for (let r = 0; r < comm.size; r++) {
+      const x = integerInput(count, r, call)
+      for (let i = 0; i < count; i++) expected[i] += x[i]
+    }
+    try {
+      const out = await comm.allReduce(integerInput(count, comm.rank, call), { algorithm: 'oneshot-ll' })
+      let wrong = 0
+      for (let i = 0; i < count; i++) if (out[i] !== expected[i]) wrong++
+      outcomes.push({ code: 'NONE', count, wrong })
+    } catch (e) {
+      outcomes.push(errorInfo(e))
+    }
+  }
+  return { outcomes }
+}
+
 async function main(): Promise<void> {
   let comm: CpuProcessCommunicator
   const joinStarted = performance.now()
@@ -189,6 +222,9 @@ async function main(): Promise<void> {
     case 'absent':
       result = await absent(comm)
       break
+    case 'mismatch':
+      result = await mismatch(comm)
+      break
     case 'exit-code': {
       await comm.allReduce(integerInput(8, comm.rank, 0))
       await comm.close()
@@ -213,7 +249,7 @@ async function main(): Promise<void> {
     default:
       throw new Error(`unknown scenario ${scenario}`)
   }
-  if (scenario === 'killed' || scenario === 'absent') await comm.destroy()
+  if (scenario === 'killed' || scenario === 'absent' || scenario === 'mismatch') await comm.destroy()
   else await comm.close()
   report(result)
 }

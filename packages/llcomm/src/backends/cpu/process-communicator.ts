@@ -192,7 +192,10 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
         if (broken) throw broken
         const info: AllReduceInfo = { algorithm: resolved.algorithm.name, chunks: 0 }
         if (resolved.fallbackReason) info.fallbackReason = resolved.fallbackReason
-        if (count === 0) return Object.assign(input.slice() as T, { info })
+        // An empty call still takes its epoch: runChunked publishes and checks its signature (count 0) with no data,
+        // so a peer whose call is not empty finds the mismatch, and this rank stays in step with the others (an
+        // empty call that returned here left its rank one call behind: its next call met the peers' mismatched one
+        // and both returned wrong sums without an error).
         const n = wordsForCount(validated.dtype, count)
         const inputWords = this.words(n, 0)
         const outputWords = this.words(n, 1)
