@@ -158,7 +158,8 @@ interface Case {
   /**
    * Element counts per call ('max' = launchShape's maxCountPerCall); suffix ':inplace' for input == output (':copy'
    * for separate buffers), then optionally ':KERNEL' (a kernel name of the same dtype): that call runs KERNEL on the
-   * same buffers, scratch and epochs (algorithms interleaved on one communicator).
+   * same buffers, scratch and epochs (algorithms interleaved on one communicator). 'empty': a call of no elements as
+   * the per-process host launches it (AllReduceLauncher.prepareEmpty: no data block, the signature block alone).
    */
   calls: string[]
   absentRank?: number
@@ -169,7 +170,7 @@ interface Case {
    * A mismatched call: this rank runs `odd.v` on `odd.count` elements in its own launch (LLCOMM_EMU_ODD), at call
    * `odd.call` (default 0; the calls before it run on every rank), `odd.delayMs` after the others' launch.
    */
-  odd?: { rank: number; v: KernelVariant; count: number; call?: number; delayMs?: number }
+  odd?: { rank: number; v: KernelVariant; count: number; call?: number; delayMs?: number; blocks?: number }
   /** Print every rank's signature region after the run (LLCOMM_EMU_DUMP_SIGNATURES). */
   dumpSignatures?: boolean
   /** The odd rank gets an error word of its own (LLCOMM_EMU_SPLIT_ERROR): two processes, one word each. */
@@ -186,6 +187,7 @@ interface Case {
 function argsOf(c: Case): string[] {
   const L = deviceBufferLayout(c.nranks, c.bufferBytes)
   const calls = c.calls.map((s) => {
+    if (s === 'empty') return '0:0'
     const [countText, mode, kernelName] = s.split(':')
     const v = kernelName ? KERNEL_VARIANTS.find((x) => x.kernelName === kernelName) : c.v
     assert.ok(v, kernelName)
@@ -213,7 +215,7 @@ function runCase(c: Case): Promise<EmuResult> {
     if (c.storedEpoch !== undefined) env.LLCOMM_EMU_STORED_EPOCH = String(c.storedEpoch)
     if (c.accumulation) env.LLCOMM_EMU_VALUES = 'accumulation'
     if (c.odd) {
-      const { blocksPerRank } = launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes)
+      const blocksPerRank = c.odd.blocks ?? launchShape(c.odd.v, c.nranks, c.odd.count, c.bufferBytes).blocksPerRank
       env.LLCOMM_EMU_ODD = `${c.odd.rank}:${c.odd.v.kernelName}:${c.odd.count}:${blocksPerRank}:${c.odd.call ?? 0}`
       if (c.odd.delayMs) env.LLCOMM_EMU_ODD_DELAY_MS = String(c.odd.delayMs)
       if (c.splitError) env.LLCOMM_EMU_SPLIT_ERROR = '1'
@@ -1475,5 +1477,64 @@ test("signature block: exact with the extra blocks; a mismatched call ends with 
     assert.equal(r.error.code, 2, `${what}, the others' word: ${JSON.stringify(r.error)}`)
     assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
     assert.equal(r.error.epoch, (c.odd?.call ?? 0) + 1, `${what}: the failed call's epoch`)
+  }
+})
+
+test('signature block: an empty call (the signature block alone, as per process) keeps every channel exact around it; one against a non-empty call is MISMATCH in both per-process words', async (t) => {
+  if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
+  const x = sigBlockExe()
+  // Matched empty calls between calls with data: each advances only the signature epoch (the harness checks the
+  // channels' epochs and buffers, and every output against the reference).
+  const around: Case[] = [
+    'llcomm_oneshot_ll_ll16_bf16_sum',
+    'llcomm_oneshot_sentinel_sentinel_f16_sum',
+    'llcomm_twoshot_sentinel_sentinel_f32_sum',
+    'llcomm_oneshot_barrier_barrier_bf16_sum',
+  ].map((name) => ({
+    v: kernelNamed(name),
+    nranks: 3,
+    bufferBytes: 16384,
+    calls: ['empty', 'max', 'empty', 'empty', '37:inplace', 'empty', '5'],
+    exe: x,
+  }))
+  for (const { c, r } of await runAll(around)) {
+    assert.equal(r.error.code, 0, `${label(c)}: ${JSON.stringify(r.error)}`)
+    assert.equal(r.mismatches, 0, `${label(c)}: ${r.mismatches} wrong elements, first: ${r.firstMismatch}`)
+    assert.equal(r.crossRankDiffs, 0, `${label(c)}: ranks disagree bitwise`)
+    assert.equal(r.badEpochs, 0, `${label(c)}: channel epochs do not count the calls`)
+    assert.equal(r.guardsBroken, 0, `${label(c)}: a kernel wrote past a buffer`)
+  }
+  // The odd rank's call is empty, the others' is not (and the reverse: the odd rank alone has data), an error word
+  // per side: both words say MISMATCH at the call's signature epoch; neither side waits out its deadline.
+  const pairs: Case[] = [
+    { main: 'llcomm_oneshot_ll_ll8_f32_sum', count: 1000, odd: 'llcomm_oneshot_ll_ll8_f32_sum', oddCount: 0 },
+    {
+      main: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      count: 600,
+      odd: 'llcomm_twoshot_sentinel_sentinel_bf16_sum',
+      oddCount: 0,
+    },
+    {
+      main: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      count: 0,
+      odd: 'llcomm_oneshot_sentinel_sentinel_bf16_sum',
+      oddCount: 300,
+    },
+  ].map((q) => ({
+    v: kernelNamed(q.main),
+    nranks: 3,
+    bufferBytes: 65536,
+    calls: [q.count === 0 ? 'empty' : String(q.count)],
+    timeoutMs: 20_000,
+    odd: { rank: 2, v: kernelNamed(q.odd), count: q.oddCount, ...(q.oddCount === 0 ? { blocks: 0 } : {}) },
+    splitError: true,
+    exe: x,
+  }))
+  for (const { c, r } of await runAll(pairs)) {
+    const what = `${label(c)} (${c.calls[0]}) against ${c.odd?.count}`
+    assert.equal(r.error.code, 2, `${what}, the others' word: ${JSON.stringify(r.error)}`)
+    assert.equal(r.oddError.code, 2, `${what}, the odd rank's word: ${JSON.stringify(r.oddError)}`)
+    assert.equal(r.oddError.rank, 2, `${what}: the odd rank's word is recorded by the odd rank`)
+    assert.ok(r.seconds < 10, `${what}: ${r.seconds} s, near the 20 s deadline`)
   }
 })

@@ -20,6 +20,7 @@ import { after, before, type TestContext, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Dtype, ErrorWordFields, FusedNormLaunchPlan } from 'llcomm/internal'
 import {
+  allReduceManyLaunches,
   DTYPE_BYTES,
   decodeSignature,
   describeSignature,
@@ -37,7 +38,6 @@ import {
   LLCOMM_FUSED_OUT_E4M3,
   LLCOMM_FUSED_RESIDUAL_F32,
   mismatchFromWord,
-  planAllReduceMany,
   planFusedNorm,
 } from 'llcomm/internal'
 import { findHostCxx, SKIP_NVCC } from './toolchain.js'
@@ -195,7 +195,7 @@ function argsOf(c: Case): string[] {
     String(L.sentinel.channelHalfBytes),
   ]
   if (c.kind === 'many') {
-    const plans = planAllReduceMany(c.counts, c.dtype, c.nranks)
+    const plans = allReduceManyLaunches(c.counts, c.dtype, c.nranks, c.perProcess !== undefined)
     assert.equal(plans.length, 1, 'a case is one launch')
     return ['many', c.dtype, ...common, String(plans[0].blocksPerRank), String(c.calls), ...c.counts.map(String)]
   }
@@ -263,11 +263,11 @@ function perProcessEnv(c: NormCase): Record<string, string> {
 function manyRankSignature(c: ManyCase, rank: number): [number, number] {
   const odd = c.perProcess?.odd?.rank === rank ? c.perProcess.odd : undefined
   const counts = c.counts.map((n, b) => (odd && b === odd.buffer ? odd.count : n))
-  const plans = planAllReduceMany(counts, c.dtype, c.nranks)
+  const plans = allReduceManyLaunches(counts, c.dtype, c.nranks, true)
   assert.equal(plans.length, 1, 'a case is one launch')
   return encodeManySignature({
     dtype: c.dtype,
-    pieces: plans[0].pieces.filter((p) => p.count > 0),
+    pieces: plans[0].pieces,
     launchIndex: 0,
     launchCount: 1,
     blocksPerRank: plans[0].blocksPerRank,
@@ -998,6 +998,8 @@ test('per process: allReduceMany launched rank by rank with the signature block 
     { kind: 'many', dtype: 'f16', nranks: 4, counts: [3000, 5, 8, 9, 10, 11, 12, 13], calls: 2, perProcess: {} },
     { kind: 'many', dtype: 'f32', nranks: 4, counts: [1000, 1, 255], calls: 2, perProcess: {} },
     { kind: 'many', dtype: 'bf16', nranks: 2, counts: [0, 17], calls: 2, perProcess: {} },
+    // empty calls on every rank: the signature block alone, one signature epoch per call
+    { kind: 'many', dtype: 'f16', nranks: 3, counts: [0, 0], calls: 3, perProcess: {} },
   ]
   for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[]) {
     assert.equal(r.error.code, 0, `${label(c)}: a wait timed out: ${JSON.stringify(r.error)}`)
@@ -1038,6 +1040,10 @@ test('per process: a rank whose allReduceMany has another count for one buffer e
     odd('f16', 4, [3000, 5, 8], 2, 2, 9),
     // 4 ranks, f32, one element more on the first buffer (its tail slot is one more slot)
     odd('f32', 4, [64, 64], 0, 0, 65),
+    // the odd rank's only buffer is empty: its launch is the signature block alone, and it still meets the others'
+    odd('bf16', 3, [300], 1, 0, 0),
+    // the reverse: the others' call is empty, the odd rank's is not
+    odd('f32', 2, [0], 0, 0, 40),
   ]
   for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[])
     assertMismatchOnEveryRank(c, r, c.perProcess?.odd?.rank as number, (rank) => manyRankSignature(c, rank))

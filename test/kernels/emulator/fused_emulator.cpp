@@ -21,6 +21,8 @@
 //         (no signature block) into fresh outputs: the per-process outputs must be bitwise equal to it (and pass the
 //         checks above). LLCOMM_EMU_ODD_RANK with LLCOMM_EMU_ODD_BUFFER and LLCOMM_EMU_ODD_COUNT: that rank's launch
 //         has another count for that buffer (a mismatched call: one call, every rank's error word in "rankErrors").
+//         A rank whose buffers are all empty launches the signature block alone (blocksPerRank 0, grid 1), as the
+//         host does per process (fused-launcher.ts allReduceManyLaunches).
 // usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
 //                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split*] [ABSENT_RANK]
 //        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
@@ -672,11 +674,20 @@ static int runMany(int argc, char** argv) {
       for (unsigned r = 0; r < n; ++r) {
         LlcommAllReduceManyParams pr = ownLaunch(p, r, rankErrors[r]->addr(), signatures[r]);
         if (static_cast<int>(r) == oddRank && oddCount >= 0) pr.count[oddBuffer] = static_cast<llc_u64>(oddCount);
-        ranks.emplace_back([&, pr] { emuLaunch(many, pr, blocks + 1, threads, false); });
+        // A rank whose buffers are all empty: the host's launch of the signature block alone (fused-launcher.ts
+        // allReduceManyLaunches: no data block, blocksPerRank 0).
+        bool empty = true;
+        for (size_t b = 0; b < B; ++b) empty = empty && pr.count[b] == 0;
+        if (empty) pr.blocksPerRank = 0;
+        const unsigned grid = (empty ? 0u : blocks) + 1u;
+        ranks.emplace_back([&, pr, grid] { emuLaunch(many, pr, grid, threads, false); });
       }
       for (auto& th : ranks) th.join();
       if (oddRank >= 0) break; // a mismatched call: one call, every rank's error word is printed
-      // The same call in process into fresh outputs (the inputs are not written).
+      // The same call in process into fresh outputs (the inputs are not written); an empty call launches nothing there.
+      bool allEmpty = true;
+      for (size_t b = 0; b < B; ++b) allEmpty = allEmpty && counts[b] == 0;
+      if (allEmpty) continue;
       LlcommAllReduceManyParams q = p;
       for (size_t b = 0; b < B; ++b)
         for (unsigned r = 0; r < n; ++r) {

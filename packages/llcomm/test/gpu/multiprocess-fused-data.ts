@@ -60,8 +60,13 @@ export function manyGroups(): ManyGroup[] {
   for (const dtype of ['bf16', 'f16', 'f32'] as const)
     for (const counts of [[4097], [1, 37, 8191, 300, 5], [3, 1001, 17, 65_537, 9, 255, 2, 7777], [100_003, 13]])
       out.push({ dtype, counts })
+  // an empty call: per process the signature block alone (one launch), in process no launch
+  out.push({ dtype: 'bf16', counts: [0, 0] })
   return out
 }
+
+/** A device allocation for `bytes` (at least 16: an empty buffer still needs a valid, aligned pointer). */
+export const allocBytes = (bytes: number) => Math.max(16, bytes)
 
 /** The many section's mismatched call: the last rank passes MANY_MISMATCH_COUNT for buffer 1 (37 elsewhere). */
 export const MANY_MISMATCH_GROUP: ManyGroup = { dtype: 'bf16', counts: [4096, 37, 300] }

@@ -13,6 +13,7 @@ import { createCommunicator } from '../../src/create.js'
 import { LlcommError } from '../../src/errors.js'
 import { cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
 import {
+  allocBytes,
   EPS,
   type FusedShape,
   fusedInputs,
@@ -83,17 +84,17 @@ async function main(): Promise<void> {
   const callMany = (g: ManyGroup, index: number, counts = g.counts) => {
     const inputs = manyInputs(g, index, rank)
     const eb = DTYPE_BYTES[g.dtype]
-    const ins = g.counts.map((n) => d.memAlloc(n * eb) as DevicePtr)
-    const outs = g.counts.map((n) => d.memAlloc(n * eb) as DevicePtr)
+    const ins = g.counts.map((n) => d.memAlloc(allocBytes(n * eb)) as DevicePtr)
+    const outs = g.counts.map((n) => d.memAlloc(allocBytes(n * eb)) as DevicePtr)
     try {
-      for (const [b, n] of g.counts.entries()) d.copyHtoD(ins[b], inputs[b], n * eb)
+      for (const [b, n] of g.counts.entries()) if (n > 0) d.copyHtoD(ins[b], inputs[b], n * eb)
       d.contextSynchronize()
       const info = comm.deviceAllReduceMany({ inputs: ins, outputs: outs, counts, dtype: g.dtype, stream })
       d.streamSynchronize(stream)
       comm.checkDeviceError()
       const outputs = g.counts.map((n, b) => {
         const a = inputs[b].slice() as TensorArray
-        d.copyDtoH(a, outs[b], n * eb)
+        if (n > 0) d.copyDtoH(a, outs[b], n * eb)
         return hash(a)
       })
       return { algorithm: info.algorithm, launches: info.launches, outputs }

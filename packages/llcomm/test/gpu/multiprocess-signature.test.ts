@@ -74,6 +74,26 @@ const CASES: GapCase[] = [
     delayMs: 0,
     timeoutMs: TIMEOUT_MS,
   },
+  // An empty call (count 0) against one with data, both ways: the empty call launches the signature block alone
+  // (AllReduceLauncher.prepareEmpty), so it meets the peers' call at the same signature epoch. Before, it launched
+  // nothing: the others timed out, or met the empty rank's next call and returned its sum with theirs. The warm-up
+  // makes the empty call on every rank first (matched empty calls, then data calls, checked).
+  {
+    name: 'oneshot-bf16-vs-empty',
+    worldSize: 2,
+    main: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 1024 },
+    odd: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 0 },
+    delayMs: 0,
+    timeoutMs: TIMEOUT_MS,
+  },
+  {
+    name: 'empty-vs-twoshot-f32',
+    worldSize: 4,
+    main: { algorithm: 'twoshot-sentinel', dtype: 'f32', count: 0 },
+    odd: { algorithm: 'twoshot-sentinel', dtype: 'f32', count: 65_536 },
+    delayMs: 0,
+    timeoutMs: TIMEOUT_MS,
+  },
   {
     name: 'oneshot-bf16-peer-parallel-every-thread-polls',
     worldSize: 8,

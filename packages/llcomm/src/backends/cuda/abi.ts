@@ -301,7 +301,9 @@ export function packAllReduceParams(p: AllReduceParamsHost): Buffer {
       `launchRanks has ${p.launchRanks.length} entries, ranksInLaunch is ${p.ranksInLaunch}`,
     )
   }
-  if (p.blocksPerRank < 1 || p.blocksPerRank > LLCOMM_MAX_CHANNELS) {
+  // blocksPerRank 0 only for an empty call: the launch of the signature block alone (AllReduceLauncher.prepareEmpty)
+  const empty = Number(p.count) === 0 && p.blocksPerRank === 0
+  if (!empty && (p.blocksPerRank < 1 || p.blocksPerRank > LLCOMM_MAX_CHANNELS)) {
     throw new LlcommError('INVALID_ARGUMENT', `blocksPerRank ${p.blocksPerRank} outside 1..${LLCOMM_MAX_CHANNELS}`)
   }
   for (const r of p.launchRanks) {

@@ -139,7 +139,7 @@ export class AllReduceLauncher {
 
   private emptyParams(group: LaunchGroup, blocksPerRank: number): AllReduceParamsHost {
     const zero: DevicePtr[] = new Array(this.state.nranks).fill(0)
-    return this.params(group, blocksPerRank, zero, zero, 1)
+    return this.params(group, blocksPerRank, zero, zero, blocksPerRank === 0 ? 0 : 1) // 0 blocks: an empty call's
   }
 
   private params(
@@ -236,6 +236,37 @@ export class AllReduceLauncher {
       done += n
     }
     return chunks
+  }
+
+  /**
+   * An empty call (count 0) as one launch per group of the signature block alone: no data block (blocksPerRank 0,
+   * so the grid is the signature block: kernels/llcomm/allreduce_common.cuh's guard sends every block there), the
+   * call's signature with count 0 and chunk bits (0 of 0, as the CPU protocol's empty call). Per process, where each
+   * rank makes its own call, an empty call still takes its signature epoch: a peer whose call is not empty then
+   * compares packets of the same epoch (MISMATCH on both sides) instead of meeting this rank's next call, and
+   * matched empty calls keep every rank's signature epoch in step. The channels' epochs and buffers are not touched
+   * (the signature block has an epoch word of its own). Only in the signature-block build (SIGNATURE_BLOCK): the
+   * in-block check's kernels have no block without data; the per-process caller refuses empty calls there.
+   */
+  prepareEmpty(call: Omit<KernelAllReduceCall, 'count' | 'inputs' | 'outputs'>): PreparedChunk[] {
+    if (!SIGNATURE_BLOCK)
+      throw new LlcommError('INTERNAL', 'an empty call launches the signature block alone: not in this build')
+    const v = this.variant(call.algorithm, call.dtype, call.op, call.protocol)
+    // The block's shape as a one-element call's (the signature block's code uses neither the dynamic shared memory
+    // nor more threads than the launch's ranks x peers pairs need; the same shape keeps one kind of launch config).
+    const shape = launchShape(v, this.state.nranks, 1, this.state.bufferBytes, this.state.kernelBuild)
+    const none: DevicePtr[] = new Array(this.state.nranks).fill(0)
+    const groups = call.launchRanks
+      ? this.devices.groups
+          .map((g) => ({ ...g, ranks: g.ranks.filter((r) => call.launchRanks?.includes(r)) }))
+          .filter((g) => g.ranks.length > 0)
+      : this.devices.groups
+    const launches = groups.map((group) => ({
+      group,
+      launch: this.launchFor(v, group, 0, shape.threadsPerBlock, shape.sharedBytes, call.pdl, call.cooperative ?? true),
+      params: new Uint8Array(packAllReduceParams(this.params(group, 0, none, none, 0, signatureChunkBits(0, 0)))),
+    }))
+    return [{ launches }]
   }
 
   /**

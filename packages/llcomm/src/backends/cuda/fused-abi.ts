@@ -73,7 +73,14 @@ export const FUSED_ABI_CONSTANTS: Readonly<Record<string, number>> = {
   LLCOMM_MANY_MAX_BUFFERS,
 }
 
-function checkLaunch(nranks: number, ranksInLaunch: number, launchRanks: readonly number[], blocks: number): void {
+/** `signatureOnly`: blocksPerRank 0 is the launch of the signature block alone (fused-launcher.ts allReduceManyLaunches). */
+function checkLaunch(
+  nranks: number,
+  ranksInLaunch: number,
+  launchRanks: readonly number[],
+  blocks: number,
+  signatureOnly = false,
+): void {
   if (!Number.isInteger(nranks) || nranks < 1 || nranks > LLCOMM_MAX_RANKS)
     throw new LlcommError('INVALID_ARGUMENT', `nranks ${nranks} outside 1..${LLCOMM_MAX_RANKS}`)
   if (launchRanks.length !== ranksInLaunch || ranksInLaunch < 1)
@@ -84,8 +91,13 @@ function checkLaunch(nranks: number, ranksInLaunch: number, launchRanks: readonl
   for (const r of launchRanks)
     if (!Number.isInteger(r) || r < 0 || r >= nranks)
       throw new LlcommError('INVALID_ARGUMENT', `launch rank ${r} outside 0..${nranks - 1}`)
-  if (!Number.isInteger(blocks) || blocks < 1 || blocks > LLCOMM_MAX_CHANNELS)
-    throw new LlcommError('INVALID_ARGUMENT', `blocksPerRank ${blocks} outside 1..${LLCOMM_MAX_CHANNELS}`)
+  if (signatureOnly ? blocks !== 0 : !Number.isInteger(blocks) || blocks < 1 || blocks > LLCOMM_MAX_CHANNELS)
+    throw new LlcommError(
+      'INVALID_ARGUMENT',
+      signatureOnly
+        ? `blocksPerRank ${blocks}: a launch without buffers is the signature block alone (0)`
+        : `blocksPerRank ${blocks} outside 1..${LLCOMM_MAX_CHANNELS}`,
+    )
 }
 
 function checkAligned(what: string, list: readonly bigint[], launchRanks: readonly number[]): void {
@@ -189,9 +201,11 @@ export interface AllReduceManyParamsHost {
 }
 
 export function packAllReduceManyParams(p: AllReduceManyParamsHost): Buffer {
-  checkLaunch(p.nranks, p.ranksInLaunch, p.launchRanks, p.blocksPerRank)
   const b = p.counts.length
-  if (b < 1 || b > LLCOMM_MANY_MAX_BUFFERS || p.inputs.length !== b || p.outputs.length !== b)
+  // No buffer: per process, the launch of the signature block alone (an empty call still takes its signature epoch).
+  const signatureOnly = b === 0 && p.signature !== undefined
+  checkLaunch(p.nranks, p.ranksInLaunch, p.launchRanks, p.blocksPerRank, signatureOnly)
+  if ((b < 1 && !signatureOnly) || b > LLCOMM_MANY_MAX_BUFFERS || p.inputs.length !== b || p.outputs.length !== b)
     throw new LlcommError('INVALID_ARGUMENT', `allReduceMany takes 1..${LLCOMM_MANY_MAX_BUFFERS} buffers, got ${b}`)
   const flat = (lists: readonly (readonly bigint[])[]) => {
     const out: bigint[] = new Array(LLCOMM_MANY_MAX_BUFFERS * LLCOMM_MAX_RANKS).fill(0n)

@@ -462,6 +462,26 @@ export function planAllReduceMany(
   return launches
 }
 
+/**
+ * The launches an allReduceMany makes: planAllReduceMany's, and per process (`signed`: each launch carries the
+ * signature block) one launch of the signature block alone (no piece, blocksPerRank 0: the grid is that block,
+ * kernels/llcomm/fused_signature.cuh) where no buffer has an element. Such a call still takes this rank's signature
+ * epoch, so a peer whose call has elements meets it (MISMATCH on both sides) instead of this rank's next call (an
+ * empty call that launched nothing left its rank one call behind, and its next call was reduced with the peers'
+ * mismatched one, without an error), and matched empty calls keep the ranks' signature epochs in step. In process
+ * (one call for every rank) an empty call launches nothing.
+ */
+export function allReduceManyLaunches(
+  counts: readonly number[],
+  dtype: Dtype,
+  nranks: number,
+  signed: boolean,
+  bufferBytes: number = DEFAULT_BUFFER_BYTES,
+): ManyLaunchPlan[] {
+  const plans = planAllReduceMany(counts, dtype, nranks, bufferBytes)
+  return plans.length === 0 && signed ? [{ pieces: [], blocksPerRank: 0 }] : plans
+}
+
 // ---- cost-decomposition probes (bench only: scripts/bench-fused.mjs --probes) ----
 
 /** kernels/allreduce/fused_rmsnorm_split_probe.cu: bf16 probe kernels (llcomm/fused_split.cuh kProbe bits). */
@@ -881,15 +901,12 @@ export class FusedLauncher {
     for (const [i, l] of call.inputs.entries()) this.checkPointers(`inputs[${i}]`, l)
     for (const [i, l] of call.outputs.entries()) this.checkPointers(`outputs[${i}]`, l)
     const eb = DTYPE_BYTES[call.dtype]
-    const plans = planAllReduceMany(call.counts, call.dtype, s.nranks, s.bufferBytes)
-    const k = selectFusedKernel('allreduce_many', call.dtype)
-    // The launches that move data (a launch of empty pieces only is not made, on any rank).
-    const launches = plans
-      .map((plan) => ({ blocksPerRank: plan.blocksPerRank, pieces: plan.pieces.filter((p) => p.count > 0) }))
-      .filter((l) => l.pieces.length > 0)
     // Per process: one signature block after the data blocks of every launch (kernels/llcomm/fused_signature.cuh;
-    // allReduceMany launches are not cluster launches, so its signature cluster is that one block).
+    // allReduceMany launches are not cluster launches, so its signature cluster is that one block), and a call
+    // without elements is that block alone (allReduceManyLaunches).
     const signed = this.options.signatureCluster ?? false
+    const launches = allReduceManyLaunches(call.counts, call.dtype, s.nranks, signed, s.bufferBytes)
+    const k = selectFusedKernel('allreduce_many', call.dtype)
     const packed: PackedLaunch[] = []
     for (const [launchIndex, plan] of launches.entries()) {
       const pieces = plan.pieces

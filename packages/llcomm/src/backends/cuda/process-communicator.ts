@@ -590,8 +590,32 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       request.fallback ?? true,
       validateDeterministic(request.deterministic, this.deterministic),
     )
-    if (count === 0) return { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
     let prepared: ProcessPreparedCall
+    if (count === 0) {
+      // An empty call still takes this rank's signature epoch (AllReduceLauncher.prepareEmpty: the signature block
+      // alone), so that a peer whose call is not empty meets it (MISMATCH on both sides) instead of this rank's next
+      // call: an empty call that launched nothing left its rank one call behind, and its next call was reduced with
+      // the peers' mismatched one, without an error. NCCL calls carry no signature: an empty one is NCCL's no-op.
+      if (algorithm === 'nccl') return { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
+      if (!SIGNATURE_BLOCK)
+        throw new LlcommError(
+          'UNSUPPORTED_ALGORITHM',
+          'an empty deviceAllReduce per process needs the signature block (it is its only launch); LLCOMM_SIG_BLOCK=0 is an A/B setting without it',
+          { algorithm, count },
+        )
+      const chunks = (this.launcher as AllReduceLauncher).prepareEmpty({
+        dtype,
+        op,
+        algorithm,
+        protocol: request.protocol,
+        pdl: request.pdl ?? false,
+        streams: [stream],
+      })
+      prepared = { kind: 'kernel', chunks }
+      const info: AllReduceInfo = { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
+      this.issuePrepared(prepared, stream)
+      return this.eagerCalls.remember(request, [stream], prepared, info).info
+    }
     if (algorithm === 'nccl') {
       prepared = { kind: 'nccl', input, output, count, dtype }
     } else {
@@ -820,22 +844,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       const count = validateRankInput(input, dtype, this.rank)
       const bytes = count * DTYPE_BYTES[dtype]
       const output = (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count)) as T
-      if (count === 0) {
-        const r = this.resolveAlgorithm(
-          options.algorithm ?? 'auto',
-          dtype,
-          options.op ?? 'sum',
-          0,
-          options.fallback,
-          validateDeterministic(options.deterministic, this.deterministic),
-        )
-        return Object.assign(output, { info: { algorithm: r.algorithm, chunks: 0 } })
-      }
       const driver = this.driver as CudaDriver
-      const buf = this.stagingFor(bytes)
-      driver.copyHtoD(buf.input, input, bytes)
-      // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
-      driver.contextSynchronize()
+      // (an empty call too: deviceAllReduce launches its signature block alone, which every rank must take part in)
+      const buf = this.stagingFor(Math.max(bytes, 16))
+      if (bytes > 0) {
+        driver.copyHtoD(buf.input, input, bytes)
+        // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
+        driver.contextSynchronize()
+      }
       const info = this.deviceAllReduce({
         input: buf.input,
         output: buf.output,
@@ -850,7 +866,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       })
       await this.waitForStream(this.timeoutMs * 2 + 5000, 'the all-reduce')
       this.checkDeviceError()
-      driver.copyDtoH(output, buf.output, bytes)
+      if (bytes > 0) driver.copyDtoH(output, buf.output, bytes)
       return Object.assign(output, { info })
     })
     this.queue = run.catch(() => undefined)

@@ -482,6 +482,44 @@ test('per process: every allReduceMany launch is R x B + 1 blocks (one signature
   }
 })
 
+test('per process: an allReduceMany without elements is one launch of the signature block alone (grid 1, no data block); in process, no launch', () => {
+  const perProcess = standIn([1], { perProcess: true, signatureCluster: true })
+  const inProcess = standIn([0, 1], {})
+  for (const counts of [[0], [0, 0, 0]]) {
+    for (const dtype of ['bf16', 'f32'] as const) {
+      const what = `${dtype} ${counts.join(',')}`
+      const from = perProcess.launches.length
+      const p = perProcess.launcher.prepareMany(manyCall([1], counts, { dtype }))
+      p.issue([0x4000 as CuStream])
+      const mine = perProcess.launches.slice(from)
+      assert.equal(mine.length, 1, `${what}: one launch`)
+      assert.equal(p.launches, 1)
+      const [l] = mine
+      assert.equal(l.grid, 1, `${what}: the signature block alone`)
+      assert.equal(l.params.getUint32(M.blocksPerRank.offset, true), 0, `${what}: no data block`)
+      assert.equal(l.params.getUint32(M.buffers.offset, true), 0, `${what}: no piece`)
+      const w = manySigWords(l.params)
+      assert.deepEqual(w, encodeManySignature({ dtype, pieces: [], launchIndex: 0, launchCount: 1, blocksPerRank: 0 }))
+      assert.equal(decodeSignature(w[0], w[1]).count, 0)
+      // a peer whose call has an element never has these words
+      const [one] = planAllReduceMany([1], dtype, NRANKS, 1 << 22)
+      const peer = encodeManySignature({
+        dtype,
+        pieces: one.pieces,
+        launchIndex: 0,
+        launchCount: 1,
+        blocksPerRank: one.blocksPerRank,
+      })
+      assert.notDeepEqual(w, peer)
+      const fromIn = inProcess.launches.length
+      const q = inProcess.launcher.prepareMany(manyCall([0, 1], counts, { dtype }))
+      q.issue([0x4000 as CuStream])
+      assert.equal(inProcess.launches.length, fromIn, `${what}: in process nothing is launched`)
+      assert.equal(q.launches, 0)
+    }
+  }
+})
+
 test("per process allReduceMany: the other ranks' pointers are not read, this rank's are checked (typed errors)", () => {
   const { launcher } = standIn([1], { perProcess: true, signatureCluster: true })
   assert.doesNotThrow(() => launcher.prepareMany(manyCall([1], [100, 7])))

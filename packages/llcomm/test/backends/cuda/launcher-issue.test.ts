@@ -3,15 +3,17 @@
 // parameter bytes that chunk was packed with (read from the launch's native block at the moment of cuLaunchKernelEx).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { ALL_REDUCE_PARAMS_LAYOUT } from '../../../src/backends/cuda/abi.js'
 import { AllReduceLauncher } from '../../../src/backends/cuda/allreduce-launcher.js'
 import type { LaunchGroup } from '../../../src/backends/cuda/devices.js'
-import { deviceBufferLayout } from '../../../src/backends/cuda/kernel-table.js'
+import { deviceBufferLayout, SIGNATURE_BLOCK } from '../../../src/backends/cuda/kernel-table.js'
 import type { CudaDriver, CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
 
 interface Recorded {
   context: number
   stream: number
   params: string
+  grid: number
 }
 
 function group(index: number, ranks: number[]): LaunchGroup {
@@ -53,6 +55,7 @@ function fakeLauncher(groups: number[][], bufferBytes: number) {
         context: current,
         stream: Number(v.getBigUint64(config - address + 32, true)), // CUlaunchConfig.hStream
         params: Buffer.from(bytes.subarray(paramsAt, paramsAt + launch.paramBytes)).toString('hex'),
+        grid: v.getUint32(config - address, true), // CUlaunchConfig.gridDimX
       })
       return 0
     },
@@ -142,4 +145,35 @@ test('issuer: two devices make the context current before each launch, on each g
       [0x1001, streams[1]],
     ],
   )
+})
+
+test('prepareEmpty: an empty call per process is one launch of the signature block alone (grid 1, count 0, no data block), on this rank only', (t) => {
+  if (!SIGNATURE_BLOCK) return t.skip('LLCOMM_SIG_BLOCK=0: no signature block to launch')
+  // as the per-process communicator launches: this rank (1 of 3) alone
+  const f = fakeLauncher([[0, 1, 2]], 1 << 20)
+  for (const algorithm of ['oneshot-ll', 'oneshot-sentinel', 'twoshot-sentinel', 'ring'] as const) {
+    const { inputs: _i, outputs: _o, count: _c, ...rest } = f.call(0)
+    const chunks = f.launcher.prepareEmpty({
+      ...rest,
+      algorithm,
+      protocol: algorithm === 'oneshot-ll' ? 'll8' : undefined,
+      launchRanks: [1],
+    })
+    assert.equal(chunks.length, 1)
+    assert.equal(chunks[0].launches.length, 1)
+    f.launcher.issuer(chunks)(f.streams)
+    const [r] = f.recorded.splice(0)
+    assert.equal(r.grid, 1, `${algorithm}: the signature block alone`)
+    const params = Buffer.from(r.params, 'hex')
+    const field = (name: string) => ALL_REDUCE_PARAMS_LAYOUT.byName[name].offset
+    assert.equal(params.readBigUInt64LE(field('count')), 0n, `${algorithm}: count 0`)
+    assert.equal(params.readUInt32LE(field('blocksPerRank')), 0, `${algorithm}: no data block`)
+    assert.equal(params.readUInt32LE(field('ranksInLaunch')), 1)
+    assert.equal(params.readUInt8(field('launchRanks')), 1)
+    assert.equal(
+      params.readUInt32LE(field('signatureChunk')),
+      0,
+      `${algorithm}: chunk 0 of 0, as the cpu protocol's empty call`,
+    )
+  }
 })
