@@ -230,6 +230,13 @@ export interface ProcessCommunicator extends AsyncDisposable {
   readonly algorithms: readonly AlgorithmChoice[]
   /** This rank's input in, this rank's output out (a new array), after every rank has contributed. */
   allReduce<T extends TensorArray>(input: T, options?: AllReduceOptions): Promise<RankAllReduceOutput<T>>
+  /**
+   * Several AllReduces of this rank's buffers as one call, one output per buffer, each bit-identical to allReduce of
+   * that buffer alone with the same options. Every rank passes the same number of buffers with the same counts: a
+   * rank that does not fails with MISMATCH on every rank before any buffer's data is reduced (docs/protocols.md,
+   * "Per process: a host-view allReduceMany's group signature").
+   */
+  allReduceMany<T extends TensorArray>(inputs: T[], options?: AllReduceOptions): Promise<RankAllReduceOutput<T>[]>
   /** Drains queued calls, leaves the group, frees every resource; idempotent and awaitable. */
   close(): Promise<void>
   /** Leaves at once, frees every resource (queued calls reject with CLOSED); idempotent and awaitable. */

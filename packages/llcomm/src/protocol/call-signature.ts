@@ -193,6 +193,25 @@ export function encodeManySignature(s: ManyCallSignature): [number, number] {
   return [u32Pair(total)[0], word1 >>> 0]
 }
 
+/**
+ * The group signature of a per-process host-view allReduceMany (both backends: the CPU per-process communicator's
+ * first epoch of the call, the CUDA one's signature-only launch where the buffers run one allReduce each): the
+ * many-signature of every buffer as one piece (buffer index, offset 0, its count), launch index 0 and launch count 0
+ * (no real allReduceMany launch has a launch count of 0, so the group never matches one). It makes a rank whose
+ * call has another number of buffers, or another count in one, fail with MISMATCH before any buffer's call: with
+ * only each buffer's own signature, a rank with fewer buffers would finish early and its next call would meet a
+ * peer's extra buffer.
+ */
+export function encodeManyGroupSignature(dtype: Dtype, counts: readonly number[]): [number, number] {
+  return encodeManySignature({
+    dtype,
+    pieces: counts.map((count, buffer) => ({ buffer, offset: 0, count })),
+    launchIndex: 0,
+    launchCount: 0,
+    blocksPerRank: 0,
+  })
+}
+
 function keyOf<K extends string>(table: Readonly<Record<K, number>>, code: number): K | undefined {
   return (Object.keys(table) as K[]).find((k) => table[k] === code)
 }

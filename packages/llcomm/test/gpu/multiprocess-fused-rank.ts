@@ -104,6 +104,19 @@ async function main(): Promise<void> {
   }
   const manySection = process.env.LLCOMM_TEST_SECTION === 'many'
   const results = manySection ? manyGroups().map((g, i) => callMany(g, i)) : fusedShapes().map((s, i) => call(s, i))
+  // The host view (comm.allReduceMany) on every many group: 'auto' (one deviceAllReduceMany: the device call's
+  // outputs, compared by the test) and a forced algorithm (the group signature launch, then one allReduce per
+  // buffer: each output against allReduce of the buffer alone, here).
+  const hostView: { auto: string[]; forced: string[]; alone: string[] }[] = []
+  if (manySection)
+    for (const [index, g] of manyGroups().entries()) {
+      const inputs = manyInputs(g, index, rank)
+      const auto = await comm.allReduceMany(inputs, { dtype: g.dtype })
+      const forced = await comm.allReduceMany(inputs, { dtype: g.dtype, algorithm: 'oneshot-ll' })
+      const alone: string[] = []
+      for (const x of inputs) alone.push(hash(await comm.allReduce(x, { dtype: g.dtype, algorithm: 'oneshot-ll' })))
+      hostView.push({ auto: auto.map(hash), forced: forced.map(hash), alone })
+    }
   let failure: Record<string, unknown> | undefined
   const mismatchRows = process.env.LLCOMM_TEST_MISMATCH_ROWS
   const mismatchCount = process.env.LLCOMM_TEST_MISMATCH_COUNT
@@ -143,7 +156,7 @@ async function main(): Promise<void> {
   }
   d.streamDestroy(stream)
   await comm.close()
-  process.stdout.write(`RESULT ${JSON.stringify({ rank, results, failure })}\n`)
+  process.stdout.write(`RESULT ${JSON.stringify({ rank, results, failure, hostView })}\n`)
 }
 
 main().catch((e: unknown) => {

@@ -41,7 +41,13 @@ const hash = (a: TensorArray) =>
 
 type CallResult = { algorithm: string; launches: number; residual: string; out: string } | { refused: string }
 
-type RankReport<R> = { results?: R[]; failure?: Record<string, unknown>; error?: unknown }
+type RankReport<R> = {
+  results?: R[]
+  failure?: Record<string, unknown>
+  error?: unknown
+  /** The many section's host view (comm.allReduceMany) per group: 'auto', a forced algorithm, and allReduce alone. */
+  hostView?: { auto: string[]; forced: string[]; alone: string[] }[]
+}
 
 /** One run of the rank script on `worldSize` processes: each rank's report, and the ranks that failed outright. */
 async function runSection<R>(worldSize: number, scenario: string, env: Record<string, string>) {
@@ -245,6 +251,14 @@ for (const worldSize of [2, 4]) {
             got.outputs.forEach((h, b) => {
               if (h !== want.outputs[b]) problems.push(`${name}: buffer ${b} differs from in process`)
             })
+            const host = ranks[r].hostView?.[i]
+            if (!host) problems.push(`${name}: no host-view result`)
+            else {
+              // the host view's 'auto' is the device call; its forced form is one allReduce per buffer
+              if (host.auto.join() !== got.outputs.join()) problems.push(`${name}: host view (auto) differs`)
+              if (host.forced.join() !== host.alone.join())
+                problems.push(`${name}: host view (oneshot-ll) differs from allReduce of each buffer alone`)
+            }
             compared++
           }
         }

@@ -186,6 +186,36 @@ for (const oddCount of [63, 0]) {
   })
 }
 
+test('allReduceMany at 3 processes: each buffer against the reference and bitwise equal to allReduce of it alone, an empty buffer among them, auto and a forced algorithm', async () => {
+  const runs = await runRanks({ worldSize: 3, scenario: 'many', deadlineMs: 60_000 })
+  const digests = runs.map((r) => resultOf(r).digests as Record<string, string>)
+  for (const r of runs) {
+    assert.equal(r.code, 0, r.stderr)
+    assert.deepEqual(resultOf(r).problems, [], `rank ${r.rank}`)
+    assert.equal(resultOf(r).calls, 4)
+  }
+  for (let r = 1; r < 3; r++) assert.deepEqual(digests[r], digests[0], `rank ${r} differs from rank 0`)
+  assertNothingLeft(runs)
+})
+
+for (const odd of ['fewer', 'count']) {
+  test(`allReduceMany, a rank with ${odd === 'fewer' ? 'one buffer fewer' : 'another count in one buffer'}: MISMATCH on every rank, naming the group signatures`, async () => {
+    const runs = await runRanks({
+      worldSize: 3,
+      scenario: 'many',
+      env: { LLCOMM_TEST_VICTIM: '2', LLCOMM_TEST_MANY_ODD: odd, LLCOMM_TEST_TIMEOUT_MS: '3000' },
+      deadlineMs: 30_000,
+    })
+    for (const r of runs) {
+      assert.equal(r.code, 0, r.stderr)
+      const failure = resultOf(r).failure as { code: string; message?: string }
+      assert.equal(failure.code, 'MISMATCH', `rank ${r.rank}: ${JSON.stringify(failure)}`)
+      assert.match(String(failure.message), /allreduce-many f32/, `rank ${r.rank}: ${failure.message}`)
+    }
+    assertNothingLeft(runs)
+  })
+}
+
 test('a rank that never joins: TIMEOUT naming the missing rank on every rank that joined', async () => {
   const runs = await runRanks({
     worldSize: 4,

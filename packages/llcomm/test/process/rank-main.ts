@@ -188,6 +188,62 @@ async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, un
   return { outcomes }
 }
 
+/**
+ * allReduceMany per process. Matched (LLCOMM_TEST_MANY_ODD unset): groups of buffers with adversarial values, an
+ * empty buffer among them, 'auto' and a forced algorithm, each output against the float64 reference and bitwise
+ * against one allReduce of the same buffer with the same options; digests for the cross-rank comparison. Mismatched
+ * (LLCOMM_TEST_MANY_ODD = 'fewer': the victim passes one buffer less; 'count': one count differs): the call's
+ * outcome on every rank (it must be MISMATCH: with each buffer's own check only, a rank with fewer buffers would
+ * finish early and leave its peers' extra buffer to meet its next call).
+ */
+async function many(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  const odd = process.env.LLCOMM_TEST_MANY_ODD
+  if (odd) {
+    const lengths = comm.rank !== victim ? [64, 33] : odd === 'fewer' ? [64] : [64, 34]
+    try {
+      const outs = await comm.allReduceMany(
+        lengths.map((n, b) => integerInput(n, comm.rank, b)),
+        { algorithm: 'oneshot-sentinel' },
+      )
+      return { failure: { code: 'NONE', buffers: outs.length } }
+    } catch (e) {
+      return { failure: errorInfo(e) }
+    }
+  }
+  const problems: string[] = []
+  const digests: Record<string, string> = {}
+  let calls = 0
+  for (const dtype of ['f32', 'bf16'] as const) {
+    for (const algorithm of ['auto', 'twoshot-sentinel'] as const) {
+      const lengths = [1, 7, 1000, 0, 4097]
+      const inputs = lengths.map((n, b) =>
+        Array.from({ length: comm.size }, (_, r) => adversarialInput(dtype, n, 500 + 10 * b + n, r)),
+      )
+      const outs = await comm.allReduceMany(
+        inputs.map((perRank) => perRank[comm.rank]),
+        { algorithm, dtype },
+      )
+      calls++
+      for (const [b, out] of outs.entries()) {
+        const what = `${algorithm} ${dtype} buffer ${b} (${lengths[b]})`
+        if (out.length !== lengths[b]) problems.push(`${what}: ${out.length} elements`)
+        for (const p of checkAllReduce(
+          dtype,
+          inputs[b],
+          inputs[b].map(() => out),
+        ))
+          problems.push(`${what}: ${p}`)
+        const alone = await comm.allReduce(inputs[b][comm.rank], { algorithm, dtype })
+        if (digest(alone) !== digest(out)) problems.push(`${what}: differs from allReduce of the buffer alone`)
+        if (alone.info.algorithm !== out.info.algorithm)
+          problems.push(`${what}: ran ${out.info.algorithm}, alone ${alone.info.algorithm}`)
+        digests[what] = digest(out)
+      }
+    }
+  }
+  return { problems, digests, calls }
+}
+
 async function main(): Promise<void> {
   let comm: CpuProcessCommunicator
   const joinStarted = performance.now()
@@ -225,6 +281,9 @@ async function main(): Promise<void> {
     case 'mismatch':
       result = await mismatch(comm)
       break
+    case 'many':
+      result = await many(comm)
+      break
     case 'exit-code': {
       await comm.allReduce(integerInput(8, comm.rank, 0))
       await comm.close()
@@ -249,7 +308,8 @@ async function main(): Promise<void> {
     default:
       throw new Error(`unknown scenario ${scenario}`)
   }
-  if (scenario === 'killed' || scenario === 'absent' || scenario === 'mismatch') await comm.destroy()
+  if (scenario === 'killed' || scenario === 'absent' || scenario === 'mismatch' || process.env.LLCOMM_TEST_MANY_ODD)
+    await comm.destroy()
   else await comm.close()
   report(result)
 }

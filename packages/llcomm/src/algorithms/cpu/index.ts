@@ -51,7 +51,6 @@ export function runChunked(
   const protocol = signatureProtocol(algorithm.name, call.protocol, 'll8')
   const op = call.op ?? 'sum'
   if (chunkCount === 0) {
-    p.advanceEpoch()
     const [w0, w1] = encodeSignature({
       count: 0,
       algorithm: algorithm.name,
@@ -61,9 +60,7 @@ export function runChunked(
       chunkIndex: 0,
       chunkCount: 0,
     })
-    p.signature.publish(w0, w1)
-    p.signature.check()
-    p.flush()
+    runSignatureEpoch(p, w0, w1)
     return 0
   }
   let chunks = 0
@@ -87,4 +84,17 @@ export function runChunked(
     chunks++
   }
   return chunks
+}
+
+/**
+ * One epoch with a signature and no data: advance, publish (w0, w1) to every peer, check every peer's (MISMATCH on
+ * a difference). An empty call's epoch, and a per-process allReduceMany's group check (encodeManyGroupSignature).
+ * The signature slots' overwrite argument holds as for a data epoch: finishing epoch e needs every peer's packet
+ * of e, which the peer stores only after it finished epoch e - 1.
+ */
+export function runSignatureEpoch(p: RankProtocol, w0: number, w1: number): void {
+  p.advanceEpoch()
+  p.signature.publish(w0, w1)
+  p.signature.check()
+  p.flush()
 }

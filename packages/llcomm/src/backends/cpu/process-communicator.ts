@@ -30,6 +30,7 @@ import type {
 import { validateAllReduceOptions, validateDeterministic, validateRankInput } from '../../communicator/validate.js'
 import { wordsForCount } from '../../dtype/codec.js'
 import { LlcommError } from '../../errors.js'
+import { encodeManyGroupSignature } from '../../protocol/call-signature.js'
 import { type ChannelLayout, computeChannelLayout } from '../../protocol/cpu/layout.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
@@ -208,6 +209,59 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
           throw e
         }
         return Object.assign(readWords(outputWords, validated.dtype, count) as T, { info })
+      })
+      this.queue = run.catch(() => undefined)
+      return run
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+
+  /**
+   * Several AllReduces of this rank's buffers as one call (the per-rank form of Communicator.allReduceMany): every
+   * buffer validated and resolved at submission; then one epoch for the group's signature (encodeManyGroupSignature:
+   * the dtype and every buffer's count, so a rank with another number of buffers or another count fails with
+   * MISMATCH on every rank before any buffer's data), then one allReduce per buffer, back to back, each exactly as
+   * allReduce runs it: the outputs are bit-identical to one allReduce per buffer.
+   */
+  allReduceMany<T extends TensorArray>(inputs: T[], options?: AllReduceOptions): Promise<RankAllReduceOutput<T>[]> {
+    try {
+      this.ensureUsable()
+      if (!Array.isArray(inputs) || inputs.length === 0)
+        throw new LlcommError('INVALID_ARGUMENT', "allReduceMany needs a non-empty array of this rank's buffers")
+      const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.deterministic })
+      const calls = inputs.map((input) => {
+        const count = validateRankInput(input, validated.dtype, this.rank)
+        const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
+        // Read at submission (as allReduce copies it into words when it runs, a later change must not reach it).
+        return { input: input.slice() as T, count, resolved }
+      })
+      const [w0, w1] = encodeManyGroupSignature(
+        validated.dtype,
+        calls.map((c) => c.count),
+      )
+      const run = this.queue.then(() => {
+        if (this.destroying || this.state === 'closed')
+          throw new LlcommError('CLOSED', 'the communicator was destroyed')
+        const broken = this.brokenBy()
+        if (broken) throw broken
+        try {
+          this.runner.signatureEpoch(w0, w1)
+          return calls.map(({ input, count, resolved }) => {
+            const info: AllReduceInfo = { algorithm: resolved.algorithm.name, chunks: 0 }
+            if (resolved.fallbackReason) info.fallbackReason = resolved.fallbackReason
+            const n = wordsForCount(validated.dtype, count)
+            const inputWords = this.words(n, 0)
+            const outputWords = this.words(n, 1)
+            writeWords(input, validated.dtype, inputWords)
+            info.chunks = this.runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords)
+            return Object.assign(readWords(outputWords, validated.dtype, count) as T, { info })
+          })
+        } catch (e) {
+          // The ranks' epochs no longer agree: nothing after this call may run on the channel.
+          this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
+          throw e
+        }
       })
       this.queue = run.catch(() => undefined)
       return run

@@ -3,7 +3,7 @@
  * state on the channel, the chunked all-reduce and the in-rank benchmark loop.
  */
 
-import { CPU_ALGORITHMS, runChunked } from '../../algorithms/cpu/index.js'
+import { CPU_ALGORITHMS, runChunked, runSignatureEpoch } from '../../algorithms/cpu/index.js'
 import type { AlgorithmName, Dtype, LlProtocol } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import type { ChannelMemory } from '../../protocol/cpu/layout.js'
@@ -85,16 +85,29 @@ export class RankRunner {
     const impl = CPU_ALGORITHMS[algorithm]
     if (!impl) throw new LlcommError('UNSUPPORTED_ALGORITHM', `no cpu implementation of ${algorithm}`, { algorithm })
     this.protocol.useDtype(dtype)
+    const count = call.count ?? input.length * this.protocol.codec.lanesPerWord
+    return this.guarded(() => runChunked(this.protocol, impl, input, output, { dtype, count, protocol: call.protocol }))
+  }
+
+  /**
+   * One epoch with the signature (w0, w1) and no data (runSignatureEpoch): a per-process allReduceMany's group
+   * check before its buffers' calls. Fails, and poisons, as a call does.
+   */
+  signatureEpoch(w0: number, w1: number): void {
+    this.guarded(() => runSignatureEpoch(this.protocol, w0, w1))
+  }
+
+  /** Runs one epoch sequence of this rank with the calls' failure rules (poison, diagnosis, a late abort). */
+  private guarded<R>(run: () => R): R {
     const control = this.protocol.control
     // A channel poisoned by MISMATCH still lets a rank run into the failed call: its own signature check (made before
     // any data is used) finds the odd rank from the signatures already published, so every rank names both ranks
     // and both signatures. In a later call the check waits for peers that are not there, and that wait stops at
     // once (checkAbort), with no data either way. Any other poison refuses the call here.
     if (control.poisonKind() !== POISON_KIND.MISMATCH) control.checkAbort(-1)
-    let chunks: number
+    let result: R
     try {
-      const count = call.count ?? input.length * this.protocol.codec.lanesPerWord
-      chunks = runChunked(this.protocol, impl, input, output, { dtype, count, protocol: call.protocol })
+      result = run()
     } catch (e) {
       // A failure of this rank's own (not an abort because of another's, not a close) poisons the channel, so that
       // no rank returns data from this call or a later one until recovery (CONTROL.POISONED).
@@ -109,7 +122,7 @@ export class RankRunner {
     }
     // A peer may have failed after our last wait: then our output is not returned either.
     control.checkAbort(-1)
-    return chunks
+    return result
   }
 
   /**

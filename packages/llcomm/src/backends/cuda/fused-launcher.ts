@@ -12,7 +12,7 @@ import type { Dtype } from '../../api/types.js'
 import { DTYPE_BYTES } from '../../api/types.js'
 import { LlcommError } from '../../errors.js'
 import { type CudaDriver, type CuStream, type DevicePtr, PreparedLaunch } from '../../ffi/index.js'
-import { encodeFusedSignature, encodeManySignature } from '../../protocol/call-signature.js'
+import { encodeFusedSignature, encodeManyGroupSignature, encodeManySignature } from '../../protocol/call-signature.js'
 import { f32Bits, LLCOMM_THREADS } from './abi.js'
 import type { CommunicatorDeviceState } from './allreduce-launcher.js'
 import type {
@@ -948,6 +948,41 @@ export class FusedLauncher {
       }
     }
     return this.prepared('many', packed.length / this.devices.groups.length, packed)
+  }
+
+  /**
+   * Per process: one launch of the allreduce_many kernel's signature block alone (blocksPerRank 0, grid 1, no
+   * piece) with the group signature of a host-view allReduceMany whose buffers then run one allReduce each
+   * (encodeManyGroupSignature over `counts`): a rank with another number of buffers or another count fails with
+   * MISMATCH on every rank before any buffer's launch. Only with the signature cluster (per process).
+   */
+  prepareManyGroupSignature(counts: readonly number[], dtype: Dtype, pdl = false): PreparedFusedCall {
+    if (!(this.options.signatureCluster ?? false))
+      throw new LlcommError('INTERNAL', 'a group signature launch needs the per-process signature block')
+    const s = this.state
+    const k = selectFusedKernel('allreduce_many', dtype)
+    const signature = encodeManyGroupSignature(dtype, counts)
+    const packed: PackedLaunch[] = []
+    for (const group of this.devices.groups) {
+      const params = packAllReduceManyParams({
+        inputs: [],
+        outputs: [],
+        counts: [],
+        recvBuf: s.recvBuf.map((p) => BigInt(p)),
+        scratch: s.scratch.map((p) => BigInt(p)),
+        errorWord: BigInt(s.errorWord),
+        timeoutNs: BigInt(Math.round(s.timeoutNs)),
+        sentinel: s.layout.sentinel,
+        nranks: s.nranks,
+        ranksInLaunch: group.ranks.length,
+        blocksPerRank: 0,
+        launchRanks: group.ranks,
+        signature,
+      })
+      const launch = this.launchFor(k, group, 1, true, pdl, params.byteLength)
+      packed.push({ group, launch, params: new Uint8Array(params) })
+    }
+    return this.prepared('many', 1, packed)
   }
 
   private prepared(algorithm: string, launches: number, packed: PackedLaunch[]): PreparedFusedCall {

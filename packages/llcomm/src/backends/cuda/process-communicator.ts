@@ -873,6 +873,75 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     return run
   }
 
+  /**
+   * Host arrays, several buffers as one call (the per-rank form of Communicator.allReduceMany): copies in, runs on
+   * the communicator's stream, waits, checks the error word, copies out; one output per buffer. With algorithm
+   * 'auto' and op 'sum' (the defaults) the buffers go through one deviceAllReduceMany (its launches carry the
+   * group's signature; each result bit-identical to one oneshot-sentinel allReduce per buffer, as the in-process
+   * host view); otherwise a launch of the group signature alone (FusedLauncher.prepareManyGroupSignature), then one
+   * deviceAllReduce per buffer with the options. Either way a rank with another number of buffers or another count
+   * fails with MISMATCH on every rank. Refused (UNSUPPORTED_ALGORITHM) where deviceAllReduceMany is.
+   */
+  allReduceMany<T extends TensorArray>(inputs: T[], options: AllReduceOptions = {}): Promise<RankAllReduceOutput<T>[]> {
+    const run = this.queue.then(async () => {
+      this.assertFusedCallable()
+      if (!Array.isArray(inputs) || inputs.length === 0)
+        throw new LlcommError('INVALID_ARGUMENT', "allReduceMany needs a non-empty array of this rank's buffers")
+      const dtype = options.dtype ?? 'f32'
+      const counts = inputs.map((input) => validateRankInput(input, dtype, this.rank))
+      const eb = DTYPE_BYTES[dtype]
+      const offsets: number[] = []
+      let total = 0
+      for (const c of counts) {
+        offsets.push(total)
+        total += Math.max(256, Math.ceil((c * eb) / 256) * 256) // each buffer 256-byte aligned, an empty one too
+      }
+      const driver = this.driver as CudaDriver
+      const buf = this.stagingFor(total)
+      for (const [b, c] of counts.entries())
+        if (c > 0) driver.copyHtoD((buf.input + offsets[b]) as DevicePtr, inputs[b], c * eb)
+      // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
+      driver.contextSynchronize()
+      const at = (base: DevicePtr, b: number) => (base + offsets[b]) as DevicePtr
+      let infos: AllReduceInfo[]
+      if ((options.algorithm ?? 'auto') === 'auto' && (options.op ?? 'sum') === 'sum') {
+        const { launches } = this.deviceAllReduceMany({
+          inputs: counts.map((_, b) => at(buf.input, b)),
+          outputs: counts.map((_, b) => at(buf.output, b)),
+          counts,
+          dtype,
+          pdl: options.pdl,
+        })
+        infos = counts.map(() => ({ algorithm: 'oneshot-sentinel', chunks: launches }))
+      } else {
+        ;(this.fusedLauncher as FusedLauncher).prepareManyGroupSignature(counts, dtype).issue([this.stream as CuStream])
+        infos = counts.map((count, b) =>
+          this.deviceAllReduce({
+            input: at(buf.input, b),
+            output: at(buf.output, b),
+            count,
+            dtype,
+            op: options.op,
+            algorithm: options.algorithm,
+            protocol: options.protocol,
+            pdl: options.pdl,
+            fallback: options.fallback,
+            deterministic: options.deterministic,
+          }),
+        )
+      }
+      await this.waitForStream(this.timeoutMs * 2 + 5000, 'the allReduceMany')
+      this.checkDeviceError()
+      return counts.map((c, b) => {
+        const output = (dtype === 'f32' ? new Float32Array(c) : new Uint16Array(c)) as T
+        if (c > 0) driver.copyDtoH(output, at(buf.output, b), c * eb)
+        return Object.assign(output, { info: infos[b] })
+      })
+    })
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
   /** Drains, unmaps peers, a barrier (no rank frees what a peer still maps), frees, leaves. Idempotent. */
   close(): Promise<void> {
     if (!this.closing) {
