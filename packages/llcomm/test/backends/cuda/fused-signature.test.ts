@@ -14,6 +14,7 @@ import {
   packFusedNormParams,
 } from '../../../src/backends/cuda/fused-abi.js'
 import {
+  allReduceManyLaunches,
   type FusedLauncher,
   type FusedLauncherOptions,
   type FusedManyCall,
@@ -28,6 +29,7 @@ import {
   decodeSignature,
   describeSignature,
   encodeFusedSignature,
+  encodeManyGroupSignature,
   encodeManySignature,
   encodeSignature,
   FUSED_SIGNATURE_CODE,
@@ -518,6 +520,46 @@ test('per process: an allReduceMany without elements is one launch of the signat
       assert.equal(q.launches, 0)
     }
   }
+})
+
+test("per process: the host view's group signature is one launch of the signature block alone with the group's words, never a real launch's", () => {
+  const perProcess = standIn([1], { perProcess: true, signatureCluster: true })
+  for (const counts of [[64, 33], [64], [0, 5, 0], [4096, 1, 37, 8192, 300]]) {
+    const from = perProcess.launches.length
+    const p = perProcess.launcher.prepareManyGroupSignature(counts, 'f32')
+    p.issue([0x4000 as CuStream])
+    const [l, ...more] = perProcess.launches.slice(from)
+    assert.equal(more.length, 0)
+    assert.equal(l.grid, 1)
+    assert.equal(l.params.getUint32(M.blocksPerRank.offset, true), 0)
+    assert.equal(l.params.getUint32(M.buffers.offset, true), 0)
+    const w = manySigWords(l.params)
+    assert.deepEqual(w, encodeManyGroupSignature('f32', counts))
+    // a real launch of the same buffers (launch count >= 1) never has the group's words
+    const plans = allReduceManyLaunches(counts, 'f32', NRANKS, true, 1 << 22)
+    plans.forEach((plan, i) =>
+      assert.notDeepEqual(
+        w,
+        encodeManySignature({
+          dtype: 'f32',
+          pieces: plan.pieces,
+          launchIndex: i,
+          launchCount: plans.length,
+          blocksPerRank: plan.blocksPerRank,
+        }),
+      ),
+    )
+  }
+  // one buffer fewer, or another count, gives other words
+  const base = encodeManyGroupSignature('f32', [64, 33])
+  for (const other of [[64], [64, 34], [33, 64], [64, 33, 0]])
+    assert.notDeepEqual(encodeManyGroupSignature('f32', other), base, other.join(','))
+  assert.notDeepEqual(encodeManyGroupSignature('bf16', [64, 33]), base)
+  // in process there is no signature block to launch
+  assert.throws(
+    () => standIn([0, 1], {}).launcher.prepareManyGroupSignature([1], 'f32'),
+    (e: unknown) => (e as { code?: string }).code === 'INTERNAL',
+  )
 })
 
 test("per process allReduceMany: the other ranks' pointers are not read, this rank's are checked (typed errors)", () => {
