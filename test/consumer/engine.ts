@@ -17,8 +17,10 @@ import {
   LlcommError,
   type LlcommErrorCode,
   type PreparedDeviceAllReduce,
+  type ProcessCommunicator,
   type ProcessDeviceAllReduceManyRequest,
   type ProcessDeviceAllReduceRmsNormRequest,
+  type RankAllReduceOutput,
 } from 'llcomm'
 
 export async function cpuPath(): Promise<Float32Array> {
@@ -150,6 +152,27 @@ export async function perProcessBucketsStep(
       stream,
     }
     return comm.deviceAllReduceMany(request)
+  } finally {
+    await comm.close()
+  }
+}
+
+/** One process per rank, host arrays: this rank's buffers reduced as one call (either backend). */
+export async function perProcessHostBuckets(
+  rank: number,
+  worldSize: number,
+  buckets: Uint16Array[],
+): Promise<RankAllReduceOutput<Uint16Array>[]> {
+  const comm: ProcessCommunicator = await createCommunicator({
+    backend: 'cpu',
+    rendezvous: 'env',
+    rank,
+    worldSize,
+  })
+  try {
+    const outs = await comm.allReduceMany(buckets, { dtype: 'bf16' })
+    for (const o of outs) if (o.info.algorithm === 'nccl') throw new Error('unexpected')
+    return outs
   } finally {
     await comm.close()
   }

@@ -248,6 +248,10 @@ export interface ProcessDeviceAllReduceRequest {
   /** Device pointers (CUdeviceptr as a number or bigint) of `count` elements of `dtype`. */
   input: number | bigint
   output: number | bigint
+  /**
+   * Elements. 0 is a call too: it launches the call's signature block alone (every rank must make it, as any call;
+   * a rank whose call is empty where its peers' is not fails with MISMATCH with them).
+   */
   count: number
   dtype: Dtype
   op?: ReduceOp
