@@ -87,6 +87,9 @@
 #define LLCOMM_SIG_ALG_FUSED_RMSNORM 9u
 // 10: allReduceMany (allreduce/allreduce_many.cu; its signature block per process only, llcomm/fused_signature.cuh).
 #define LLCOMM_SIG_ALG_ALLREDUCE_MANY 10u
+// A call refused on its rank (per process; call-signature.ts encodeRefusedSignature): the host publishes it through
+// the allreduce_many kernel's signature block alone, never as any call's code.
+#define LLCOMM_SIG_ALG_REFUSED 11u
 #define LLCOMM_SIG_PROTOCOL_NONE 0u
 #define LLCOMM_SIG_PROTOCOL_LL8 1u
 #define LLCOMM_SIG_PROTOCOL_LL16 2u

@@ -212,6 +212,21 @@ export function encodeManyGroupSignature(dtype: Dtype, counts: readonly number[]
   })
 }
 
+// ---- a call refused on its rank (per process) ----
+
+/** Word 1's code of a call refused on its rank (abi.cuh LLCOMM_SIG_ALG_REFUSED): never any call's. */
+export const REFUSED_SIGNATURE_CODE = 11
+
+/**
+ * The signature a per-process rank publishes for a call it refused (a typed error thrown on that rank before
+ * anything ran: an unknown dtype, a bad pointer, a count out of range): one signature epoch with these words and no
+ * data, so that its peers, who made the call, fail with MISMATCH at the same epoch instead of meeting the refused
+ * rank's next call. Every refusal has the same words, so ranks that all refuse the call match and stay usable.
+ */
+export function encodeRefusedSignature(): [number, number] {
+  return [0, REFUSED_SIGNATURE_CODE]
+}
+
 function keyOf<K extends string>(table: Readonly<Record<K, number>>, code: number): K | undefined {
   return (Object.keys(table) as K[]).find((k) => table[k] === code)
 }
@@ -230,6 +245,8 @@ export interface DecodedSignature {
    * encodeManySignature); absent for an all-reduce.
    */
   fusedHash?: number
+  /** A call refused on its rank (encodeRefusedSignature). */
+  refused?: boolean
 }
 
 export function decodeSignature(word0: number, word1: number): DecodedSignature {
@@ -238,6 +255,17 @@ export function decodeSignature(word0: number, word1: number): DecodedSignature 
   const dt = (w >>> 4) & 3
   const op = (w >>> 6) & 3
   const proto = (w >>> 8) & 3
+  if (alg === REFUSED_SIGNATURE_CODE)
+    return {
+      count: 0,
+      algorithm: 'refused',
+      dtype: '-',
+      op: '-',
+      protocol: 'none',
+      chunkIndex: 0,
+      chunkCount: 1,
+      refused: true,
+    }
   if (alg === FUSED_SIGNATURE_CODE || alg === MANY_SIGNATURE_CODE) {
     const f = (w >>> 6) & 7
     return {
@@ -264,6 +292,7 @@ export function decodeSignature(word0: number, word1: number): DecodedSignature 
 }
 
 export function describeSignature(s: DecodedSignature): string {
+  if (s.refused) return 'a call refused on its rank (a typed error there, before anything ran)'
   if (s.fusedHash !== undefined)
     return `${s.algorithm} ${s.dtype} × ${s.count} (call 0x${s.fusedHash.toString(16).padStart(6, '0')})`
   const proto = s.protocol === 'none' ? '' : ` ${s.protocol}`

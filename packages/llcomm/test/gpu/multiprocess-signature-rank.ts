@@ -30,7 +30,11 @@ export interface SignatureCase {
 
 const rank = Number(process.env.LLCOMM_RANK)
 
+/** A call its rank refuses (no such dtype): per process it publishes the refused signature alone. */
+export const refusedCall = (call: SignatureCall | null) => call !== null && !['f32', 'f16', 'bf16'].includes(call.dtype)
+
 function ones(call: SignatureCall): TensorArray {
+  if (refusedCall(call)) return new Float32Array(call.count)
   const one = DTYPE_CODECS[call.dtype].encodeLane(1)
   return call.dtype === 'f32' ? new Float32Array(call.count).fill(1) : new Uint16Array(call.count).fill(one)
 }
@@ -49,6 +53,17 @@ async function main(): Promise<void> {
   const run = (call: SignatureCall) =>
     comm.allReduce(ones(call), { algorithm: call.algorithm, dtype: call.dtype, fallback: false })
   for (const call of c.odd ? [c.main, c.odd] : [c.main]) {
+    if (refusedCall(call)) {
+      // refused alike on every rank: each gets the typed error, the refused signatures match, nothing fails after
+      try {
+        await run(call)
+        problems.push(`warm-up ${call.dtype}: not refused`)
+      } catch (e) {
+        if (!(e instanceof LlcommError) || e.code !== 'UNSUPPORTED_DTYPE')
+          problems.push(`warm-up ${call.dtype}: ${String(e)}, not UNSUPPORTED_DTYPE`)
+      }
+      continue
+    }
     const out = await run(call)
     const want = DTYPE_CODECS[call.dtype].encodeLane(comm.size)
     const got = call.dtype === 'f32' ? new Uint32Array(out.buffer, out.byteOffset, out.length) : out

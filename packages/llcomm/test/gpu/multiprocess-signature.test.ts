@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { SIGNATURE_BLOCK } from '../../src/backends/cuda/kernel-table.js'
 import { runRanks } from '../process/spawn-ranks.js'
 import { ON_GPU, recordCase } from './gpu-harness.js'
-import type { SignatureCase } from './multiprocess-signature-rank.js'
+import { refusedCall, type SignatureCase } from './multiprocess-signature-rank.js'
 
 const SCRIPT = fileURLToPath(new URL('./multiprocess-signature-rank.js', import.meta.url))
 const TIMEOUT_MS = 4000
@@ -94,6 +94,17 @@ const CASES: GapCase[] = [
     delayMs: 0,
     timeoutMs: TIMEOUT_MS,
   },
+  // A call refused on the last rank (no such dtype: a typed error there before any launch): it launches the refused
+  // signature alone (process-communicator.ts refuseOnDevice), so the others fail with MISMATCH naming it instead of
+  // a TIMEOUT (or, had it carried on, its next call's data). The warm-up refuses it on every rank alike first.
+  {
+    name: 'oneshot-bf16-vs-refused',
+    worldSize: 2,
+    main: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 1024 },
+    odd: { algorithm: 'oneshot-sentinel', dtype: 'f64' as unknown as 'f32', count: 1024 },
+    delayMs: 0,
+    timeoutMs: TIMEOUT_MS,
+  },
   {
     name: 'oneshot-bf16-peer-parallel-every-thread-polls',
     worldSize: 8,
@@ -140,6 +151,15 @@ for (const c of CASES) {
       for (const p of (res.problems as string[] | undefined) ?? []) problems.push(`rank ${r}: ${p}`)
       const f = (res.failure ?? {}) as RankFailure
       const d = f.details ?? {}
+      if (refusedCall(c.odd)) {
+        // the refusing rank reports its refusal; every other rank MISMATCH against the refused signature
+        const want = r === odd ? 'UNSUPPORTED_DTYPE' : 'MISMATCH'
+        if (f.code !== want) problems.push(`rank ${r}: ${f.code} ${f.message}, not ${want}`)
+        else if (r !== odd && !/refused/.test(String(d.theirs)))
+          problems.push(`rank ${r}: the peer's signature reads ${String(d.theirs)}`)
+        if (!((res.ms as number) < TIMEOUT_MS * 2 + 5000)) problems.push(`rank ${r}: failed after ${String(res.ms)} ms`)
+        continue
+      }
       if (f.code !== 'MISMATCH') {
         problems.push(`rank ${r}: ${f.code} ${f.message} (${String(d.signatureCheck ?? '')})`)
         continue

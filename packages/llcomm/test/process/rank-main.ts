@@ -176,8 +176,16 @@ async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, un
       const x = integerInput(count, r, call)
       for (let i = 0; i < count; i++) expected[i] += x[i]
     }
+    // LLCOMM_TEST_ODD_INVALID=1: the victim's first call is refused on its rank (an unknown dtype), and the
+    // victim carries on with its second call, as a program that catches the error would.
+    // ('all': every rank's first call is refused alike; the communicator stays usable)
+    const refusing = process.env.LLCOMM_TEST_ODD_INVALID
+    const invalid = call === 0 && (refusing === 'all' || (refusing === '1' && comm.rank === victim))
     try {
-      const out = await comm.allReduce(integerInput(count, comm.rank, call), { algorithm: 'oneshot-ll' })
+      const out = await comm.allReduce(integerInput(count, comm.rank, call), {
+        algorithm: 'oneshot-ll',
+        ...(invalid ? { dtype: 'f64' as unknown as 'f32' } : {}),
+      })
       let wrong = 0
       for (let i = 0; i < count; i++) if (out[i] !== expected[i]) wrong++
       outcomes.push({ code: 'NONE', count, wrong })

@@ -29,8 +29,8 @@ import type {
 } from '../../api/types.js'
 import { validateAllReduceOptions, validateDeterministic, validateRankInput } from '../../communicator/validate.js'
 import { wordsForCount } from '../../dtype/codec.js'
-import { LlcommError } from '../../errors.js'
-import { encodeManyGroupSignature } from '../../protocol/call-signature.js'
+import { isCallRefusal, LlcommError } from '../../errors.js'
+import { encodeManyGroupSignature, encodeRefusedSignature } from '../../protocol/call-signature.js'
 import { type ChannelLayout, computeChannelLayout } from '../../protocol/cpu/layout.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
@@ -213,8 +213,35 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
       this.queue = run.catch(() => undefined)
       return run
     } catch (e) {
-      return Promise.reject(e)
+      return this.refuse(e)
     }
+  }
+
+  /**
+   * A call this rank refused (isCallRefusal: its arguments, checked before anything ran) still takes the call's
+   * signature epoch, with the refused signature (encodeRefusedSignature) and no data, queued as the call would have
+   * been: peers who made the call fail with MISMATCH at that epoch instead of meeting this rank's next call (which
+   * would hand them its data for theirs, without an error, if it matched their signature). Where every rank refused,
+   * the packets match and the communicator stays usable. The refusal is reported after the epoch; a MISMATCH found
+   * there leaves the communicator failed, as any mismatched call does. Other errors (CLOSED, a failed communicator)
+   * reject at once: there is no epoch to take.
+   */
+  private refuse<R>(e: unknown): Promise<R> {
+    if (!isCallRefusal(e) || this.state !== 'open' || this.destroying || this.brokenBy()) return Promise.reject(e)
+    const run = this.queue.then((): R => {
+      if (this.destroying || this.state === 'closed' || this.brokenBy()) throw e
+      try {
+        this.runner.signatureEpoch(...encodeRefusedSignature())
+      } catch (epochError) {
+        this.broken =
+          epochError instanceof LlcommError
+            ? epochError
+            : new LlcommError('PEER_FAILED', String(epochError), { rank: this.rank })
+      }
+      throw e
+    })
+    this.queue = run.catch(() => undefined)
+    return run
   }
 
   /**
@@ -266,7 +293,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
       this.queue = run.catch(() => undefined)
       return run
     } catch (e) {
-      return Promise.reject(e)
+      return this.refuse(e)
     }
   }
 

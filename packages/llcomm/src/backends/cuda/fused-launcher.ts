@@ -957,11 +957,19 @@ export class FusedLauncher {
    * MISMATCH on every rank before any buffer's launch. Only with the signature cluster (per process).
    */
   prepareManyGroupSignature(counts: readonly number[], dtype: Dtype, pdl = false): PreparedFusedCall {
+    return this.prepareSignatureOnly(encodeManyGroupSignature(dtype, counts), dtype, pdl)
+  }
+
+  /**
+   * Per process: one launch of the allreduce_many kernel (of `dtype`) whose only block is its signature block,
+   * publishing and checking `signature` at this rank's next signature epoch (kernels/llcomm/fused_signature.cuh):
+   * a host-view allReduceMany's group signature, or a refused call's (encodeRefusedSignature).
+   */
+  prepareSignatureOnly(signature: readonly [number, number], dtype: Dtype = 'bf16', pdl = false): PreparedFusedCall {
     if (!(this.options.signatureCluster ?? false))
-      throw new LlcommError('INTERNAL', 'a group signature launch needs the per-process signature block')
+      throw new LlcommError('INTERNAL', 'a signature-only launch needs the per-process signature block')
     const s = this.state
     const k = selectFusedKernel('allreduce_many', dtype)
-    const signature = encodeManyGroupSignature(dtype, counts)
     const packed: PackedLaunch[] = []
     for (const group of this.devices.groups) {
       const params = packAllReduceManyParams({

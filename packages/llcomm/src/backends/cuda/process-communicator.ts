@@ -39,7 +39,7 @@ import type {
 } from '../../api/types.js'
 import { DTYPE_BYTES, DTYPES } from '../../api/types.js'
 import { validateDeterministic, validateRankInput } from '../../communicator/validate.js'
-import { LlcommError, type LlcommErrorCode } from '../../errors.js'
+import { isCallRefusal, LlcommError, type LlcommErrorCode } from '../../errors.js'
 import {
   asDevicePtr,
   asStream,
@@ -55,6 +55,7 @@ import {
   type NcclComm,
   ncclRank,
 } from '../../ffi/index.js'
+import { encodeRefusedSignature } from '../../protocol/call-signature.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
@@ -78,7 +79,7 @@ import {
   processFusedNormCalls,
 } from './eager-calls.js'
 import { copyErrorWord, decodeErrorWord, errorFromWord } from './error-word.js'
-import { FusedLauncher } from './fused-launcher.js'
+import { FusedLauncher, type PreparedFusedCall } from './fused-launcher.js'
 import {
   DEFAULT_BUFFER_BYTES as CUDA_DEFAULT_BUFFER_BYTES,
   deviceBufferLayout,
@@ -566,6 +567,15 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       this.issuePrepared(cached.prepared, cached.streams[0])
       return cached.info
     }
+    try {
+      return this.prepareAndIssueAllReduce(request)
+    } catch (e) {
+      return this.refuseOnDevice(e, request.stream)
+    }
+  }
+
+  /** deviceAllReduce past the eager cache: checks, resolves, packs and issues a new request. */
+  private prepareAndIssueAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo {
     const { count, dtype } = request
     if (!Number.isInteger(count) || count < 0) {
       throw new LlcommError('INVALID_ARGUMENT', `count must be a non-negative integer, got ${count}`)
@@ -664,17 +674,23 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     }
     const { input, residual, output, weight, stream: streamHandle, ...shape } = request
     const own = (v: unknown, what: string) => this.ownPointerList(v, what)
-    const stream = this.fusedStream(streamHandle)
-    const prepared = (this.fusedLauncher as FusedLauncher).prepareNorm(
-      {
-        ...shape,
-        inputs: own(input, 'input'),
-        residuals: own(residual, 'residual'),
-        outputs: own(output, 'output'),
-        weights: own(weight, 'weight'),
-      },
-      false,
-    )
+    let stream: CuStream
+    let prepared: PreparedFusedCall
+    try {
+      stream = this.fusedStream(streamHandle)
+      prepared = (this.fusedLauncher as FusedLauncher).prepareNorm(
+        {
+          ...shape,
+          inputs: own(input, 'input'),
+          residuals: own(residual, 'residual'),
+          outputs: own(output, 'output'),
+          weights: own(weight, 'weight'),
+        },
+        false,
+      )
+    } catch (e) {
+      return this.refuseOnDevice(e, streamHandle)
+    }
     prepared.issue([stream])
     const info = { algorithm: prepared.algorithm, launches: prepared.launches }
     return this.eagerNormCalls.remember(request, [stream], prepared, info).info
@@ -697,24 +713,56 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       return cached.info
     }
     const { inputs, outputs, counts, dtype, pdl, stream: streamHandle } = request
-    if (!Array.isArray(inputs) || !Array.isArray(outputs) || !Array.isArray(counts))
-      throw new LlcommError('INVALID_ARGUMENT', 'deviceAllReduceMany needs arrays inputs, outputs and counts')
-    if (inputs.length !== counts.length || outputs.length !== counts.length)
-      throw new LlcommError(
-        'INVALID_ARGUMENT',
-        `inputs (${inputs.length}), outputs (${outputs.length}) and counts (${counts.length}) need one entry per buffer`,
-      )
-    const stream = this.fusedStream(streamHandle)
-    const prepared = (this.fusedLauncher as FusedLauncher).prepareMany({
-      inputs: inputs.map((p, b) => this.ownPointerList(p, `inputs[${b}]`)),
-      outputs: outputs.map((p, b) => this.ownPointerList(p, `outputs[${b}]`)),
-      counts,
-      dtype,
-      pdl,
-    })
+    let stream: CuStream
+    let prepared: PreparedFusedCall
+    try {
+      if (!Array.isArray(inputs) || !Array.isArray(outputs) || !Array.isArray(counts))
+        throw new LlcommError('INVALID_ARGUMENT', 'deviceAllReduceMany needs arrays inputs, outputs and counts')
+      if (inputs.length !== counts.length || outputs.length !== counts.length)
+        throw new LlcommError(
+          'INVALID_ARGUMENT',
+          `inputs (${inputs.length}), outputs (${outputs.length}) and counts (${counts.length}) need one entry per buffer`,
+        )
+      stream = this.fusedStream(streamHandle)
+      prepared = (this.fusedLauncher as FusedLauncher).prepareMany({
+        inputs: inputs.map((p, b) => this.ownPointerList(p, `inputs[${b}]`)),
+        outputs: outputs.map((p, b) => this.ownPointerList(p, `outputs[${b}]`)),
+        counts,
+        dtype,
+        pdl,
+      })
+    } catch (e) {
+      return this.refuseOnDevice(e, streamHandle)
+    }
     prepared.issue([stream])
     const info = { algorithm: prepared.algorithm, launches: prepared.launches }
     return this.eagerManyCalls.remember(request, [stream], prepared, info).info
+  }
+
+  /**
+   * A call this rank refused (isCallRefusal: its arguments, checked before anything of it was issued) still takes a
+   * signature epoch: one launch of the signature block alone with the refused signature (encodeRefusedSignature;
+   * FusedLauncher.prepareSignatureOnly) on the call's stream (the communicator's if the handle itself is unusable),
+   * so that peers who made the call fail with MISMATCH at that epoch instead of meeting this rank's next call (which
+   * would hand them its data for theirs, without an error, where the signatures agreed). Where every rank refused,
+   * the packets match and nothing fails. Then rethrows the refusal. Nothing is launched for other errors, on a
+   * closed or failed communicator, or without the signature block (LLCOMM_SIG_BLOCK=0, an A/B setting).
+   */
+  private refuseOnDevice(e: unknown, streamHandle?: number | bigint): never {
+    if (isCallRefusal(e) && this.state === 'open' && !this.broken && SIGNATURE_BLOCK && this.fusedLauncher) {
+      let stream = this.stream as CuStream
+      try {
+        stream = this.fusedStream(streamHandle)
+      } catch {
+        // an unusable stream handle: the communicator's own stream
+      }
+      try {
+        this.fusedLauncher.prepareSignatureOnly(encodeRefusedSignature()).issue([stream])
+      } catch {
+        // the launch failed (a device error): the refusal below is still this call's report
+      }
+    }
+    throw e
   }
 
   /** The per-process fused calls' common refusals: closed, or fusedRefusal (devices differ, no signature block). */
@@ -841,7 +889,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     const run = this.queue.then(async () => {
       this.assertOpen()
       const dtype = options.dtype ?? 'f32'
-      const count = validateRankInput(input, dtype, this.rank)
+      let count: number
+      try {
+        if (!DTYPES.includes(dtype))
+          throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not supported`)
+        count = validateRankInput(input, dtype, this.rank)
+      } catch (e) {
+        return this.refuseOnDevice(e) // (deviceAllReduce refuses what it checks itself)
+      }
       const bytes = count * DTYPE_BYTES[dtype]
       const output = (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count)) as T
       const driver = this.driver as CudaDriver
@@ -885,10 +940,17 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   allReduceMany<T extends TensorArray>(inputs: T[], options: AllReduceOptions = {}): Promise<RankAllReduceOutput<T>[]> {
     const run = this.queue.then(async () => {
       this.assertFusedCallable()
-      if (!Array.isArray(inputs) || inputs.length === 0)
-        throw new LlcommError('INVALID_ARGUMENT', "allReduceMany needs a non-empty array of this rank's buffers")
       const dtype = options.dtype ?? 'f32'
-      const counts = inputs.map((input) => validateRankInput(input, dtype, this.rank))
+      let counts: number[]
+      try {
+        if (!Array.isArray(inputs) || inputs.length === 0)
+          throw new LlcommError('INVALID_ARGUMENT', "allReduceMany needs a non-empty array of this rank's buffers")
+        if (!DTYPES.includes(dtype))
+          throw new LlcommError('UNSUPPORTED_DTYPE', `dtype ${String(dtype)} is not supported`)
+        counts = inputs.map((input) => validateRankInput(input, dtype, this.rank))
+      } catch (e) {
+        return this.refuseOnDevice(e) // (the device calls below refuse what they check themselves)
+      }
       const eb = DTYPE_BYTES[dtype]
       const offsets: number[] = []
       let total = 0

@@ -8,6 +8,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { f32Bits } from '../../../src/backends/cuda/abi.js'
 import {
+  processAllReduceManyCalls,
+  processDeviceAllReduceCalls,
+  processFusedNormCalls,
+} from '../../../src/backends/cuda/eager-calls.js'
+import {
   ALLREDUCE_MANY_PARAMS_LAYOUT,
   FUSED_NORM_PARAMS_LAYOUT,
   packAllReduceManyParams,
@@ -23,6 +28,8 @@ import {
   planFusedNorm,
   planFusedSplit,
 } from '../../../src/backends/cuda/fused-launcher.js'
+import { SIGNATURE_BLOCK } from '../../../src/backends/cuda/kernel-table.js'
+import { CudaProcessCommunicator } from '../../../src/backends/cuda/process-communicator.js'
 import type { CuStream, DevicePtr, PreparedLaunch } from '../../../src/ffi/index.js'
 import {
   ALGORITHM_CODES,
@@ -31,6 +38,7 @@ import {
   encodeFusedSignature,
   encodeManyGroupSignature,
   encodeManySignature,
+  encodeRefusedSignature,
   encodeSignature,
   FUSED_SIGNATURE_CODE,
   type FusedCallSignature,
@@ -537,7 +545,7 @@ test("per process: the host view's group signature is one launch of the signatur
     assert.deepEqual(w, encodeManyGroupSignature('f32', counts))
     // a real launch of the same buffers (launch count >= 1) never has the group's words
     const plans = allReduceManyLaunches(counts, 'f32', NRANKS, true, 1 << 22)
-    plans.forEach((plan, i) =>
+    for (const [i, plan] of plans.entries())
       assert.notDeepEqual(
         w,
         encodeManySignature({
@@ -547,8 +555,7 @@ test("per process: the host view's group signature is one launch of the signatur
           launchCount: plans.length,
           blocksPerRank: plan.blocksPerRank,
         }),
-      ),
-    )
+      )
   }
   // one buffer fewer, or another count, gives other words
   const base = encodeManyGroupSignature('f32', [64, 33])
@@ -579,4 +586,96 @@ test("per process allReduceMany: the other ranks' pointers are not read, this ra
   assert.throws(() => launcher.prepareMany({ ...good, counts: [100, -1] }), code('INVALID_ARGUMENT'))
   assert.throws(() => launcher.prepareMany({ ...good, counts: [100, 1.5] }), code('INVALID_ARGUMENT'))
   assert.throws(() => launcher.prepareMany(manyCall([1], [])), code('INVALID_ARGUMENT'))
+})
+
+/**
+ * A per-process communicator stand-in (no GPU): the real CudaProcessCommunicator methods over rank 1 of 2, with the
+ * stand-in FusedLauncher (its launches recorded) and an AllReduceLauncher that must not be reached.
+ */
+function processStandIn() {
+  const fused = standIn([1], { perProcess: true, signatureCluster: true })
+  const comm = Object.create(CudaProcessCommunicator.prototype) as Record<string, unknown>
+  Object.assign(comm, {
+    rank: 1,
+    size: NRANKS,
+    state: 'open',
+    broken: undefined,
+    fusedRefusal: undefined,
+    rv: { deadPeer: undefined },
+    stream: 0x5000,
+    fusedLauncher: fused.launcher,
+    launcher: {
+      prepare: () => assert.fail('a refused call reached the launcher'),
+      prepareEmpty: () => assert.fail('a refused call reached the launcher'),
+    },
+    eagerCalls: processDeviceAllReduceCalls(4),
+    eagerNormCalls: processFusedNormCalls(4),
+    eagerManyCalls: processAllReduceManyCalls(4),
+  })
+  return { comm: comm as unknown as CudaProcessCommunicator & Record<string, unknown>, launches: fused.launches }
+}
+
+test('per process: a call refused on its rank launches the refused signature alone (grid 1) on its stream, then throws the refusal', (t) => {
+  if (!SIGNATURE_BLOCK) return t.skip('LLCOMM_SIG_BLOCK=0: no signature block to launch')
+  const p = ptr(1)
+  const refusals: [string, string, (c: CudaProcessCommunicator) => unknown][] = [
+    [
+      'deviceAllReduce, count -1',
+      'INVALID_ARGUMENT',
+      (c) => c.deviceAllReduce({ input: p, output: p, count: -1, dtype: 'f32' }),
+    ],
+    [
+      'deviceAllReduce, an unknown dtype',
+      'UNSUPPORTED_DTYPE',
+      (c) => c.deviceAllReduce({ input: p, output: p, count: 8, dtype: 'f64' as unknown as 'f32' }),
+    ],
+    [
+      'deviceAllReduce, a misaligned input',
+      'MISALIGNED_BUFFER',
+      (c) => c.deviceAllReduce({ input: p + 4, output: p, count: 8, dtype: 'f32' }),
+    ],
+    [
+      'deviceAllReduceRmsNorm, 0 rows',
+      'INVALID_ARGUMENT',
+      (c) =>
+        c.deviceAllReduceRmsNorm({
+          input: p,
+          residual: p,
+          output: p,
+          weight: p,
+          rows: 0,
+          hidden: 4096,
+          eps: 1e-6,
+          dtype: 'bf16',
+        }),
+    ],
+    [
+      'deviceAllReduceMany, one count too few',
+      'INVALID_ARGUMENT',
+      (c) => c.deviceAllReduceMany({ inputs: [p, p], outputs: [p, p], counts: [4], dtype: 'bf16' }),
+    ],
+  ]
+  for (const [what, code, call] of refusals) {
+    const { comm, launches } = processStandIn()
+    assert.throws(
+      () => call(comm),
+      (e: unknown) => (e as { code?: string }).code === code,
+      what,
+    )
+    assert.equal(launches.length, 1, `${what}: one launch`)
+    assert.equal(launches[0].grid, 1, `${what}: the signature block alone`)
+    assert.equal(launches[0].params.getUint32(M.blocksPerRank.offset, true), 0)
+    assert.deepEqual(manySigWords(launches[0].params), encodeRefusedSignature(), `${what}: the refused words`)
+    assert.match(describeSignature(decodeSignature(...encodeRefusedSignature())), /refused/)
+  }
+  // Nothing is launched where the call is not refused by its arguments: a closed or a failed communicator.
+  for (const [what, state] of [
+    ['closed', { state: 'closed' }],
+    ['failed', { broken: Object.assign(new Error('x'), { code: 'TIMEOUT' }) }],
+  ] as const) {
+    const { comm, launches } = processStandIn()
+    Object.assign(comm, state)
+    assert.throws(() => comm.deviceAllReduce({ input: p, output: p, count: -1, dtype: 'f32' }), what)
+    assert.equal(launches.length, 0, `${what}: nothing launched`)
+  }
 })
