@@ -25,7 +25,10 @@ export type LlcommErrorCode =
   | 'PEER_FAILED' // a peer process died or left: names the rank
   | 'SYSTEM_ERROR' // an operating-system call failed (shm_open, mmap, futex): details carry the call and errno
 
-/** The codes of a call refused by its own rank's checks before anything ran (its arguments, not the group's state). */
+/**
+ * The codes of a call refused by its own rank before anything of it ran: its arguments, or (OUT_OF_MEMORY) the
+ * memory to stage them; not the group's state (TIMEOUT, MISMATCH, PEER_FAILED, CLOSED).
+ */
 const REFUSAL_CODES: ReadonlySet<LlcommErrorCode> = new Set<LlcommErrorCode>([
   'INVALID_ARGUMENT',
   'LENGTH_MISMATCH',
@@ -33,11 +36,12 @@ const REFUSAL_CODES: ReadonlySet<LlcommErrorCode> = new Set<LlcommErrorCode>([
   'UNSUPPORTED_OP',
   'UNSUPPORTED_ALGORITHM',
   'MISALIGNED_BUFFER',
+  'OUT_OF_MEMORY',
 ])
 
 /**
- * Whether `e` is a call's refusal by its own rank: a typed error about the call's arguments, thrown before anything
- * of the call ran. Per process such a call still takes its signature epoch (a "refused" signature), so that peers
+ * Whether `e` is a call's refusal by its own rank: a typed error about the call's arguments (or the memory to stage
+ * them), thrown before anything of the call ran (only the call paths ask). Per process such a call still takes its signature epoch (a "refused" signature), so that peers
  * who made the call fail with MISMATCH instead of meeting this rank's next call (docs/protocols.md).
  */
 export function isCallRefusal(e: unknown): e is LlcommError {

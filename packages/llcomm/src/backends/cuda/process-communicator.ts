@@ -866,6 +866,15 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     }
   }
 
+  /** The host views' staging: a failed allocation (OUT_OF_MEMORY) refuses the call (refuseOnDevice). */
+  private stagingOrRefuse(bytes: number): { input: DevicePtr; output: DevicePtr } {
+    try {
+      return this.stagingFor(bytes)
+    } catch (e) {
+      return this.refuseOnDevice(e)
+    }
+  }
+
   private stagingFor(bytes: number): { input: DevicePtr; output: DevicePtr } {
     const allocs = this.allocs as DeviceAllocations
     if (!this.staging || this.staging.bytes < bytes) {
@@ -901,7 +910,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       const output = (dtype === 'f32' ? new Float32Array(count) : new Uint16Array(count)) as T
       const driver = this.driver as CudaDriver
       // (an empty call too: deviceAllReduce launches its signature block alone, which every rank must take part in)
-      const buf = this.stagingFor(Math.max(bytes, 16))
+      const buf = this.stagingOrRefuse(Math.max(bytes, 16))
       if (bytes > 0) {
         driver.copyHtoD(buf.input, input, bytes)
         // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
@@ -959,7 +968,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         total += Math.max(256, Math.ceil((c * eb) / 256) * 256) // each buffer 256-byte aligned, an empty one too
       }
       const driver = this.driver as CudaDriver
-      const buf = this.stagingFor(total)
+      const buf = this.stagingOrRefuse(total)
       for (const [b, c] of counts.entries())
         if (c > 0) driver.copyHtoD((buf.input + offsets[b]) as DevicePtr, inputs[b], c * eb)
       // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
