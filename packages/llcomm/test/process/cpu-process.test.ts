@@ -190,51 +190,41 @@ for (const oddCount of [63, 0]) {
 // the refused rank takes the call's signature epoch with a "refused" signature, so its peers fail with MISMATCH
 // instead of waiting for (and reducing with) the refused rank's next call, which would return wrong sums without an
 // error if that rank carries on.
-test('a call refused on one rank (an unknown dtype) that carries on: MISMATCH on the others, the refusal on it, no data from any call', async () => {
-  const runs = await runRanks({
-    worldSize: 3,
-    scenario: 'mismatch',
-    env: {
-      LLCOMM_TEST_VICTIM: '1',
-      LLCOMM_TEST_ODD_COUNT: '64',
-      LLCOMM_TEST_ODD_INVALID: '1',
-      LLCOMM_TEST_TIMEOUT_MS: '3000',
+// 'one': the victim refuses, carries on; the others get MISMATCH naming the refusal. 'all': every rank refuses alike:
+// the refusals match, and the next call is exact.
+for (const refusing of ['one', 'all'] as const) {
+  test(
+    refusing === 'one'
+      ? 'a call refused on one rank (an unknown dtype) that carries on: MISMATCH on the others, the refusal on it, no data from any call'
+      : 'a call refused alike on every rank: each rank gets its typed error, the refusals match, and the next call is exact',
+    async () => {
+      const runs = await runRanks({
+        worldSize: 3,
+        scenario: 'mismatch',
+        env: {
+          LLCOMM_TEST_VICTIM: '1',
+          LLCOMM_TEST_ODD_COUNT: '64',
+          LLCOMM_TEST_ODD_INVALID: refusing === 'one' ? '1' : 'all',
+          LLCOMM_TEST_TIMEOUT_MS: '3000',
+        },
+        deadlineMs: 30_000,
+      })
+      for (const r of runs) {
+        assert.equal(r.code, 0, r.stderr)
+        const [first, second] = resultOf(r).outcomes as { code: string; message?: string; wrong?: number }[]
+        const refused = refusing === 'all' || r.rank === 1
+        if (refused) assert.equal(first.code, 'UNSUPPORTED_DTYPE', `rank ${r.rank}: ${JSON.stringify(first)}`)
+        else {
+          assert.equal(first.code, 'MISMATCH', `rank ${r.rank}: ${JSON.stringify(first)}`)
+          assert.match(String(first.message), /refused/, `rank ${r.rank} names the refused call: ${first.message}`)
+        }
+        if (refusing === 'all') assert.deepEqual(second, { code: 'NONE', count: 64, wrong: 0 }, `rank ${r.rank}`)
+        else assert.notEqual(second.code, 'NONE', `rank ${r.rank}, the call after it returned data`)
+      }
+      assertNothingLeft(runs)
     },
-    deadlineMs: 30_000,
-  })
-  for (const r of runs) {
-    assert.equal(r.code, 0, r.stderr)
-    const [first, second] = resultOf(r).outcomes as { code: string; message?: string }[]
-    if (r.rank === 1) assert.equal(first.code, 'UNSUPPORTED_DTYPE', `the refused rank: ${JSON.stringify(first)}`)
-    else {
-      assert.equal(first.code, 'MISMATCH', `rank ${r.rank}: ${JSON.stringify(first)}`)
-      assert.match(String(first.message), /refused/, `rank ${r.rank} names the refused call: ${first.message}`)
-    }
-    assert.notEqual(second.code, 'NONE', `rank ${r.rank}, the call after it returned data: ${JSON.stringify(second)}`)
-  }
-  assertNothingLeft(runs)
-})
-
-test('a call refused alike on every rank: each rank gets its typed error, the refusals match, and the next call is exact', async () => {
-  const runs = await runRanks({
-    worldSize: 3,
-    scenario: 'mismatch',
-    env: {
-      LLCOMM_TEST_VICTIM: '1',
-      LLCOMM_TEST_ODD_COUNT: '64',
-      LLCOMM_TEST_ODD_INVALID: 'all',
-      LLCOMM_TEST_TIMEOUT_MS: '3000',
-    },
-    deadlineMs: 30_000,
-  })
-  for (const r of runs) {
-    assert.equal(r.code, 0, r.stderr)
-    const [first, second] = resultOf(r).outcomes as { code: string; wrong?: number }[]
-    assert.equal(first.code, 'UNSUPPORTED_DTYPE', `rank ${r.rank}: ${JSON.stringify(first)}`)
-    assert.deepEqual(second, { code: 'NONE', count: 64, wrong: 0 }, `rank ${r.rank}: the next call`)
-  }
-  assertNothingLeft(runs)
-})
+  )
+}
 
 test('allReduceMany at 3 processes: each buffer against the reference and bitwise equal to allReduce of it alone, an empty buffer among them, auto and a forced algorithm', async () => {
   const runs = await runRanks({ worldSize: 3, scenario: 'many', deadlineMs: 60_000 })

@@ -17,17 +17,23 @@
 import { createHash } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { loadTuningTable, type TuningTable } from '../../algorithms/auto.js'
-import { CPU_ALGORITHM_NAMES, resolveCpuAlgorithm } from '../../algorithms/cpu/resolve.js'
+import { CPU_ALGORITHM_NAMES, type ResolvedCpuAlgorithm, resolveCpuAlgorithm } from '../../algorithms/cpu/resolve.js'
 import type {
   AlgorithmChoice,
   AllReduceInfo,
   AllReduceOptions,
+  Dtype,
   ProcessCommunicator,
   ProcessCommunicatorOptions,
   RankAllReduceOutput,
   TensorArray,
 } from '../../api/types.js'
-import { validateAllReduceOptions, validateDeterministic, validateRankInput } from '../../communicator/validate.js'
+import {
+  type ValidatedOptions,
+  validateAllReduceOptions,
+  validateDeterministic,
+  validateRankInput,
+} from '../../communicator/validate.js'
 import { wordsForCount } from '../../dtype/codec.js'
 import { isCallRefusal, LlcommError } from '../../errors.js'
 import { encodeManyGroupSignature, encodeRefusedSignature } from '../../protocol/call-signature.js'
@@ -57,6 +63,13 @@ function positive(value: unknown, name: string): number {
     throw new LlcommError('INVALID_ARGUMENT', `${name} must be a positive number`, { [name]: value })
   }
   return value
+}
+
+/** One buffer of a per-rank call, checked and resolved at submission. */
+interface CheckedCall<T extends TensorArray> {
+  input: T
+  count: number
+  resolved: ResolvedCpuAlgorithm
 }
 
 /** A digest of the tuning table, so that the rendezvous refuses ranks whose `auto` could pick differently. */
@@ -184,64 +197,11 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
     try {
       this.ensureUsable()
       const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.deterministic })
-      const count = validateRankInput(input, validated.dtype, this.rank)
-      const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
-      const run = this.queue.then(() => {
-        if (this.destroying || this.state === 'closed')
-          throw new LlcommError('CLOSED', 'the communicator was destroyed')
-        const broken = this.brokenBy()
-        if (broken) throw broken
-        const info: AllReduceInfo = { algorithm: resolved.algorithm.name, chunks: 0 }
-        if (resolved.fallbackReason) info.fallbackReason = resolved.fallbackReason
-        // An empty call still takes its epoch: runChunked publishes and checks its signature (count 0) with no data,
-        // so a peer whose call is not empty finds the mismatch, and this rank stays in step with the others (an
-        // empty call that returned here left its rank one call behind: its next call met the peers' mismatched one
-        // and both returned wrong sums without an error).
-        const n = wordsForCount(validated.dtype, count)
-        const inputWords = this.words(n, 0)
-        const outputWords = this.words(n, 1)
-        writeWords(input, validated.dtype, inputWords)
-        try {
-          info.chunks = this.runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords)
-        } catch (e) {
-          // The ranks' epochs no longer agree: nothing after this call may run on the channel.
-          this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
-          throw e
-        }
-        return Object.assign(readWords(outputWords, validated.dtype, count) as T, { info })
-      })
-      this.queue = run.catch(() => undefined)
-      return run
+      const call = this.checkedCall(input, validated)
+      return this.enqueueEpochs(() => this.runCall(call, validated.dtype))
     } catch (e) {
       return this.refuse(e)
     }
-  }
-
-  /**
-   * A call this rank refused (isCallRefusal: its arguments, checked before anything ran) still takes the call's
-   * signature epoch, with the refused signature (encodeRefusedSignature) and no data, queued as the call would have
-   * been: peers who made the call fail with MISMATCH at that epoch instead of meeting this rank's next call (which
-   * would hand them its data for theirs, without an error, if it matched their signature). Where every rank refused,
-   * the packets match and the communicator stays usable. The refusal is reported after the epoch; a MISMATCH found
-   * there leaves the communicator failed, as any mismatched call does. Other errors (CLOSED, a failed communicator)
-   * reject at once: there is no epoch to take.
-   */
-  private refuse<R>(e: unknown): Promise<R> {
-    if (!isCallRefusal(e) || this.state !== 'open' || this.destroying || this.brokenBy()) return Promise.reject(e)
-    const run = this.queue.then((): R => {
-      if (this.destroying || this.state === 'closed' || this.brokenBy()) throw e
-      try {
-        this.runner.signatureEpoch(...encodeRefusedSignature())
-      } catch (epochError) {
-        this.broken =
-          epochError instanceof LlcommError
-            ? epochError
-            : new LlcommError('PEER_FAILED', String(epochError), { rank: this.rank })
-      }
-      throw e
-    })
-    this.queue = run.catch(() => undefined)
-    return run
   }
 
   /**
@@ -257,44 +217,81 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
       if (!Array.isArray(inputs) || inputs.length === 0)
         throw new LlcommError('INVALID_ARGUMENT', "allReduceMany needs a non-empty array of this rank's buffers")
       const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.deterministic })
-      const calls = inputs.map((input) => {
-        const count = validateRankInput(input, validated.dtype, this.rank)
-        const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
-        // Read at submission (as allReduce copies it into words when it runs, a later change must not reach it).
-        return { input: input.slice() as T, count, resolved }
-      })
-      const [w0, w1] = encodeManyGroupSignature(
+      // Read at submission (allReduce copies its input into words when it runs; here later buffers wait longer).
+      const calls = inputs.map((input) => this.checkedCall(input.slice() as T, validated))
+      const group = encodeManyGroupSignature(
         validated.dtype,
         calls.map((c) => c.count),
       )
-      const run = this.queue.then(() => {
-        if (this.destroying || this.state === 'closed')
-          throw new LlcommError('CLOSED', 'the communicator was destroyed')
-        const broken = this.brokenBy()
-        if (broken) throw broken
-        try {
-          this.runner.signatureEpoch(w0, w1)
-          return calls.map(({ input, count, resolved }) => {
-            const info: AllReduceInfo = { algorithm: resolved.algorithm.name, chunks: 0 }
-            if (resolved.fallbackReason) info.fallbackReason = resolved.fallbackReason
-            const n = wordsForCount(validated.dtype, count)
-            const inputWords = this.words(n, 0)
-            const outputWords = this.words(n, 1)
-            writeWords(input, validated.dtype, inputWords)
-            info.chunks = this.runner.allReduceWords(resolved.algorithm.name, validated.dtype, inputWords, outputWords)
-            return Object.assign(readWords(outputWords, validated.dtype, count) as T, { info })
-          })
-        } catch (e) {
-          // The ranks' epochs no longer agree: nothing after this call may run on the channel.
-          this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
-          throw e
-        }
+      return this.enqueueEpochs(() => {
+        this.runner.signatureEpoch(...group)
+        return calls.map((call) => this.runCall(call, validated.dtype))
       })
-      this.queue = run.catch(() => undefined)
-      return run
     } catch (e) {
       return this.refuse(e)
     }
+  }
+
+  /** One buffer of a call, checked and resolved (at submission, so a refusal comes before anything is queued). */
+  private checkedCall<T extends TensorArray>(input: T, validated: ValidatedOptions): CheckedCall<T> {
+    const count = validateRankInput(input, validated.dtype, this.rank)
+    const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
+    return { input, count, resolved }
+  }
+
+  /**
+   * One buffer's AllReduce on this rank's runner. An empty one still takes its epoch: runChunked publishes and
+   * checks its signature (count 0) with no data, so a peer whose call is not empty finds the mismatch, and this rank
+   * stays in step with the others (an empty call that returned at once left its rank one call behind: its next call
+   * met the peers' mismatched one and both returned wrong sums without an error).
+   */
+  private runCall<T extends TensorArray>(call: CheckedCall<T>, dtype: Dtype): RankAllReduceOutput<T> {
+    const info: AllReduceInfo = { algorithm: call.resolved.algorithm.name, chunks: 0 }
+    if (call.resolved.fallbackReason) info.fallbackReason = call.resolved.fallbackReason
+    const n = wordsForCount(dtype, call.count)
+    const inputWords = this.words(n, 0)
+    const outputWords = this.words(n, 1)
+    writeWords(call.input, dtype, inputWords)
+    info.chunks = this.runner.allReduceWords(call.resolved.algorithm.name, dtype, inputWords, outputWords)
+    return Object.assign(readWords(outputWords, dtype, call.count) as T, { info })
+  }
+
+  /**
+   * Queues `run` (this rank's epochs of one call) behind every earlier call. A failure inside leaves the
+   * communicator failed: the ranks' epochs no longer agree, so nothing after it may run on the channel.
+   */
+  private enqueueEpochs<R>(run: () => R): Promise<R> {
+    const queued = this.queue.then(() => {
+      if (this.destroying || this.state === 'closed') throw new LlcommError('CLOSED', 'the communicator was destroyed')
+      const broken = this.brokenBy()
+      if (broken) throw broken
+      try {
+        return run()
+      } catch (e) {
+        this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
+        throw e
+      }
+    })
+    this.queue = queued.catch(() => undefined)
+    return queued
+  }
+
+  /**
+   * A call this rank refused (isCallRefusal: its arguments, checked before anything ran) still takes the call's
+   * signature epoch, with the refused signature (encodeRefusedSignature) and no data, queued as the call would have
+   * been: peers who made the call fail with MISMATCH at that epoch instead of meeting this rank's next call (which
+   * would hand them its data for theirs, without an error, if it matched their signature). Where every rank refused,
+   * the packets match and the communicator stays usable. The refusal is reported after the epoch; a MISMATCH found
+   * there leaves the communicator failed, as any mismatched call does. Other errors (CLOSED, a failed communicator)
+   * reject at once: there is no epoch to take.
+   */
+  private refuse<R>(e: unknown): Promise<R> {
+    if (!isCallRefusal(e) || this.state !== 'open' || this.destroying || this.brokenBy()) return Promise.reject(e)
+    // (a MISMATCH in the epoch fails the communicator, in enqueueEpochs; the refusal is this call's report either way)
+    const refused = (): never => {
+      throw e
+    }
+    return this.enqueueEpochs(() => this.runner.signatureEpoch(...encodeRefusedSignature())).then(refused, refused)
   }
 
   /**

@@ -25,6 +25,7 @@ import type {
 } from './device-call.js'
 import type { DeviceSet, LaunchGroup } from './devices.js'
 import {
+  type AllReduceManyParamsHost,
   FUSED_NORM_PARAMS_LAYOUT,
   LLCOMM_FUSED_NO_RESIDUAL_IN,
   LLCOMM_FUSED_OUT_E4M3,
@@ -920,20 +921,10 @@ export class FusedLauncher {
           })
         : undefined
       for (const group of this.devices.groups) {
-        const params = packAllReduceManyParams({
+        const params = this.manyParams(group, plan.blocksPerRank, signature, {
           inputs: pieces.map((p) => call.inputs[p.buffer].map((x) => BigInt(x + p.offset * eb))),
           outputs: pieces.map((p) => call.outputs[p.buffer].map((x) => BigInt(x + p.offset * eb))),
           counts: pieces.map((p) => p.count),
-          recvBuf: s.recvBuf.map((p) => BigInt(p)),
-          scratch: s.scratch.map((p) => BigInt(p)),
-          errorWord: BigInt(s.errorWord),
-          timeoutNs: BigInt(Math.round(s.timeoutNs)),
-          sentinel: s.layout.sentinel,
-          nranks: s.nranks,
-          ranksInLaunch: group.ranks.length,
-          blocksPerRank: plan.blocksPerRank,
-          launchRanks: group.ranks,
-          signature,
         })
         // launchFor's co-residency check counts the signature block (cooperative: every block of the grid at once).
         const launch = this.launchFor(
@@ -968,29 +959,37 @@ export class FusedLauncher {
   prepareSignatureOnly(signature: readonly [number, number], dtype: Dtype = 'bf16', pdl = false): PreparedFusedCall {
     if (!(this.options.signatureCluster ?? false))
       throw new LlcommError('INTERNAL', 'a signature-only launch needs the per-process signature block')
-    const s = this.state
     const k = selectFusedKernel('allreduce_many', dtype)
     const packed: PackedLaunch[] = []
     for (const group of this.devices.groups) {
-      const params = packAllReduceManyParams({
-        inputs: [],
-        outputs: [],
-        counts: [],
-        recvBuf: s.recvBuf.map((p) => BigInt(p)),
-        scratch: s.scratch.map((p) => BigInt(p)),
-        errorWord: BigInt(s.errorWord),
-        timeoutNs: BigInt(Math.round(s.timeoutNs)),
-        sentinel: s.layout.sentinel,
-        nranks: s.nranks,
-        ranksInLaunch: group.ranks.length,
-        blocksPerRank: 0,
-        launchRanks: group.ranks,
-        signature,
-      })
+      const params = this.manyParams(group, 0, signature, { inputs: [], outputs: [], counts: [] })
       const launch = this.launchFor(k, group, 1, true, pdl, params.byteLength)
       packed.push({ group, launch, params: new Uint8Array(params) })
     }
     return this.prepared('many', 1, packed)
+  }
+
+  /** An allreduce_many launch's packed params for `group`: its pieces, the communicator's buffers, the signature. */
+  private manyParams(
+    group: LaunchGroup,
+    blocksPerRank: number,
+    signature: readonly [number, number] | undefined,
+    pieces: Pick<AllReduceManyParamsHost, 'inputs' | 'outputs' | 'counts'>,
+  ): Buffer {
+    const s = this.state
+    return packAllReduceManyParams({
+      ...pieces,
+      recvBuf: s.recvBuf.map((p) => BigInt(p)),
+      scratch: s.scratch.map((p) => BigInt(p)),
+      errorWord: BigInt(s.errorWord),
+      timeoutNs: BigInt(Math.round(s.timeoutNs)),
+      sentinel: s.layout.sentinel,
+      nranks: s.nranks,
+      ranksInLaunch: group.ranks.length,
+      blocksPerRank,
+      launchRanks: group.ranks,
+      signature,
+    })
   }
 
   private prepared(algorithm: string, launches: number, packed: PackedLaunch[]): PreparedFusedCall {

@@ -601,6 +601,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       validateDeterministic(request.deterministic, this.deterministic),
     )
     let prepared: ProcessPreparedCall
+    const kernelCall = {
+      dtype,
+      op,
+      algorithm,
+      protocol: request.protocol,
+      pdl: request.pdl ?? false,
+      streams: [stream],
+    }
     if (count === 0) {
       // An empty call still takes this rank's signature epoch (AllReduceLauncher.prepareEmpty: the signature block
       // alone), so that a peer whose call is not empty meets it (MISMATCH on both sides) instead of this rank's next
@@ -613,15 +621,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
           'an empty deviceAllReduce per process needs the signature block (it is its only launch); LLCOMM_SIG_BLOCK=0 is an A/B setting without it',
           { algorithm, count },
         )
-      const chunks = (this.launcher as AllReduceLauncher).prepareEmpty({
-        dtype,
-        op,
-        algorithm,
-        protocol: request.protocol,
-        pdl: request.pdl ?? false,
-        streams: [stream],
-      })
-      prepared = { kind: 'kernel', chunks }
+      prepared = { kind: 'kernel', chunks: (this.launcher as AllReduceLauncher).prepareEmpty(kernelCall) }
       const info: AllReduceInfo = { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
       this.issuePrepared(prepared, stream)
       return this.eagerCalls.remember(request, [stream], prepared, info).info
@@ -633,17 +633,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       const outputs: DevicePtr[] = new Array(this.size).fill(0)
       inputs[this.rank] = input
       outputs[this.rank] = output
-      const chunks = (this.launcher as AllReduceLauncher).prepare({
-        inputs,
-        outputs,
-        count,
-        dtype,
-        op,
-        algorithm,
-        protocol: request.protocol,
-        pdl: request.pdl ?? false,
-        streams: [stream],
-      })
+      const chunks = (this.launcher as AllReduceLauncher).prepare({ ...kernelCall, inputs, outputs, count })
       prepared = { kind: 'kernel', chunks }
     }
     const info: AllReduceInfo = {
