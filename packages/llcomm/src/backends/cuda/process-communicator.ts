@@ -122,6 +122,18 @@ interface ExportedBuffers {
 const b64 = (a: Uint8Array): string => Buffer.from(a).toString('base64')
 const unb64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 'base64'))
 
+/** A host view's deviceAllReduce of one staged buffer, with the call's options. */
+function hostViewRequest(
+  options: AllReduceOptions,
+  input: DevicePtr,
+  output: DevicePtr,
+  count: number,
+  dtype: Dtype,
+): ProcessDeviceAllReduceRequest {
+  const { op, algorithm, protocol, pdl, fallback, deterministic } = options
+  return { input, output, count, dtype, op, algorithm, protocol, pdl, fallback, deterministic }
+}
+
 /** A CUdeviceptr given as a number or bigint (INVALID_ARGUMENT otherwise; zero and alignment checked by the callers). */
 function devicePointer(v: unknown, what: string): DevicePtr {
   if (typeof v !== 'number' && typeof v !== 'bigint') {
@@ -906,18 +918,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         // A pageable copy returns once staged; finish its DMA before our non-blocking stream reads the input.
         driver.contextSynchronize()
       }
-      const info = this.deviceAllReduce({
-        input: buf.input,
-        output: buf.output,
-        count,
-        dtype,
-        op: options.op,
-        algorithm: options.algorithm,
-        protocol: options.protocol,
-        pdl: options.pdl,
-        fallback: options.fallback,
-        deterministic: options.deterministic,
-      })
+      const info = this.deviceAllReduce(hostViewRequest(options, buf.input, buf.output, count, dtype))
       await this.waitForStream(this.timeoutMs * 2 + 5000, 'the all-reduce')
       this.checkDeviceError()
       if (bytes > 0) driver.copyDtoH(output, buf.output, bytes)
@@ -977,18 +978,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       } else {
         ;(this.fusedLauncher as FusedLauncher).prepareManyGroupSignature(counts, dtype).issue([this.stream as CuStream])
         infos = counts.map((count, b) =>
-          this.deviceAllReduce({
-            input: at(buf.input, b),
-            output: at(buf.output, b),
-            count,
-            dtype,
-            op: options.op,
-            algorithm: options.algorithm,
-            protocol: options.protocol,
-            pdl: options.pdl,
-            fallback: options.fallback,
-            deterministic: options.deterministic,
-          }),
+          this.deviceAllReduce(hostViewRequest(options, at(buf.input, b), at(buf.output, b), count, dtype)),
         )
       }
       await this.waitForStream(this.timeoutMs * 2 + 5000, 'the allReduceMany')
