@@ -25,7 +25,8 @@ import { CPU_ALGORITHM_NAMES, resolveCpuAlgorithm } from '../../algorithms/cpu/r
 import type { AllReduceInfo, AllReduceOptions, TensorArray } from '../../api/types.js'
 import { validateAllReduceOptions, validateRankInput } from '../../communicator/validate.js'
 import { wordsForCount } from '../../dtype/codec.js'
-import { LlcommError } from '../../errors.js'
+import { isCallRefusal, LlcommError } from '../../errors.js'
+import { encodeRefusedSignature } from '../../protocol/call-signature.js'
 import { CONTROL, computeChannelLayout, controlIndex, POISON_KIND } from '../../protocol/cpu/layout.js'
 import { wakeEveryRank } from '../../protocol/cpu/wait.js'
 import { RankRunner } from './rank-runner.js'
@@ -109,14 +110,32 @@ export function attachCpuRank(handle: CpuRankHandle): CpuRank {
       // Poisoned by an earlier failure (of any rank): no call runs until recover(). A MISMATCH poison is left to the
       // runner (RankRunner.allReduceWords): the failed call's own signature check names the odd rank.
       if (runner.protocol.control.poisonKind() !== POISON_KIND.MISMATCH) runner.protocol.control.checkAbort(-1)
-      const validated = validateAllReduceOptions(options, available, { deterministic: handle.deterministic })
-      const count = validateRankInput(input, validated.dtype)
-      const resolved = resolveCpuAlgorithm(
-        validated.algorithm,
-        { ...validated, count },
-        runner.protocol.layout,
-        handle.tuningTable,
-      )
+      let validated: ReturnType<typeof validateAllReduceOptions>
+      let count: number
+      let resolved: ReturnType<typeof resolveCpuAlgorithm>
+      try {
+        validated = validateAllReduceOptions(options, available, { deterministic: handle.deterministic })
+        count = validateRankInput(input, validated.dtype)
+        resolved = resolveCpuAlgorithm(
+          validated.algorithm,
+          { ...validated, count },
+          runner.protocol.layout,
+          handle.tuningTable,
+        )
+      } catch (e) {
+        // A call this rank refuses still takes its epoch, with the refused signature and no data (the per-process
+        // communicators' rule, docs/protocols.md): its peers, who made the call, throw MISMATCH naming it instead of
+        // meeting this rank's next call; ranks that all refuse alike match. A MISMATCH there poisons the channel
+        // (RankRunner), as any mismatched call; the refusal is this call's report either way.
+        if (isCallRefusal(e)) {
+          try {
+            runner.signatureEpoch(...encodeRefusedSignature())
+          } catch {
+            // recorded: the channel is poisoned, every rank's next call reports it
+          }
+        }
+        throw e
+      }
       const n = wordsForCount(validated.dtype, count)
       const inputWords = words(n, 0)
       const outputWords = words(n, 1)

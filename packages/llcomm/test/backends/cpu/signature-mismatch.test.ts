@@ -141,6 +141,40 @@ test('a rank that never calls: its peers throw TIMEOUT naming it (not MISMATCH, 
   }
 })
 
+// A call one rank refuses (a typed error there before anything runs) still takes its epoch with a refused
+// signature: without it the refusing rank, carrying on, met its peers' call with its next one (the same shape: no
+// signature differed) and every rank returned data mixed from two calls without an error.
+test('a call refused on one rank that carries on: its peers throw MISMATCH naming the refusal, no rank returns data; refused alike on every rank: typed errors, the next call exact', async () => {
+  const a = call({ algorithm: 'oneshot-sentinel', count: 256, seed: 11 })
+  const b = call({ algorithm: 'oneshot-sentinel', count: 256, seed: 12 })
+  const refusedA = call({ algorithm: 'oneshot-sentinel', count: 256, seed: 11, refused: true })
+  const one = await runRankPlans([
+    [a, b, { kind: 'reset' }, b],
+    [a, b, { kind: 'reset' }, b],
+    [refusedA, b, { kind: 'reset' }, b],
+  ])
+  for (const r of [0, 1]) {
+    const e = one[r][0].error
+    assert.equal(e?.code, 'MISMATCH', `rank ${r}: ${JSON.stringify(one[r][0])}`)
+    assert.match(String(e?.message), /refused/, `rank ${r}: ${e?.message}`)
+  }
+  assert.equal(one[2][0].error?.code, 'UNSUPPORTED_DTYPE', JSON.stringify(one[2][0]))
+  for (const r of [0, 1, 2])
+    assert.ok(one[r][1].error, `rank ${r}: the next call returned data: ${JSON.stringify(one[r][1])}`)
+  for (const r of [0, 1, 2]) assert.ok(one[r][3].bits, `rank ${r}, after reset: ${JSON.stringify(one[r][3].error)}`)
+  for (const r of [1, 2]) assert.deepEqual(one[r][3].bits, one[0][3].bits)
+  const all = await runRankPlans([
+    [refusedA, b],
+    [refusedA, b],
+    [refusedA, b],
+  ])
+  for (const r of [0, 1, 2]) {
+    assert.equal(all[r][0].error?.code, 'UNSUPPORTED_DTYPE', JSON.stringify(all[r][0]))
+    assert.ok(all[r][1].bits, `rank ${r}: the next call: ${JSON.stringify(all[r][1].error)}`)
+    assert.deepEqual(all[r][1].bits, one[0][3].bits, `rank ${r}: the next call's bits`)
+  }
+})
+
 test('matching calls are unaffected: every algorithm, 0 elements on every rank included', async () => {
   const steps: RankStep[] = []
   for (const algorithm of [

@@ -26,6 +26,8 @@ export type RankStep =
       compare?: boolean
       /** Sleep this long before the call (an arrival order the test chooses instead of the scheduler's). */
       delayMs?: number
+      /** Pass options this rank refuses (dtype 'f64': UNSUPPORTED_DTYPE before anything runs). */
+      refused?: boolean
     }
   /** Every rank arrives at a test barrier, resets its rank, arrives again (recovery after a failed call). */
   | { kind: 'reset' }
@@ -78,6 +80,7 @@ for (const step of steps) {
     if (step.protocol !== undefined) options.protocol = step.protocol
     if (step.deterministic !== undefined) options.deterministic = step.deterministic
     if (step.fallback !== undefined) options.fallback = step.fallback
+    if (step.refused) options.dtype = 'f64'
     const output = rank.allReduce(input, options)
     const bits =
       output instanceof Float32Array ? new Uint32Array(output.buffer, output.byteOffset, output.length) : output
