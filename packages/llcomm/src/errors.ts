@@ -37,6 +37,8 @@ const REFUSAL_CODES: ReadonlySet<LlcommErrorCode> = new Set<LlcommErrorCode>([
   'UNSUPPORTED_ALGORITHM',
   'MISALIGNED_BUFFER',
   'OUT_OF_MEMORY',
+  // per process: a call on another stream while this rank's previous call is in flight (nothing of it issued)
+  'BUSY',
 ])
 
 /**

@@ -238,6 +238,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private fusedLauncher: FusedLauncher | undefined
   /** Why this communicator refuses fused calls (the ranks' devices differ in model), or undefined. */
   private fusedRefusal: string | undefined
+  /** The stream of this rank's latest launch (claimStream). */
+  private lastStream: CuStream | undefined
   private stream: CuStream | undefined
   private errorWord: DevicePtr | undefined
   private readonly recvBuf: DevicePtr[] = []
@@ -574,12 +576,13 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   /** Enqueues this rank's part of the all-reduce on `stream`; no host synchronization (graph-capturable). */
   deviceAllReduce(request: ProcessDeviceAllReduceRequest): AllReduceInfo {
     this.assertOpen()
-    const cached = this.eagerCalls.find(request)
-    if (cached) {
-      this.issuePrepared(cached.prepared, cached.streams[0])
-      return cached.info
-    }
     try {
+      const cached = this.eagerCalls.find(request)
+      if (cached) {
+        this.claimStream(cached.streams[0])
+        this.issuePrepared(cached.prepared, cached.streams[0])
+        return cached.info
+      }
       return this.prepareAndIssueAllReduce(request)
     } catch (e) {
       return this.refuseOnDevice(e, request.stream)
@@ -635,6 +638,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         )
       prepared = { kind: 'kernel', chunks: (this.launcher as AllReduceLauncher).prepareEmpty(kernelCall) }
       const info: AllReduceInfo = { algorithm, chunks: 0, ...(fallbackReason ? { fallbackReason } : {}) }
+      this.claimStream(stream)
+      this.claimStream(stream)
       this.issuePrepared(prepared, stream)
       return this.eagerCalls.remember(request, [stream], prepared, info).info
     }
@@ -671,6 +676,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.assertFusedCallable()
     const cached = this.eagerNormCalls.find(request)
     if (cached) {
+      this.claimOrRefuse(cached.streams[0], request.stream)
       cached.prepared.issue(cached.streams)
       return cached.info
     }
@@ -690,6 +696,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         },
         false,
       )
+      this.claimStream(stream)
     } catch (e) {
       return this.refuseOnDevice(e, streamHandle)
     }
@@ -711,6 +718,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     this.assertFusedCallable()
     const cached = this.eagerManyCalls.find(request)
     if (cached) {
+      this.claimOrRefuse(cached.streams[0], request.stream)
       cached.prepared.issue(cached.streams)
       return cached.info
     }
@@ -733,6 +741,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         dtype,
         pdl,
       })
+      this.claimStream(stream)
     } catch (e) {
       return this.refuseOnDevice(e, streamHandle)
     }
@@ -758,6 +767,10 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       } catch {
         // an unusable stream handle: the communicator's own stream
       }
+      // Never beside this rank's previous call: on its stream while that is busy (BUSY's own refusal included).
+      const last = this.lastStream
+      if (last !== undefined && last !== stream && this.streamBusy(last)) stream = last
+      this.lastStream = stream
       try {
         this.fusedLauncher.prepareSignatureOnly(encodeRefusedSignature()).issue([stream])
       } catch {
@@ -765,6 +778,44 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
       }
     }
     throw e
+  }
+
+  /**
+   * One epoch sequence per rank: this rank's launches must not run beside each other (two of them would read the
+   * same signature and channel epochs). So, as the in-process communicator's claimStreams (docs/design.md §5): a call
+   * on another stream than the previous call's fails with BUSY while that stream still has work (cuStreamQuery);
+   * calls on the same stream, the usual case, cost no FFI call. Per process BUSY is a refusal on this rank alone, so
+   * refuseOnDevice publishes the refused signature on the busy stream, after its work: the peers that made the call
+   * fail with MISMATCH instead of meeting this rank's next call. A stream that cannot be queried (being captured
+   * into a graph) is not second-guessed.
+   */
+  private claimStream(stream: CuStream): void {
+    const last = this.lastStream
+    if (last !== undefined && last !== stream && this.streamBusy(last))
+      throw new LlcommError(
+        'BUSY',
+        `rank ${this.rank}: a call is still in flight on stream 0x${last.toString(16)}; order the streams (events) or use one stream per communicator`,
+        { rank: this.rank },
+      )
+    this.lastStream = stream
+  }
+
+  /** claimStream for a cached call: its BUSY refused as any call's (refuseOnDevice). */
+  private claimOrRefuse(stream: CuStream, streamHandle?: number | bigint): void {
+    try {
+      this.claimStream(stream)
+    } catch (e) {
+      this.refuseOnDevice(e, streamHandle)
+    }
+  }
+
+  /** Whether `stream` still has work; false where it cannot be queried (e.g. while it is being captured). */
+  private streamBusy(stream: CuStream): boolean {
+    try {
+      return !(this.driver as CudaDriver).streamQuery(stream)
+    } catch {
+      return false
+    }
   }
 
   /** The per-process fused calls' common refusals: closed, or fusedRefusal (devices differ, no signature block). */
@@ -976,6 +1027,7 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         })
         infos = counts.map(() => ({ algorithm: 'oneshot-sentinel', chunks: launches }))
       } else {
+        this.claimOrRefuse(this.stream as CuStream)
         ;(this.fusedLauncher as FusedLauncher).prepareManyGroupSignature(counts, dtype).issue([this.stream as CuStream])
         infos = counts.map((count, b) =>
           this.deviceAllReduce(hostViewRequest(options, at(buf.input, b), at(buf.output, b), count, dtype)),

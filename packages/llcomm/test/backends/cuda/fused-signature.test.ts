@@ -219,6 +219,7 @@ interface Recorded {
   grid: number
   cluster: number
   params: DataView
+  stream: number
 }
 
 /** A FusedLauncher launching `ranks` of NRANKS (per process: [1]), recording each launch's kernel, grid and params. */
@@ -246,6 +247,7 @@ function standIn(ranks: number[], options: FusedLauncherOptions) {
         grid: Number(parts[2]),
         cluster: Number(parts[5]),
         params: new DataView(bytes.buffer.slice(paramsAt, paramsAt + launch.paramBytes)),
+        stream: Number(v.getBigUint64(config - address + 32, true)), // CUlaunchConfig.hStream
       })
       return 0
     },
@@ -592,10 +594,11 @@ test("per process allReduceMany: the other ranks' pointers are not read, this ra
  * A per-process communicator stand-in (no GPU): the real CudaProcessCommunicator methods over rank 1 of 2, with the
  * stand-in FusedLauncher (its launches recorded) and an AllReduceLauncher that must not be reached.
  */
-function processStandIn() {
+function processStandIn(busyStreams: Set<number> = new Set()) {
   const fused = standIn([1], { perProcess: true, signatureCluster: true })
   const comm = Object.create(CudaProcessCommunicator.prototype) as Record<string, unknown>
   Object.assign(comm, {
+    driver: { streamQuery: (s: number) => !busyStreams.has(s) },
     rank: 1,
     size: NRANKS,
     state: 'open',
@@ -678,4 +681,52 @@ test('per process: a call refused on its rank launches the refused signature alo
     assert.throws(() => comm.deviceAllReduce({ input: p, output: p, count: -1, dtype: 'f32' }), what)
     assert.equal(launches.length, 0, `${what}: nothing launched`)
   }
+})
+
+test("per process: a call on another stream while the previous call's stream is busy is BUSY on that rank, refused on the busy stream (ordered after it)", (t) => {
+  if (!SIGNATURE_BLOCK) return t.skip('LLCOMM_SIG_BLOCK=0: no signature block to launch')
+  const busy = new Set<number>()
+  const { comm, launches } = processStandIn(busy)
+  const p = ptr(1)
+  const many = (stream: number) =>
+    comm.deviceAllReduceMany({ inputs: [p], outputs: [p], counts: [64], dtype: 'bf16', stream })
+  many(0x6000)
+  assert.equal(launches.length, 1)
+  assert.equal(launches[0].stream, 0x6000)
+  // the same stream again, busy or not: ordered by the stream itself
+  busy.add(0x6000)
+  many(0x6000)
+  assert.equal(launches.length, 2)
+  // another stream while 0x6000 has work: BUSY, and the refused signature goes on 0x6000, after that work
+  assert.throws(
+    () => many(0x7000),
+    (e: unknown) => (e as { code?: string }).code === 'BUSY',
+  )
+  assert.equal(launches.length, 3)
+  assert.equal(launches[2].stream, 0x6000, 'the refusal is ordered after the busy stream')
+  assert.deepEqual(manySigWords(launches[2].params), encodeRefusedSignature())
+  // once 0x6000 is idle, another stream is fine
+  busy.delete(0x6000)
+  many(0x7000)
+  assert.equal(launches.length, 4)
+  assert.equal(launches[3].stream, 0x7000)
+  // a fused call's cached path claims its stream too
+  busy.add(0x7000)
+  assert.throws(
+    () =>
+      comm.deviceAllReduceRmsNorm({
+        input: p,
+        residual: p,
+        output: p,
+        weight: p,
+        rows: 1,
+        hidden: 4096,
+        eps: 1e-6,
+        dtype: 'bf16',
+        stream: 0x8000,
+      }),
+    (e: unknown) => (e as { code?: string }).code === 'BUSY',
+  )
+  assert.equal(launches.at(-1)?.stream, 0x7000)
+  assert.deepEqual(manySigWords((launches.at(-1) as Recorded).params), encodeRefusedSignature())
 })
