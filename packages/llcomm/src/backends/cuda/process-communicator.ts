@@ -1054,6 +1054,10 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
         this.state = 'closed'
         try {
           if (this.stream !== undefined) (this.driver as CudaDriver).streamSynchronize(this.stream)
+          // A device call on the caller's stream may still run, reading and writing the peers' mapped buffers: the
+          // whole context drains before they are unmapped.
+          if (this.lastStream !== undefined && this.lastStream !== this.stream)
+            (this.driver as CudaDriver).contextSynchronize()
         } catch {
           // a device error during the drain: still free everything below
         }
