@@ -237,6 +237,14 @@ export interface ProcessCommunicator extends AsyncDisposable {
    * "Per process: a host-view allReduceMany's group signature").
    */
   allReduceMany<T extends TensorArray>(inputs: T[], options?: AllReduceOptions): Promise<RankAllReduceOutput<T>[]>
+  /**
+   * Recovery after a failed call whose ranks are all alive (MISMATCH, TIMEOUT, a refused call's MISMATCH): every
+   * rank calls it, as a collective. It waits until this rank's work has ended (a failed call's waits end at their
+   * deadline), meets the other ranks, re-arms this rank's buffers and epochs, meets them again; then calls work
+   * again. Rejects with PEER_FAILED where a rank's process is gone (destroy() and create a new communicator), with
+   * TIMEOUT where a rank does not come within twice timeoutMs and a margin (call it again on every rank).
+   */
+  recover(): Promise<void>
   /** Drains queued calls, leaves the group, frees every resource; idempotent and awaitable. */
   close(): Promise<void>
   /** Leaves at once, frees every resource (queued calls reject with CLOSED); idempotent and awaitable. */

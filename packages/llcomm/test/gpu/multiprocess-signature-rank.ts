@@ -26,6 +26,8 @@ export interface SignatureCase {
   /** The odd rank waits this long before its mismatched call (its packet arrives after the peers' looks). */
   delayMs: number
   timeoutMs: number
+  /** After the mismatched call: recover() on every rank, then the main call again (its output checked). */
+  recover?: boolean
 }
 
 const rank = Number(process.env.LLCOMM_RANK)
@@ -92,9 +94,23 @@ async function main(): Promise<void> {
         : { code: 'UNEXPECTED', message: String(e) }
   }
   const ms = performance.now() - started
+  let afterRecover: Record<string, unknown> | undefined
+  if (c.recover) {
+    // (recover() itself waits for this rank's launches and meets every rank before and after the re-arm)
+    try {
+      await comm.recover()
+      const out = await run(c.main)
+      const want = DTYPE_CODECS[c.main.dtype].encodeLane(comm.size)
+      const got = c.main.dtype === 'f32' ? new Uint32Array(out.buffer, out.byteOffset, out.length) : out
+      afterRecover = { code: 'NONE', wrong: Array.from(got).filter((b) => b !== want).length }
+    } catch (e) {
+      afterRecover =
+        e instanceof LlcommError ? { code: e.code, message: e.message } : { code: 'UNEXPECTED', message: String(e) }
+    }
+  }
   await sleep(Math.max(0, started + 2 * c.timeoutMs + 2000 - performance.now()))
   await comm.close()
-  process.stdout.write(`RESULT ${JSON.stringify({ rank, problems, failure, ms })}\n`)
+  process.stdout.write(`RESULT ${JSON.stringify({ rank, problems, failure, ms, afterRecover })}\n`)
 }
 
 main().catch((e: unknown) => {

@@ -1,4 +1,5 @@
-// Issue 18 in per-process mode (one process per rank on one GPU through CUDA IPC; each rank has its own error word):
+// Issue 18 in per-process mode (one process per rank on one GPU through CUDA IPC; each rank has its own error word;
+// cases with `recover` then call recover() on every rank and check the next call):
 // a rank that makes another call than its peers, where the peers' waits for what it never sends are not armed
 // (kernels/llcomm/signature.cuh, "What is left as a TIMEOUT": 16-bit twoshot-sentinel's reduce-scatter waits under
 // the default placement, the one-shot peer-parallel path when every thread polls, 16-bit oneshot-sentinel after its
@@ -38,6 +39,7 @@ const CASES: GapCase[] = [
     odd: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 262_144 },
     delayMs: 0,
     timeoutMs: TIMEOUT_MS,
+    recover: true,
   },
   {
     name: 'twoshot-bf16-vs-twoshot-bf16-half-count',
@@ -85,6 +87,7 @@ const CASES: GapCase[] = [
     odd: { algorithm: 'oneshot-sentinel', dtype: 'bf16', count: 0 },
     delayMs: 0,
     timeoutMs: TIMEOUT_MS,
+    recover: true,
   },
   {
     name: 'empty-vs-twoshot-f32',
@@ -104,6 +107,7 @@ const CASES: GapCase[] = [
     odd: { algorithm: 'oneshot-sentinel', dtype: 'f64' as unknown as 'f32', count: 1024 },
     delayMs: 0,
     timeoutMs: TIMEOUT_MS,
+    recover: true,
   },
   {
     name: 'oneshot-bf16-peer-parallel-every-thread-polls',
@@ -175,6 +179,12 @@ for (const c of CASES) {
         problems.push(`rank ${r}: the peer's signature reads ${String(d.theirs)}`)
       if (!((res.ms as number) < TIMEOUT_MS * 2 + 5000)) problems.push(`rank ${r}: failed after ${String(res.ms)} ms`)
     }
+    // recover() on every rank, then the main call again: exact on every rank
+    if (c.recover)
+      for (const [r, res] of results.entries()) {
+        const a = res.afterRecover as { code?: string; wrong?: number; message?: string } | undefined
+        if (a?.code !== 'NONE' || a.wrong !== 0) problems.push(`rank ${r}, after recover(): ${JSON.stringify(a)}`)
+      }
     const detectedBy = results.map((res) => {
       const d = ((res.failure ?? {}) as RankFailure).details ?? {}
       return typeof d.detectedBy === 'string' ? 'host' : 'device'

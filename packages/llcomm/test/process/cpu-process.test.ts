@@ -226,6 +226,40 @@ for (const refusing of ['one', 'all'] as const) {
   )
 }
 
+// recover() per process after a failed call: a mismatched count, and a call refused on one rank; then calls are exact.
+// 'skip': a rank that makes no call while the others time out, so the ranks' epochs differ until recover() re-arms them.
+const RECOVER_AFTER = {
+  count: 'a mismatched count',
+  refused: 'a call refused on one rank',
+  skip: 'a TIMEOUT (one rank made no call)',
+}
+for (const how of ['count', 'refused', 'skip'] as const) {
+  test(`recover() on every rank after ${RECOVER_AFTER[how]}: the next calls are exact`, async () => {
+    const runs = await runRanks({
+      worldSize: 3,
+      scenario: 'mismatch',
+      env: {
+        LLCOMM_TEST_VICTIM: '1',
+        LLCOMM_TEST_ODD_COUNT: how === 'count' ? '63' : '64',
+        ...(how === 'refused' ? { LLCOMM_TEST_ODD_INVALID: '1' } : {}),
+        ...(how === 'skip' ? { LLCOMM_TEST_ODD_SKIP: '1' } : {}),
+        LLCOMM_TEST_RECOVER: '1',
+        LLCOMM_TEST_TIMEOUT_MS: '3000',
+      },
+      deadlineMs: 40_000,
+    })
+    for (const r of runs) {
+      assert.equal(r.code, 0, r.stderr)
+      const outcomes = resultOf(r).outcomes as { code: string }[]
+      assert.notEqual(outcomes[0].code, 'NONE', `rank ${r.rank}: the failed call returned data`)
+      assert.equal(outcomes[2].code, 'RECOVERED', `rank ${r.rank}: ${JSON.stringify(outcomes[2])}`)
+      for (const after of outcomes.slice(3))
+        assert.deepEqual(after, { code: 'NONE', count: 64, wrong: 0 }, `rank ${r.rank}`)
+    }
+    assertNothingLeft(runs)
+  })
+}
+
 test('allReduceMany at 3 processes: each buffer against the reference and bitwise equal to allReduce of it alone, an empty buffer among them, auto and a forced algorithm', async () => {
   const runs = await runRanks({ worldSize: 3, scenario: 'many', deadlineMs: 60_000 })
   const digests = runs.map((r) => resultOf(r).digests as Record<string, string>)

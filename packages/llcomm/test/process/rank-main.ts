@@ -181,6 +181,11 @@ async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, un
     // ('all': every rank's first call is refused alike; the communicator stays usable)
     const refusing = process.env.LLCOMM_TEST_ODD_INVALID
     const invalid = call === 0 && (refusing === 'all' || (refusing === '1' && comm.rank === victim))
+    // LLCOMM_TEST_ODD_SKIP=1: the victim makes neither call (its peers time out; the ranks' epochs then differ)
+    if (comm.rank === victim && process.env.LLCOMM_TEST_ODD_SKIP === '1') {
+      outcomes.push({ code: 'SKIPPED' })
+      continue
+    }
     try {
       const out = await comm.allReduce(integerInput(count, comm.rank, call), {
         algorithm: 'oneshot-ll',
@@ -191,6 +196,33 @@ async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, un
       outcomes.push({ code: 'NONE', count, wrong })
     } catch (e) {
       outcomes.push(errorInfo(e))
+    }
+  }
+  // LLCOMM_TEST_RECOVER=1: every rank recovers, then two more calls (another algorithm for the second), checked.
+  if (process.env.LLCOMM_TEST_RECOVER === '1') {
+    try {
+      await comm.recover()
+      outcomes.push({ code: 'RECOVERED' })
+    } catch (e) {
+      outcomes.push(errorInfo(e))
+    }
+    for (const [call, algorithm] of [
+      [2, 'oneshot-ll'],
+      [3, 'twoshot-sentinel'],
+    ] as const) {
+      const expected = new Float32Array(64)
+      for (let r = 0; r < comm.size; r++) {
+        const x = integerInput(64, r, call)
+        for (let i = 0; i < 64; i++) expected[i] += x[i]
+      }
+      try {
+        const out = await comm.allReduce(integerInput(64, comm.rank, call), { algorithm })
+        let wrong = 0
+        for (let i = 0; i < 64; i++) if (out[i] !== expected[i]) wrong++
+        outcomes.push({ code: 'NONE', count: 64, wrong })
+      } catch (e) {
+        outcomes.push(errorInfo(e))
+      }
     }
   }
   return { outcomes }

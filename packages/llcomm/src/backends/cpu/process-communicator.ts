@@ -139,6 +139,8 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
   private closing: Promise<void> | undefined
   private destroying: Promise<void> | undefined
   private scratch = new Int32Array(0)
+  /** recover() calls so far (each one's barriers are named after it). */
+  private recoveries = 0
 
   constructor(
     rv: Rendezvous,
@@ -308,6 +310,35 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
         this.broken = e instanceof LlcommError ? e : new LlcommError('PEER_FAILED', String(e), { rank: this.rank })
         throw e
       }
+    })
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  /**
+   * Recovery after a failed call (ProcessCommunicator.recover), queued behind this rank's calls, so this rank is in
+   * none: two rendezvous barriers around this rank's re-arm (RankRunner.reset: its own buffers and epoch) and the
+   * poison's clear. The first barrier holds every rank until its failed call has ended (a peer may still be in a wait
+   * of up to timeoutMs), so no rank's late store lands in a re-armed buffer; the second holds them until every rank
+   * has re-armed, so no rank's next call meets a peer's old state. Each recovery has its own barrier names (every rank
+   * counts its recoveries alike).
+   */
+  recover(): Promise<void> {
+    const run = this.queue.then(async () => {
+      if (this.destroying || this.state !== 'open') throw new LlcommError('CLOSED', 'the communicator is closed')
+      const dead = this.rv.deadPeer
+      if (dead !== undefined)
+        throw new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died; recovery needs every rank`, {
+          rank: this.rank,
+          peer: dead,
+        })
+      const generation = ++this.recoveries
+      const limitMs = 2 * this.timeoutMs + 5000
+      await this.rv.barrier(`llcomm/cpu/recover/${generation}/ended`, limitMs)
+      this.runner.reset()
+      this.runner.protocol.control.clearPoison()
+      await this.rv.barrier(`llcomm/cpu/recover/${generation}/re-armed`, limitMs)
+      this.broken = undefined
     })
     this.queue = run.catch(() => undefined)
     return run

@@ -244,7 +244,7 @@ function recoverRank(runner: RankRunner, handle: CpuRankHandle, i32: Int32Array)
   Atomics.notify(i32, index)
   waitFor(generation * 2 * n + n, 1)
   runner.reset()
-  Atomics.store(i32, controlIndex(0, CONTROL.POISONED), 0)
+  runner.protocol.control.clearPoison()
   // SC add after the re-arm and the clear: a peer that sees our phase-2 arrival sees both.
   Atomics.add(i32, index, 1)
   Atomics.notify(i32, index)

@@ -240,6 +240,8 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   private fusedRefusal: string | undefined
   /** The stream of this rank's latest launch (claimStream). */
   private lastStream: CuStream | undefined
+  /** recover() calls so far (each one's barriers are named after it). */
+  private recoveries = 0
   private stream: CuStream | undefined
   private errorWord: DevicePtr | undefined
   private readonly recvBuf: DevicePtr[] = []
@@ -366,21 +368,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     const recv = this.allocs.alloc(group.context, layout.recvBufBytes, 'recvBuf')
     const scratch = this.allocs.alloc(group.context, layout.scratchBytes, 'scratch')
     const probe = this.allocs.alloc(group.context, PROBE_BYTES, 'probe')
-    driver.memsetD32(recv, 0, Math.ceil(layout.recvBufBytes / 4))
-    driver.memsetD32(scratch, 0, Math.ceil(layout.scratchBytes / 4))
     driver.memsetD32(probe, 0, PROBE_BYTES / 4)
-    for (const fill of layout.fills) {
-      const base = fill.region === 'recv' ? recv : scratch
-      driver.memsetD32((base + fill.offset) as DevicePtr, fill.word32, fill.bytes / 4)
-    }
     this.errorWord = this.allocs.alloc(group.context, LLCOMM_ERROR_WORD_BYTES, 'errorWord')
-    driver.memsetD32(this.errorWord, 0, LLCOMM_ERROR_WORD_BYTES / 4)
-    // The initial contents must be in memory before any peer maps and writes these buffers.
-    driver.contextSynchronize()
-    this.stream = driver.streamCreate()
     this.recvBuf[this.rank] = recv
     this.scratch[this.rank] = scratch
     this.probe[this.rank] = probe
+    // The initial contents must be in memory before any peer maps and writes these buffers (it synchronizes).
+    this.writeOwnInitialContents()
+    this.stream = driver.streamCreate()
     let ncclOk = false
     try {
       this.ncclLib = loadNccl()
@@ -905,9 +900,14 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   /** Polls the stream (yielding to the event loop) until it is done; TIMEOUT past the kernels' own deadline. */
   private async waitForStream(limitMs: number, what: string): Promise<void> {
     const driver = this.driver as CudaDriver
+    await this.waitUntil(limitMs, what, () => driver.streamQuery(this.stream as CuStream))
+  }
+
+  /** Polls `done` (yielding to the event loop) until it holds; TIMEOUT (the communicator failed) past `limitMs`. */
+  private async waitUntil(limitMs: number, what: string, done: () => boolean): Promise<void> {
     const deadline = performance.now() + limitMs
     let spins = 0
-    while (!driver.streamQuery(this.stream as CuStream)) {
+    while (!done()) {
       if (performance.now() > deadline) {
         this.broken = new LlcommError('TIMEOUT', `rank ${this.rank}: ${what} did not finish within ${limitMs} ms`, {
           rank: this.rank,
@@ -1043,6 +1043,60 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
     })
     this.queue = run.catch(() => undefined)
     return run
+  }
+
+  /**
+   * Recovery after a failed call (ProcessCommunicator.recover), queued behind this rank's host-view calls: this
+   * rank's launches end first (the communicator's stream and, where the last call went on the caller's stream, the
+   * whole context: a failed launch's waits end at their deadline or at the error word), then a rendezvous barrier, so
+   * no rank's kernel still stores into a peer's buffers; then this rank's receive buffer, scratch (channel and
+   * signature epochs, signature slots) and error word get their initial contents, as at creation; then a second
+   * barrier, so no rank's next launch meets a peer's old state. Device views on the caller's streams must not be
+   * issued until it resolves. NCCL's own communicator is not re-armed (an NCCL failure is NCCL's).
+   */
+  recover(): Promise<void> {
+    const run = this.queue.then(async () => {
+      if (this.state !== 'open') throw new LlcommError('CLOSED', 'the communicator is closed')
+      const dead = this.rv.deadPeer
+      if (dead !== undefined)
+        throw new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died; recovery needs every rank`, {
+          rank: this.rank,
+          peer: dead,
+        })
+      const generation = ++this.recoveries
+      const limitMs = 2 * this.timeoutMs + 5000
+      await this.waitForStream(limitMs, "recover: this rank's launches")
+      if (this.lastStream !== undefined && this.lastStream !== this.stream) {
+        const last = this.lastStream
+        await this.waitUntil(limitMs, "recover: the last call's stream", () => !this.streamBusy(last))
+      }
+      await this.rv.barrier(`llcomm/cuda/recover/${generation}/ended`, limitMs)
+      this.writeOwnInitialContents()
+      await this.rv.barrier(`llcomm/cuda/recover/${generation}/re-armed`, limitMs)
+      this.broken = undefined
+      this.deviceFailure = undefined
+      this.latestChecked.fill(0)
+      this.lastStream = undefined
+    })
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  /** This rank's receive buffer, scratch and error word at their initial contents (creation and recover()). */
+  private writeOwnInitialContents(): void {
+    const driver = this.driver as CudaDriver
+    const layout = deviceBufferLayout(this.size, this.bufferBytes)
+    const recv = this.recvBuf[this.rank]
+    const scratch = this.scratch[this.rank]
+    driver.memsetD32(recv, 0, Math.ceil(layout.recvBufBytes / 4))
+    driver.memsetD32(scratch, 0, Math.ceil(layout.scratchBytes / 4))
+    for (const fill of layout.fills) {
+      const base = fill.region === 'recv' ? recv : scratch
+      driver.memsetD32((base + fill.offset) as DevicePtr, fill.word32, fill.bytes / 4)
+    }
+    driver.memsetD32(this.errorWord as DevicePtr, 0, LLCOMM_ERROR_WORD_BYTES / 4)
+    // in memory before any peer writes these buffers again
+    driver.contextSynchronize()
   }
 
   /** Drains, unmaps peers, a barrier (no rank frees what a peer still maps), frees, leaves. Idempotent. */

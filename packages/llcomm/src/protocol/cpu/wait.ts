@@ -314,6 +314,14 @@ export class RankControl {
     wakeEveryRank(i32, this.size)
   }
 
+  /**
+   * Clears the poison (recovery: every rank has re-armed its own buffers and epoch, and none is in a call). SC
+   * store: a rank that sees a peer's later recovery step sees the clear too.
+   */
+  clearPoison(): void {
+    Atomics.store(this.i32, controlIndex(0, CONTROL.POISONED), 0)
+  }
+
   /** The peer with the smallest epoch (the likeliest missing one), for waits that cannot name a single peer. */
   laggardPeer(): number {
     let best = -1
