@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 21 and the per-process empty call, session 22 (2026-12-08; no device was lent that session: run this as the
-# next session's first call: `S22A_FAST=1 bash research/scripts/probe/session-s22-a.sh` when under 10 minutes of
-# device time are left, else without S22A_FAST).
+# next session's first call: `S22A_PART=tests bash research/scripts/probe/session-s22-a.sh`, then
+# `S22A_PART=ab bash …` as a second call; S22A_FAST=1 for 2 A/B rounds and the short sigc test).
 # 1. The per-process GPU tests of session 22's host changes: multiprocess-signature (3 new cases: an empty call
 #    against one with data, both ways, and a call refused on one rank (no such dtype): MISMATCH on every other rank,
 #    the refusal on it; the warm-up makes the empty and the refused call on every rank alike first) and
@@ -22,11 +22,20 @@ source research/scripts/probe/fused-ab-lib.sh
 fused_session_init /tmp/llcomm-s22-a
 deadline=${S22A_DEADLINE_S:-590}
 # (at most 8 files come back: the per-case lines are in the summary's JSON too)
-trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab" "$out/gpu/gpu-cases.jsonl"' EXIT
-t0=$SECONDS
-OUT="$out/gpu" LLCOMM_GPU_TESTS="multiprocess-signature multiprocess-fused" LLCOMM_SKIP_SANITIZER=1 \
-  LLCOMM_GPU_TEST_TIMEOUT_S=310 timeout 325 bash scripts/gpu-test.sh > "$out/gpu-test-run.txt" 2>&1
-say "gpu tests multiprocess-signature multiprocess-fused: rc $?, $((SECONDS - t0)) s; $(grep TOTAL "$out/gpu-test-run.txt")"
+trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
+# S22A_PART=tests: step 1 only (its own call when the A/B does not fit the same 10 minutes); S22A_PART=ab: 2 and 3.
+if [ "${S22A_PART:-all}" != ab ]; then
+  for group in multiprocess-signature multiprocess-fused; do
+    t0=$SECONDS
+    left=$(( deadline - SECONDS - 20 )); left=$(( left > 300 ? 300 : left ))
+    OUT="$out/gpu-$group" LLCOMM_GPU_TESTS="$group" LLCOMM_SKIP_SANITIZER=1 LLCOMM_GPU_TEST_TIMEOUT_S=$left \
+      timeout $((left + 15)) bash scripts/gpu-test.sh > "$out/gpu-test-$group.txt" 2>&1
+    say "gpu tests $group: rc $?, $((SECONDS - t0)) s; $(grep TOTAL "$out/gpu-test-$group.txt")"
+    rm -f "$out/gpu-$group/gpu-cases.jsonl"
+  done
+  [ "${S22A_PART:-all}" = tests ] && { echo "== summary"; cat "$summary"; exit 0; }
+  [ $((deadline - SECONDS)) -ge 200 ] || { say "A/B skipped: $((deadline - SECONDS)) s left"; echo "== summary"; cat "$summary"; exit 0; }
+fi
 fused_ab_round 1 22 push sigc
 fused_ab_round 2 22 sigc push
 [ -n "${S22A_FAST:-}" ] || [ $((deadline - SECONDS)) -lt 220 ] || fused_ab_round 3 22 push sigc
