@@ -4,7 +4,8 @@
 # `S22A_PART=ab bash …` as a second call; S22A_FAST=1 for 2 A/B rounds and the short sigc test).
 # 1. The per-process GPU tests of session 22's host changes: multiprocess-signature (3 new cases: an empty call
 #    against one with data, both ways, and a call refused on one rank (no such dtype): MISMATCH on every other rank,
-#    the refusal on it; the warm-up makes the empty and the refused call on every rank alike first) and
+#    the refusal on it; the warm-up makes the empty and the refused call on every rank alike first; three cases then
+#    recover() on every rank and make the main call again: exact everywhere) and
 #    multiprocess-fused (the fused call per process; the many section, never run on a GPU before, now with an empty
 #    group [0, 0] and the host view comm.allReduceMany, auto and forced, on every group).
 # 2. What the signature cluster costs a fused call (session-s21-c.sh's step 3, not run in session 21): bench-fused
