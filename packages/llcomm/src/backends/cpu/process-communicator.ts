@@ -220,7 +220,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
         throw new LlcommError('INVALID_ARGUMENT', "allReduceMany needs a non-empty array of this rank's buffers")
       const validated = validateAllReduceOptions(options, this.algorithms, { deterministic: this.deterministic })
       // Read at submission (allReduce copies its input into words when it runs; here later buffers wait longer).
-      const calls = inputs.map((input) => this.checkedCall(input.slice() as T, validated))
+      const calls = inputs.map((input) => ({ ...this.checkedCall(input, validated), input: input.slice() as T }))
       const group = encodeManyGroupSignature(
         validated.dtype,
         calls.map((c) => c.count),
