@@ -170,9 +170,14 @@ export async function perProcessHostBuckets(
     worldSize,
   })
   try {
-    const outs = await comm.allReduceMany(buckets, { dtype: 'bf16' })
-    for (const o of outs) if (o.info.algorithm === 'nccl') throw new Error('unexpected')
-    return outs
+    try {
+      return await comm.allReduceMany(buckets, { dtype: 'bf16' })
+    } catch (e) {
+      // a mismatched or timed-out call with every rank alive: recover on every rank, then call again
+      if (!isLlcommError(e) || (e.code !== 'MISMATCH' && e.code !== 'TIMEOUT')) throw e
+      await comm.recover()
+      return await comm.allReduceMany(buckets, { dtype: 'bf16' })
+    }
   } finally {
     await comm.close()
   }
