@@ -11,6 +11,7 @@ import { isLlcommError } from '../../src/errors.js'
 import { listSegments, removeStaleSegments, SharedMemorySegment } from '../../src/ffi/shared-memory.js'
 import { findFreePort } from '../../src/rendezvous/free-port.js'
 import { processAlive } from '../../src/rendezvous/process-liveness.js'
+import type { ChaosEvent } from './rank-main.js'
 import { type RankRun, runRanks } from './spawn-ranks.js'
 
 /** No child alive, no segment named after any child (the creator's pid is in the name). */
@@ -166,12 +167,23 @@ test('a rank that joins but never calls: TIMEOUT naming it (rank, peer, epoch) w
 // call (count 0) against a non-empty one, which must still take part in the signature exchange (an empty call
 // that returned at once left its rank one call behind: its next call met the peers' mismatched one, and both
 // returned wrong sums without an error).
-for (const oddCount of [63, 0]) {
-  test(`a rank whose call has ${oddCount} elements where the others have 64: MISMATCH on every rank, no data from either call`, async () => {
+// (bf16 101 against 102: the same 51 words of two lanes; the count itself must reach the signature)
+for (const { oddCount, mainCount, dtype } of [
+  { oddCount: 63, mainCount: 64, dtype: 'f32' },
+  { oddCount: 0, mainCount: 64, dtype: 'f32' },
+  { oddCount: 102, mainCount: 101, dtype: 'bf16' },
+]) {
+  test(`a rank whose ${dtype} call has ${oddCount} elements where the others have ${mainCount}: MISMATCH on every rank, no data from either call`, async () => {
     const runs = await runRanks({
       worldSize: 3,
       scenario: 'mismatch',
-      env: { LLCOMM_TEST_VICTIM: '1', LLCOMM_TEST_ODD_COUNT: String(oddCount), LLCOMM_TEST_TIMEOUT_MS: '3000' },
+      env: {
+        LLCOMM_TEST_VICTIM: '1',
+        LLCOMM_TEST_ODD_COUNT: String(oddCount),
+        LLCOMM_TEST_MAIN_COUNT: String(mainCount),
+        LLCOMM_TEST_DTYPE: dtype,
+        LLCOMM_TEST_TIMEOUT_MS: '3000',
+      },
       deadlineMs: 30_000,
     })
     for (const r of runs) {
@@ -259,6 +271,39 @@ for (const how of ['count', 'refused', 'skip'] as const) {
     assertNothingLeft(runs)
   })
 }
+
+test('a long run with failures planted on purpose at 3 processes: every data call exact, every planted failure typed on every rank, recover() after each', async () => {
+  const calls = 300
+  const runs = await runRanks({
+    worldSize: 3,
+    scenario: 'chaos',
+    env: { LLCOMM_TEST_CALLS: String(calls), LLCOMM_TEST_SEED: '2026', LLCOMM_TEST_TIMEOUT_MS: '3000' },
+    deadlineMs: 120_000,
+  })
+  const results = runs.map((r) => resultOf(r) as { events: ChaosEvent[]; outcomes: string[]; wrong: number })
+  const seen = new Set<ChaosEvent>()
+  for (const [r, res] of results.entries()) {
+    assert.equal(runs[r].code, 0, runs[r].stderr)
+    assert.equal(res.wrong, 0, `rank ${r}: wrong elements`)
+    assert.deepEqual(res.events, results[0].events, 'every rank drew the same plan')
+    res.events.forEach((event, call) => {
+      seen.add(event)
+      const got = res.outcomes[call]
+      const what = `rank ${r}, call ${call} (${event})`
+      // (a rank still in a data call when the next call's mismatch poisons the channel stops there too: MISMATCH,
+      // never data; only right before a planted mismatch)
+      const next = res.events[call + 1]
+      const poisonNext = next === 'one-refuses' || next === 'one-count' || next === 'one-dtype'
+      if (event === 'data' || event === 'empty')
+        assert.ok(got === 'NONE' || (poisonNext && got === 'MISMATCH'), `${what}: ${got}`)
+      else if (event === 'all-refuse') assert.equal(got, 'UNSUPPORTED_DTYPE', what)
+      // the odd rank of one-refuses reports its refusal, every other rank MISMATCH; recover() succeeded (no suffix)
+      else assert.match(got, /^(MISMATCH|UNSUPPORTED_DTYPE)$/, what)
+    })
+  }
+  assert.equal(seen.size, 6, `every kind of event drawn: ${[...seen].join(', ')}`)
+  assertNothingLeft(runs)
+})
 
 test('allReduceMany at 3 processes: each buffer against the reference and bitwise equal to allReduce of it alone, an empty buffer among them, auto and a forced algorithm', async () => {
   const runs = await runRanks({ worldSize: 3, scenario: 'many', deadlineMs: 60_000 })

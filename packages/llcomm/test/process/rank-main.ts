@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { type AlgorithmChoice, DTYPES, type Dtype, type TensorArray } from '../../src/api/types.js'
 import type { CpuProcessCommunicator } from '../../src/backends/cpu/process-communicator.js'
 import { createCommunicator } from '../../src/create.js'
+import { DTYPE_CODECS } from '../../src/dtype/codec.js'
 import { LlcommError } from '../../src/errors.js'
 import { adversarialInput } from '../support/adversarial.js'
 import { checkAllReduce } from '../support/reference.js'
@@ -168,9 +169,14 @@ async function absent(comm: CpuProcessCommunicator): Promise<Record<string, unkn
  */
 async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
   const oddCount = Number(process.env.LLCOMM_TEST_ODD_COUNT ?? 0)
+  // LLCOMM_TEST_MAIN_COUNT (default 64) and LLCOMM_TEST_DTYPE (f32 or bf16: the inputs are small integers, exact in both)
+  const mainCount = Number(process.env.LLCOMM_TEST_MAIN_COUNT ?? 64)
+  const dtype = (process.env.LLCOMM_TEST_DTYPE ?? 'f32') as 'f32' | 'bf16'
+  const typed = (x: Float32Array) => (dtype === 'f32' ? x : Uint16Array.from(x, (v) => DTYPE_CODECS.bf16.encodeLane(v)))
+  const value = (b: number) => (dtype === 'f32' ? b : DTYPE_CODECS.bf16.decodeLane(b))
   const outcomes: Record<string, unknown>[] = []
   for (let call = 0; call < 2; call++) {
-    const count = call === 0 && comm.rank === victim ? oddCount : 64
+    const count = call === 0 && comm.rank === victim ? oddCount : mainCount
     const expected = new Float32Array(count)
     for (let r = 0; r < comm.size; r++) {
       const x = integerInput(count, r, call)
@@ -187,12 +193,12 @@ async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, un
       continue
     }
     try {
-      const out = await comm.allReduce(integerInput(count, comm.rank, call), {
+      const out = await comm.allReduce(typed(integerInput(count, comm.rank, call)), {
         algorithm: 'oneshot-ll',
-        ...(invalid ? { dtype: 'f64' as unknown as 'f32' } : {}),
+        dtype: invalid ? ('f64' as unknown as 'f32') : dtype,
       })
-      let wrong = 0
-      for (let i = 0; i < count; i++) if (out[i] !== expected[i]) wrong++
+      let wrong = out.length === count ? 0 : 1
+      for (let i = 0; i < count; i++) if (value(out[i]) !== expected[i]) wrong++
       outcomes.push({ code: 'NONE', count, wrong })
     } catch (e) {
       outcomes.push(errorInfo(e))
@@ -284,6 +290,92 @@ async function many(comm: CpuProcessCommunicator): Promise<Record<string, unknow
   return { problems, digests, calls }
 }
 
+/** A small deterministic generator (every rank draws the same plan from the same seed). */
+function seededRandom(seed: number): () => number {
+  let x = seed >>> 0 || 1
+  return () => {
+    x ^= x << 13
+    x >>>= 0
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    return x / 2 ** 32
+  }
+}
+
+/** One call of the chaos plan: what every rank does, and which rank (if any) does something else. */
+export type ChaosEvent = 'data' | 'empty' | 'all-refuse' | 'one-refuses' | 'one-count' | 'one-dtype'
+
+/**
+ * A long run of calls with failures planted on purpose (LLCOMM_TEST_CALLS, seed LLCOMM_TEST_SEED; every rank draws
+ * the same plan): data calls of random counts, algorithms and dtypes (small integers: exact in f32 and bf16),
+ * matched empty calls, a call every rank refuses alike, and calls where one rank differs (refuses, another count,
+ * another dtype) followed by recover() on every rank. Reported per call: the outcome (NONE with the wrong element
+ * count, or the error code); the test compares them with what each event must give.
+ */
+async function chaos(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
+  const calls = Number(process.env.LLCOMM_TEST_CALLS ?? 300)
+  const random = seededRandom(Number(process.env.LLCOMM_TEST_SEED ?? 7))
+  const algorithms = MATRIX_ALGORITHMS
+  const events: ChaosEvent[] = []
+  const outcomes: string[] = []
+  let wrong = 0
+  for (let call = 0; call < calls; call++) {
+    const u = random()
+    const event: ChaosEvent =
+      u < 0.7
+        ? 'data'
+        : u < 0.8
+          ? 'empty'
+          : u < 0.85
+            ? 'all-refuse'
+            : u < 0.9
+              ? 'one-refuses'
+              : u < 0.95
+                ? 'one-count'
+                : 'one-dtype'
+    const odd = Math.floor(random() * comm.size)
+    const count = event === 'empty' ? 0 : 1 + Math.floor(random() * 300)
+    const dtype = random() < 0.5 ? 'f32' : 'bf16'
+    const algorithm = algorithms[Math.floor(random() * algorithms.length)]
+    events.push(event)
+    const mine = comm.rank === odd
+    const myCount = event === 'one-count' && mine ? count + 1 : count
+    const myDtype = event === 'one-dtype' && mine ? (dtype === 'f32' ? 'bf16' : 'f32') : dtype
+    const refuse = event === 'all-refuse' || (event === 'one-refuses' && mine)
+    const values = (r: number) => {
+      const x = integerInput(myCount, r, call)
+      if (myDtype === 'f32') return x
+      return Uint16Array.from(x, (v) => DTYPE_CODECS.bf16.encodeLane(v))
+    }
+    let expected: number[] = []
+    if (event === 'data' || event === 'empty') {
+      expected = new Array(count).fill(0)
+      for (let r = 0; r < comm.size; r++) integerInput(count, r, call).forEach((v, i) => (expected[i] += v))
+    }
+    try {
+      const out = await comm.allReduce(values(comm.rank), {
+        algorithm,
+        dtype: refuse ? ('f64' as unknown as 'f32') : myDtype,
+      })
+      const got = Array.from(out, (b) => (myDtype === 'f32' ? b : DTYPE_CODECS.bf16.decodeLane(b)))
+      const bad = got.length !== expected.length ? 1 : got.filter((v, i) => v !== expected[i]).length
+      wrong += bad
+      outcomes.push(bad === 0 ? 'NONE' : `WRONG ${bad}`)
+    } catch (e) {
+      outcomes.push(e instanceof LlcommError ? e.code : `UNEXPECTED ${String(e)}`)
+    }
+    if (event === 'one-refuses' || event === 'one-count' || event === 'one-dtype') {
+      try {
+        await comm.recover()
+      } catch (e) {
+        outcomes[outcomes.length - 1] += ` / recover: ${e instanceof LlcommError ? e.code : String(e)}`
+      }
+    }
+  }
+  return { events, outcomes, wrong }
+}
+
 async function main(): Promise<void> {
   let comm: CpuProcessCommunicator
   const joinStarted = performance.now()
@@ -323,6 +415,9 @@ async function main(): Promise<void> {
       break
     case 'many':
       result = await many(comm)
+      break
+    case 'chaos':
+      result = await chaos(comm)
       break
     case 'exit-code': {
       await comm.allReduce(integerInput(8, comm.rank, 0))

@@ -23,6 +23,7 @@ import type {
   AllReduceInfo,
   AllReduceOptions,
   Dtype,
+  LlProtocol,
   ProcessCommunicator,
   ProcessCommunicatorOptions,
   RankAllReduceOutput,
@@ -70,6 +71,7 @@ interface CheckedCall<T extends TensorArray> {
   input: T
   count: number
   resolved: ResolvedCpuAlgorithm
+  protocol: LlProtocol | undefined
 }
 
 /** A digest of the tuning table, so that the rendezvous refuses ranks whose `auto` could pick differently. */
@@ -238,7 +240,7 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
   private checkedCall<T extends TensorArray>(input: T, validated: ValidatedOptions): CheckedCall<T> {
     const count = validateRankInput(input, validated.dtype, this.rank)
     const resolved = resolveCpuAlgorithm(validated.algorithm, { ...validated, count }, this.layout, this.table)
-    return { input, count, resolved }
+    return { input, count, resolved, protocol: validated.protocol }
   }
 
   /**
@@ -254,7 +256,12 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
     const inputWords = this.words(n, 0)
     const outputWords = this.words(n, 1)
     writeWords(call.input, dtype, inputWords)
-    info.chunks = this.runner.allReduceWords(call.resolved.algorithm.name, dtype, inputWords, outputWords)
+    // The element count and protocol complete the call's signature (a 16-bit call of 2k - 1 elements fills as many
+    // words as one of 2k: without the count both would match; the protocol picks the LL packets).
+    info.chunks = this.runner.allReduceWords(call.resolved.algorithm.name, dtype, inputWords, outputWords, {
+      count: call.count,
+      protocol: call.protocol,
+    })
     return Object.assign(readWords(outputWords, dtype, call.count) as T, { info })
   }
 
