@@ -351,7 +351,7 @@ async function chaos(comm: CpuProcessCommunicator): Promise<Record<string, unkno
     let expected: number[] = []
     if (event === 'data' || event === 'empty') {
       expected = new Array(count).fill(0)
-      for (let r = 0; r < comm.size; r++) integerInput(count, r, call).forEach((v, i) => (expected[i] += v))
+      for (let r = 0; r < comm.size; r++) for (const [i, v] of integerInput(count, r, call).entries()) expected[i] += v
     }
     try {
       const out = await comm.allReduce(values(comm.rank), {

@@ -40,6 +40,7 @@ import { isCallRefusal, LlcommError } from '../../errors.js'
 import { encodeManyGroupSignature, encodeRefusedSignature } from '../../protocol/call-signature.js'
 import { type ChannelLayout, computeChannelLayout } from '../../protocol/cpu/layout.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
+import { recoverProcessRank } from '../../rendezvous/recovery.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
 import { openProcessChannel, type ProcessChannel } from './process-channel.js'
 import { type RankBenchmarkCommand, type RankBenchmarkResult, RankRunner } from './rank-runner.js'
@@ -324,27 +325,24 @@ export class CpuProcessCommunicator implements ProcessCommunicator {
 
   /**
    * Recovery after a failed call (ProcessCommunicator.recover), queued behind this rank's calls, so this rank is in
-   * none: two rendezvous barriers around this rank's re-arm (RankRunner.reset: its own buffers and epoch) and the
-   * poison's clear. The first barrier holds every rank until its failed call has ended (a peer may still be in a wait
-   * of up to timeoutMs), so no rank's late store lands in a re-armed buffer; the second holds them until every rank
-   * has re-armed, so no rank's next call meets a peer's old state. Each recovery has its own barrier names (every rank
-   * counts its recoveries alike).
+   * none: rendezvous/recovery.ts's two barriers around this rank's re-arm (RankRunner.reset: its own buffers and
+   * epoch) and the poison's clear.
    */
   recover(): Promise<void> {
     const run = this.queue.then(async () => {
       if (this.destroying || this.state !== 'open') throw new LlcommError('CLOSED', 'the communicator is closed')
-      const dead = this.rv.deadPeer
-      if (dead !== undefined)
-        throw new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died; recovery needs every rank`, {
-          rank: this.rank,
-          peer: dead,
-        })
-      const generation = ++this.recoveries
-      const limitMs = 2 * this.timeoutMs + 5000
-      await this.rv.barrier(`llcomm/cpu/recover/${generation}/ended`, limitMs)
-      this.runner.reset()
-      this.runner.protocol.control.clearPoison()
-      await this.rv.barrier(`llcomm/cpu/recover/${generation}/re-armed`, limitMs)
+      await recoverProcessRank({
+        rv: this.rv,
+        rank: this.rank,
+        backend: 'cpu',
+        generation: ++this.recoveries,
+        limitMs: 2 * this.timeoutMs + 5000,
+        drain: async () => {}, // (this rank's calls ran on this thread and have returned)
+        rearm: () => {
+          this.runner.reset()
+          this.runner.protocol.control.clearPoison()
+        },
+      })
       this.broken = undefined
     })
     this.queue = run.catch(() => undefined)

@@ -58,6 +58,7 @@ import {
 import { encodeRefusedSignature } from '../../protocol/call-signature.js'
 import { resolveRendezvousSettings } from '../../rendezvous/address.js'
 import { processAlive } from '../../rendezvous/process-liveness.js'
+import { recoverProcessRank } from '../../rendezvous/recovery.js'
 import { joinRendezvous, type Rendezvous } from '../../rendezvous/tcp-store.js'
 import {
   LLCOMM_ERR_TIMEOUT,
@@ -1057,22 +1058,21 @@ export class CudaProcessCommunicator implements CudaProcessCommunicatorApi {
   recover(): Promise<void> {
     const run = this.queue.then(async () => {
       if (this.state !== 'open') throw new LlcommError('CLOSED', 'the communicator is closed')
-      const dead = this.rv.deadPeer
-      if (dead !== undefined)
-        throw new LlcommError('PEER_FAILED', `rank ${this.rank}: peer ${dead} died; recovery needs every rank`, {
-          rank: this.rank,
-          peer: dead,
-        })
-      const generation = ++this.recoveries
       const limitMs = 2 * this.timeoutMs + 5000
-      await this.waitForStream(limitMs, "recover: this rank's launches")
-      if (this.lastStream !== undefined && this.lastStream !== this.stream) {
-        const last = this.lastStream
-        await this.waitUntil(limitMs, "recover: the last call's stream", () => !this.streamBusy(last))
-      }
-      await this.rv.barrier(`llcomm/cuda/recover/${generation}/ended`, limitMs)
-      this.writeOwnInitialContents()
-      await this.rv.barrier(`llcomm/cuda/recover/${generation}/re-armed`, limitMs)
+      await recoverProcessRank({
+        rv: this.rv,
+        rank: this.rank,
+        backend: 'cuda',
+        generation: ++this.recoveries,
+        limitMs,
+        drain: async () => {
+          await this.waitForStream(limitMs, "recover: this rank's launches")
+          const last = this.lastStream
+          if (last !== undefined && last !== this.stream)
+            await this.waitUntil(limitMs, "recover: the last call's stream", () => !this.streamBusy(last))
+        },
+        rearm: () => this.writeOwnInitialContents(),
+      })
       this.broken = undefined
       this.deviceFailure = undefined
       this.latestChecked.fill(0)
