@@ -7,7 +7,8 @@
 #    the refusal on it; the warm-up makes the empty and the refused call on every rank alike first; three cases then
 #    recover() on every rank and make the main call again: exact everywhere) and
 #    multiprocess-fused (the fused call per process; the many section, never run on a GPU before, now with an empty
-#    group [0, 0] and the host view comm.allReduceMany, auto and forced, on every group).
+#    group [0, 0] and the host view comm.allReduceMany, auto and forced, on every group), then multiprocess (its
+#    new case: test/process/chaos.ts's long run with failures planted on purpose, 80 calls at 2 processes).
 # 2. What the signature cluster costs a fused call (session-s21-c.sh's step 3, not run in session 21): bench-fused
 #    with and without LLCOMM_FUSED_SIG_IN_PROCESS=1, 8 ranks, bf16, 4096 / 8192, batch 1-16, 2 interleaved rounds
 #    (3 without S22A_FAST).
@@ -26,7 +27,7 @@ deadline=${S22A_DEADLINE_S:-590}
 trap 'tar czf "$out/ab.tgz" -C "$out" ab && rm -rf "$out/ab"' EXIT
 # S22A_PART=tests: step 1 only (its own call when the A/B does not fit the same 10 minutes); S22A_PART=ab: 2 and 3.
 if [ "${S22A_PART:-all}" != ab ]; then
-  for group in multiprocess-signature multiprocess-fused; do
+  for group in multiprocess-signature multiprocess-fused multiprocess; do
     t0=$SECONDS
     left=$(( deadline - SECONDS - 20 )); left=$(( left > 300 ? 300 : left ))
     OUT="$out/gpu-$group" LLCOMM_GPU_TESTS="$group" LLCOMM_SKIP_SANITIZER=1 LLCOMM_GPU_TEST_TIMEOUT_S=$left \

@@ -6,6 +6,7 @@
 //   - graph replay: deviceAllReduce captured once per algorithm on a fresh stream, replayed with new input data
 //     each time, every replay checked;
 //   - nccl: on a shared GPU it is not offered and a request for it falls back with a reason (checked).
+// With LLCOMM_TEST_SCENARIO=gpu-chaos instead: test/process/chaos.ts's long run with failures planted on purpose.
 // Prints one `RESULT {...}` line.
 import { createHash } from 'node:crypto'
 import type { AlgorithmChoice, Dtype, TensorArray } from '../../src/api/types.js'
@@ -15,6 +16,7 @@ import { createCommunicator } from '../../src/create.js'
 import { numericModel } from '../../src/dtype/tolerance.js'
 import { LlcommError } from '../../src/errors.js'
 import { cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
+import { runChaos } from '../process/chaos.js'
 import { checkAllReduce } from '../support/reference.js'
 import { makeInput, rng } from './gpu-harness.js'
 
@@ -44,6 +46,18 @@ async function main(): Promise<void> {
   })) as CudaProcessCommunicator
   const setupMs = performance.now() - started
   if (process.env.LLCOMM_TEST_SCENARIO === 'gpu-killed') return killed(comm)
+  if (process.env.LLCOMM_TEST_SCENARIO === 'gpu-chaos') {
+    // test/process/chaos.ts on this per-process cuda communicator: its algorithms but nccl (no signature)
+    const algorithms = comm.algorithms.filter((a) => a !== 'nccl' && a !== 'nccl-symmetric')
+    const result = await runChaos(comm, algorithms, {
+      calls: Number(process.env.LLCOMM_TEST_CALLS ?? 80),
+      seed: Number(process.env.LLCOMM_TEST_SEED ?? 7),
+      maxCount: 5000,
+    })
+    await comm.close()
+    process.stdout.write(`RESULT ${JSON.stringify({ rank, ...result })}\n`)
+    return
+  }
   const problems: string[] = []
   const digests: Record<string, string> = {}
   const algorithms = comm.algorithms.filter((a) => a !== 'nccl') as AlgorithmChoice[]

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { type ChaosResult, checkChaos } from '../process/chaos.js'
 import { runRanks } from '../process/spawn-ranks.js'
 import { ON_GPU, REDUCED, recordCase } from './gpu-harness.js'
 
@@ -58,6 +59,33 @@ for (const worldSize of REDUCED ? [2] : [2, 4]) {
     for (const r of runs) assert.equal(r.code, 0, r.stderr.slice(-2000))
   })
 }
+
+test('a long run with failures planted on purpose at 2 processes (test/process/chaos.ts): every data call exact, every planted failure typed on every rank, recover() after each', {
+  skip: !ON_GPU,
+}, async () => {
+  const started = performance.now()
+  const runs = await runRanks({
+    worldSize: 2,
+    scenario: 'gpu-chaos',
+    script: SCRIPT,
+    env: { LLCOMM_TEST_CALLS: '80', LLCOMM_TEST_SEED: '2026', LLCOMM_TEST_TIMEOUT_MS: '4000' },
+    deadlineMs: 240_000,
+  })
+  const results = runs.map((r) => r.result as unknown as ChaosResult | undefined)
+  const missing = runs
+    .filter((r, i) => !results[i] || r.code !== 0)
+    .map((r) => `rank ${r.rank}: ${r.stderr.slice(-1500)}`)
+  const { problems, drawn } =
+    missing.length === 0 ? checkChaos(results as ChaosResult[]) : { problems: missing, drawn: new Set() }
+  recordCase({
+    name: 'multiprocess/chaos/2r',
+    passed: problems.length === 0,
+    drawn: [...drawn],
+    problems: problems.slice(0, 20),
+    wallMs: performance.now() - started,
+  })
+  assert.deepEqual(problems, [])
+})
 
 test('a process killed mid-run: every other rank gets PEER_FAILED (or TIMEOUT naming it) within the deadline', {
   skip: !ON_GPU,

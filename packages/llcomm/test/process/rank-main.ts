@@ -11,6 +11,7 @@ import { DTYPE_CODECS } from '../../src/dtype/codec.js'
 import { LlcommError } from '../../src/errors.js'
 import { adversarialInput } from '../support/adversarial.js'
 import { checkAllReduce } from '../support/reference.js'
+import { runChaos } from './chaos.js'
 
 const scenario = process.env.LLCOMM_TEST_SCENARIO ?? 'matrix'
 const timeoutMs = Number(process.env.LLCOMM_TEST_TIMEOUT_MS ?? 20_000)
@@ -290,92 +291,6 @@ async function many(comm: CpuProcessCommunicator): Promise<Record<string, unknow
   return { problems, digests, calls }
 }
 
-/** A small deterministic generator (every rank draws the same plan from the same seed). */
-function seededRandom(seed: number): () => number {
-  let x = seed >>> 0 || 1
-  return () => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x / 2 ** 32
-  }
-}
-
-/** One call of the chaos plan: what every rank does, and which rank (if any) does something else. */
-export type ChaosEvent = 'data' | 'empty' | 'all-refuse' | 'one-refuses' | 'one-count' | 'one-dtype'
-
-/**
- * A long run of calls with failures planted on purpose (LLCOMM_TEST_CALLS, seed LLCOMM_TEST_SEED; every rank draws
- * the same plan): data calls of random counts, algorithms and dtypes (small integers: exact in f32 and bf16),
- * matched empty calls, a call every rank refuses alike, and calls where one rank differs (refuses, another count,
- * another dtype) followed by recover() on every rank. Reported per call: the outcome (NONE with the wrong element
- * count, or the error code); the test compares them with what each event must give.
- */
-async function chaos(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {
-  const calls = Number(process.env.LLCOMM_TEST_CALLS ?? 300)
-  const random = seededRandom(Number(process.env.LLCOMM_TEST_SEED ?? 7))
-  const algorithms = MATRIX_ALGORITHMS
-  const events: ChaosEvent[] = []
-  const outcomes: string[] = []
-  let wrong = 0
-  for (let call = 0; call < calls; call++) {
-    const u = random()
-    const event: ChaosEvent =
-      u < 0.7
-        ? 'data'
-        : u < 0.8
-          ? 'empty'
-          : u < 0.85
-            ? 'all-refuse'
-            : u < 0.9
-              ? 'one-refuses'
-              : u < 0.95
-                ? 'one-count'
-                : 'one-dtype'
-    const odd = Math.floor(random() * comm.size)
-    const count = event === 'empty' ? 0 : 1 + Math.floor(random() * 300)
-    const dtype = random() < 0.5 ? 'f32' : 'bf16'
-    const algorithm = algorithms[Math.floor(random() * algorithms.length)]
-    events.push(event)
-    const mine = comm.rank === odd
-    const myCount = event === 'one-count' && mine ? count + 1 : count
-    const myDtype = event === 'one-dtype' && mine ? (dtype === 'f32' ? 'bf16' : 'f32') : dtype
-    const refuse = event === 'all-refuse' || (event === 'one-refuses' && mine)
-    const values = (r: number) => {
-      const x = integerInput(myCount, r, call)
-      if (myDtype === 'f32') return x
-      return Uint16Array.from(x, (v) => DTYPE_CODECS.bf16.encodeLane(v))
-    }
-    let expected: number[] = []
-    if (event === 'data' || event === 'empty') {
-      expected = new Array(count).fill(0)
-      for (let r = 0; r < comm.size; r++) for (const [i, v] of integerInput(count, r, call).entries()) expected[i] += v
-    }
-    try {
-      const out = await comm.allReduce(values(comm.rank), {
-        algorithm,
-        dtype: refuse ? ('f64' as unknown as 'f32') : myDtype,
-      })
-      const got = Array.from(out, (b) => (myDtype === 'f32' ? b : DTYPE_CODECS.bf16.decodeLane(b)))
-      const bad = got.length !== expected.length ? 1 : got.filter((v, i) => v !== expected[i]).length
-      wrong += bad
-      outcomes.push(bad === 0 ? 'NONE' : `WRONG ${bad}`)
-    } catch (e) {
-      outcomes.push(e instanceof LlcommError ? e.code : `UNEXPECTED ${String(e)}`)
-    }
-    if (event === 'one-refuses' || event === 'one-count' || event === 'one-dtype') {
-      try {
-        await comm.recover()
-      } catch (e) {
-        outcomes[outcomes.length - 1] += ` / recover: ${e instanceof LlcommError ? e.code : String(e)}`
-      }
-    }
-  }
-  return { events, outcomes, wrong }
-}
-
 async function main(): Promise<void> {
   let comm: CpuProcessCommunicator
   const joinStarted = performance.now()
@@ -417,7 +332,12 @@ async function main(): Promise<void> {
       result = await many(comm)
       break
     case 'chaos':
-      result = await chaos(comm)
+      result = {
+        ...(await runChaos(comm, MATRIX_ALGORITHMS, {
+          calls: Number(process.env.LLCOMM_TEST_CALLS ?? 300),
+          seed: Number(process.env.LLCOMM_TEST_SEED ?? 7),
+        })),
+      }
       break
     case 'exit-code': {
       await comm.allReduce(integerInput(8, comm.rank, 0))
