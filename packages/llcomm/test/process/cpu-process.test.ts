@@ -272,6 +272,32 @@ for (const how of ['count', 'refused', 'skip'] as const) {
   })
 }
 
+test('recover() where one rank never calls it: the others end in TIMEOUT naming that rank, within the deadline', async () => {
+  const timeoutMs = 1000
+  const runs = await runRanks({
+    worldSize: 3,
+    scenario: 'mismatch',
+    env: {
+      LLCOMM_TEST_VICTIM: '1',
+      LLCOMM_TEST_ODD_COUNT: '63',
+      LLCOMM_TEST_RECOVER: '1',
+      LLCOMM_TEST_NO_RECOVER: '1',
+      LLCOMM_TEST_TIMEOUT_MS: String(timeoutMs),
+    },
+    deadlineMs: 40_000,
+  })
+  for (const r of runs) {
+    assert.equal(r.code, 0, r.stderr)
+    if (r.rank === 1) continue
+    const outcomes = resultOf(r).outcomes as { code: string; details?: { missing?: number[] }; ms?: number }[]
+    const failed = outcomes[2]
+    assert.equal(failed.code, 'TIMEOUT', `rank ${r.rank}: ${JSON.stringify(failed)}`)
+    assert.deepEqual(failed.details?.missing, [1], `rank ${r.rank} names the rank that never came`)
+    assert.ok((failed.ms as number) < 2 * timeoutMs + 5000 + 2000, `after ${failed.ms} ms`)
+  }
+  assertNothingLeft(runs)
+})
+
 test('a long run with failures planted on purpose at 3 processes: every data call exact, every planted failure typed on every rank, recover() after each', async () => {
   const runs = await runRanks({
     worldSize: 3,

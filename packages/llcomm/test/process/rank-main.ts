@@ -207,11 +207,19 @@ async function mismatch(comm: CpuProcessCommunicator): Promise<Record<string, un
   }
   // LLCOMM_TEST_RECOVER=1: every rank recovers, then two more calls (another algorithm for the second), checked.
   if (process.env.LLCOMM_TEST_RECOVER === '1') {
+    // LLCOMM_TEST_NO_RECOVER=1: the victim never calls recover() (the others' must end in TIMEOUT naming it)
+    // (alive meanwhile, past the others' deadline: a rank that left would be PEER_FAILED instead)
+    if (comm.rank === victim && process.env.LLCOMM_TEST_NO_RECOVER === '1') {
+      await new Promise((resolve) => setTimeout(resolve, 2 * timeoutMs + 7000))
+      return { outcomes }
+    }
+    const started = performance.now()
     try {
       await comm.recover()
       outcomes.push({ code: 'RECOVERED' })
     } catch (e) {
-      outcomes.push(errorInfo(e))
+      outcomes.push({ ...errorInfo(e), ms: performance.now() - started })
+      return { outcomes }
     }
     for (const [call, algorithm] of [
       [2, 'oneshot-ll'],
