@@ -27,6 +27,8 @@ import {
   deviceBufferLayout,
   encodeFusedSignature,
   encodeManySignature,
+  encodeRefusedSignature,
+  encodeSignature,
   type FusedNormAlgorithm,
   f32Bits,
   fusedSplitPushes,
@@ -180,7 +182,12 @@ interface ManyCase {
    * One launch per rank, at once, each with its own error word and the signature block (LLCOMM_EMU_PER_PROCESS, the
    * per-process build), then the same call in process; `odd`: that rank's launch has another count for one buffer.
    */
-  perProcess?: { odd?: { rank: number; buffer: number; count: number } }
+  /**
+   * `refused`: the odd rank's words are a refused call's (encodeRefusedSignature; give it count 0 on its only
+   * buffer: the signature block alone, as process-communicator.ts refuseOnDevice launches); `allReduce`: the odd
+   * rank makes a oneshot-sentinel AllReduce of buffer 0 instead.
+   */
+  perProcess?: { odd?: { rank: number; buffer: number; count: number; refused?: boolean; allReduce?: boolean } }
 }
 type Case = NormCase | ManyCase
 
@@ -262,6 +269,17 @@ function perProcessEnv(c: NormCase): Record<string, string> {
 /** Rank `rank`'s signature words in a per-process many case (its own count for one buffer where it is the odd rank). */
 function manyRankSignature(c: ManyCase, rank: number): [number, number] {
   const odd = c.perProcess?.odd?.rank === rank ? c.perProcess.odd : undefined
+  if (odd?.refused) return encodeRefusedSignature()
+  if (odd?.allReduce)
+    return encodeSignature({
+      count: c.counts[0],
+      algorithm: 'oneshot-sentinel',
+      dtype: c.dtype,
+      op: 'sum',
+      protocol: 'none',
+      chunkIndex: 0,
+      chunkCount: 1,
+    })
   const counts = c.counts.map((n, b) => (odd && b === odd.buffer ? odd.count : n))
   const plans = allReduceManyLaunches(counts, c.dtype, c.nranks, true)
   assert.equal(plans.length, 1, 'a case is one launch')
@@ -284,6 +302,7 @@ function manyPerProcessEnv(c: ManyCase): Record<string, string> {
           LLCOMM_EMU_ODD_RANK: String(odd.rank),
           LLCOMM_EMU_ODD_BUFFER: String(odd.buffer),
           LLCOMM_EMU_ODD_COUNT: String(odd.count),
+          ...(odd.allReduce ? { LLCOMM_EMU_ODD_ALLREDUCE: '1' } : {}),
         }
       : {}),
   }
@@ -1016,7 +1035,7 @@ test('per process: allReduceMany launched rank by rank with the signature block 
   }
 })
 
-test('per process: a rank whose allReduceMany has another count for one buffer ends the call with MISMATCH on every rank, naming both signatures', async (t) => {
+test('per process: a rank whose allReduceMany has another count for one buffer, is empty, is refused, or is an AllReduce ends the call with MISMATCH on every rank, naming both signatures', async (t) => {
   if (!exe) return t.skip('no host C++ compiler and LLCOMM_SKIP_NVCC=1')
   const odd = (
     dtype: Dtype,
@@ -1044,6 +1063,10 @@ test('per process: a rank whose allReduceMany has another count for one buffer e
     odd('bf16', 3, [300], 1, 0, 0),
     // the reverse: the others' call is empty, the odd rank's is not
     odd('f32', 2, [0], 0, 0, 40),
+    // a call refused on the odd rank: the refused words through the signature block alone
+    { ...odd('bf16', 3, [300], 2, 0, 0), perProcess: { odd: { rank: 2, buffer: 0, count: 0, refused: true } } },
+    // the odd rank makes an AllReduce (oneshot-sentinel) where the others make the allReduceMany
+    { ...odd('f32', 3, [256], 1, 0, 256), perProcess: { odd: { rank: 1, buffer: 0, count: 256, allReduce: true } } },
   ]
   for (const { c, r } of (await runAll<ManyResult>(cases)) as { c: ManyCase; r: ManyResult }[])
     assertMismatchOnEveryRank(c, r, c.perProcess?.odd?.rank as number, (rank) => manyRankSignature(c, rank))

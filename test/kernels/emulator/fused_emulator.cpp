@@ -22,7 +22,9 @@
 //         checks above). LLCOMM_EMU_ODD_RANK with LLCOMM_EMU_ODD_BUFFER and LLCOMM_EMU_ODD_COUNT: that rank's launch
 //         has another count for that buffer (a mismatched call: one call, every rank's error word in "rankErrors").
 //         A rank whose buffers are all empty launches the signature block alone (blocksPerRank 0, grid 1), as the
-//         host does per process (fused-launcher.ts allReduceManyLaunches).
+//         host does per process (fused-launcher.ts allReduceManyLaunches). LLCOMM_EMU_ODD_ALLREDUCE=1: the odd rank
+//         makes a oneshot-sentinel AllReduce of buffer 0 instead (its data block and signature block, its own error
+//         word): a many call against an all-reduce call at one signature epoch.
 // usage: fused_emulator norm KERNEL DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF ROWS HIDDEN BLOCKS FLAGS
 //                       EPS CALLS [LL_OFF LL_HALF CLUSTER: KERNEL split*] [ABSENT_RANK]
 //        fused_emulator many DTYPE NRANKS THREADS TIMEOUT_MS RECV_BYTES S_OFF S_HALF BLOCKS CALLS COUNT...
@@ -616,6 +618,8 @@ static int runMany(int argc, char** argv) {
   const std::vector<std::pair<llc_u32, llc_u32>> signatures = signaturesFromEnv();
   const int oddRank = envInt("LLCOMM_EMU_ODD_RANK", -1), oddBuffer = envInt("LLCOMM_EMU_ODD_BUFFER", 0);
   const int oddCount = envInt("LLCOMM_EMU_ODD_COUNT", -1);
+  // LLCOMM_EMU_ODD_ALLREDUCE=1: the odd rank's launch is an AllReduce (oneshot-sentinel) instead (header).
+  const bool oddAllReduce = envOn("LLCOMM_EMU_ODD_ALLREDUCE");
 #if !defined(LLCOMM_FUSED_SIG_CLUSTER)
   if (perProcess) return 2; // the kernels of this build have no signature block
 #endif
@@ -672,6 +676,29 @@ static int runMany(int argc, char** argv) {
       gridDim.x = blocks + 1;
       std::vector<std::thread> ranks;
       for (unsigned r = 0; r < n; ++r) {
+        if (static_cast<int>(r) == oddRank && oddAllReduce) {
+          // The odd rank makes an AllReduce call instead (oneshot-sentinel of buffer 0's count, one data block and
+          // its signature block, its own error word): the same signature epoch word and slots, other words.
+          LlcommAllReduceParams q;
+          std::memset(&q, 0, sizeof q);
+          for (unsigned k = 0; k < n; ++k) {
+            q.recvBuf[k] = rig.recv[k]->addr();
+            q.scratch[k] = rig.scratch[k]->addr();
+          }
+          q.input[r] = in[0][r]->addr();
+          q.output[r] = out[0][r]->addr();
+          q.errorWord = rankErrors[r]->addr();
+          q.count = counts[0];
+          q.timeoutNs = p.timeoutNs;
+          q.sentinel = s;
+          q.nranks = n;
+          q.ranksInLaunch = 1;
+          q.launchRanks[0] = static_cast<llc_u8>(r);
+          q.blocksPerRank = 1;
+          q.signatureChunk = 1u << 21; // call-signature.ts signatureChunkBits(0, 1): chunk 0 of 1
+          ranks.emplace_back([&, q] { emuLaunch(one, q, 2, threads, false); });
+          continue;
+        }
         LlcommAllReduceManyParams pr = ownLaunch(p, r, rankErrors[r]->addr(), signatures[r]);
         if (static_cast<int>(r) == oddRank && oddCount >= 0) pr.count[oddBuffer] = static_cast<llc_u64>(oddCount);
         // A rank whose buffers are all empty: the host's launch of the signature block alone (fused-launcher.ts
