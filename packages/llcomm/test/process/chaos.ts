@@ -19,15 +19,27 @@ function seededRandom(seed: number): () => number {
 }
 
 /** One call of the plan: what every rank does, and which rank (if any) does something else. */
-export type ChaosEvent = 'data' | 'empty' | 'all-refuse' | 'one-refuses' | 'one-count' | 'one-dtype'
+export type ChaosEvent =
+  | 'data'
+  | 'empty'
+  | 'many'
+  | 'all-refuse'
+  | 'one-refuses'
+  | 'one-count'
+  | 'one-dtype'
+  | 'one-many-fewer'
 export const CHAOS_EVENTS: readonly ChaosEvent[] = [
   'data',
   'empty',
+  'many',
   'all-refuse',
   'one-refuses',
   'one-count',
   'one-dtype',
+  'one-many-fewer',
 ]
+/** The events where one rank differs: MISMATCH (or its own refusal), then recover() on every rank. */
+const ONE_DIFFERS: ReadonlySet<ChaosEvent> = new Set(['one-refuses', 'one-count', 'one-dtype', 'one-many-fewer'])
 
 export interface ChaosResult {
   events: ChaosEvent[]
@@ -44,9 +56,9 @@ function integers(count: number, r: number, call: number): Float32Array {
 }
 
 /**
- * The plan: data calls of random counts, algorithms and dtypes, matched empty calls, a call every rank refuses
- * alike (no such dtype), and calls where one rank differs (refuses, another count, another dtype), each followed by
- * recover() on every rank.
+ * The plan: data calls of random counts, algorithms and dtypes, matched empty calls, allReduceMany calls of 2-4
+ * buffers, a call every rank refuses alike (no such dtype), and calls where one rank differs (refuses, another count,
+ * another dtype, one allReduceMany buffer fewer), each followed by recover() on every rank.
  */
 export async function runChaos(
   comm: ProcessCommunicator,
@@ -60,17 +72,21 @@ export async function runChaos(
   for (let call = 0; call < o.calls; call++) {
     const u = random()
     const event: ChaosEvent =
-      u < 0.7
+      u < 0.6
         ? 'data'
-        : u < 0.8
+        : u < 0.68
           ? 'empty'
-          : u < 0.85
-            ? 'all-refuse'
-            : u < 0.9
-              ? 'one-refuses'
-              : u < 0.95
-                ? 'one-count'
-                : 'one-dtype'
+          : u < 0.78
+            ? 'many'
+            : u < 0.83
+              ? 'all-refuse'
+              : u < 0.87
+                ? 'one-refuses'
+                : u < 0.91
+                  ? 'one-count'
+                  : u < 0.95
+                    ? 'one-dtype'
+                    : 'one-many-fewer'
     const odd = Math.floor(random() * comm.size)
     const count = event === 'empty' ? 0 : 1 + Math.floor(random() * (o.maxCount ?? 300))
     const dtype = random() < 0.5 ? 'f32' : 'bf16'
@@ -80,21 +96,50 @@ export async function runChaos(
     const myCount = event === 'one-count' && mine ? count + 1 : count
     const myDtype = event === 'one-dtype' && mine ? (dtype === 'f32' ? 'bf16' : 'f32') : dtype
     const refuse = event === 'all-refuse' || (event === 'one-refuses' && mine)
-    const x = integers(myCount, comm.rank, call)
-    const input = myDtype === 'f32' ? x : Uint16Array.from(x, (v) => DTYPE_CODECS.bf16.encodeLane(v))
-    const expected: number[] = new Array(event === 'data' || event === 'empty' ? count : 0).fill(0)
-    for (let r = 0; r < comm.size && expected.length > 0; r++)
-      for (const [i, v] of integers(count, r, call).entries()) expected[i] += v
-    try {
-      const out = await comm.allReduce(input, { algorithm, dtype: refuse ? ('f64' as unknown as 'f32') : myDtype })
-      const got = Array.from(out, (b) => (myDtype === 'f32' ? b : DTYPE_CODECS.bf16.decodeLane(b)))
-      const bad = got.length !== expected.length ? 1 : got.filter((v, i) => v !== expected[i]).length
-      wrong += bad
-      outcomes.push(bad === 0 ? 'NONE' : `WRONG ${bad}`)
-    } catch (e) {
-      outcomes.push(e instanceof LlcommError ? e.code : `UNEXPECTED ${String(e)}`)
+    const typed = (x: Float32Array) =>
+      myDtype === 'f32' ? x : Uint16Array.from(x, (v) => DTYPE_CODECS.bf16.encodeLane(v))
+    const value = (b: number) => (myDtype === 'f32' ? b : DTYPE_CODECS.bf16.decodeLane(b))
+    const sum = (n: number, salt: number) => {
+      const e: number[] = new Array(n).fill(0)
+      for (let r = 0; r < comm.size; r++) for (const [i, v] of integers(n, r, salt).entries()) e[i] += v
+      return e
     }
-    if (event === 'one-refuses' || event === 'one-count' || event === 'one-dtype') {
+    if (event === 'many' || event === 'one-many-fewer') {
+      // 2-4 buffers of their own counts (one may be empty); one rank with one buffer fewer: the group check
+      const buffers = Array.from({ length: 2 + Math.floor(random() * 3) }, () => Math.floor(random() * 200))
+      const mineBuffers = event === 'one-many-fewer' && mine ? buffers.slice(0, -1) : buffers
+      try {
+        const outs = await comm.allReduceMany(
+          mineBuffers.map((n, b) => typed(integers(n, comm.rank, call * 8 + b))),
+          { algorithm, dtype: myDtype },
+        )
+        let bad = event === 'many' ? 0 : 1
+        for (const [b, out] of outs.entries()) {
+          const e = sum(buffers[b], call * 8 + b)
+          if (out.length !== e.length) bad++
+          else bad += Array.from(out, value).filter((v, i) => v !== e[i]).length
+        }
+        wrong += bad
+        outcomes.push(bad === 0 ? 'NONE' : `WRONG ${bad}`)
+      } catch (e) {
+        outcomes.push(e instanceof LlcommError ? e.code : `UNEXPECTED ${String(e)}`)
+      }
+    } else {
+      const expected = event === 'data' || event === 'empty' ? sum(count, call) : []
+      try {
+        const out = await comm.allReduce(typed(integers(myCount, comm.rank, call)), {
+          algorithm,
+          dtype: refuse ? ('f64' as unknown as 'f32') : myDtype,
+        })
+        const got = Array.from(out, value)
+        const bad = got.length !== expected.length ? 1 : got.filter((v, i) => v !== expected[i]).length
+        wrong += bad
+        outcomes.push(bad === 0 ? 'NONE' : `WRONG ${bad}`)
+      } catch (e) {
+        outcomes.push(e instanceof LlcommError ? e.code : `UNEXPECTED ${String(e)}`)
+      }
+    }
+    if (ONE_DIFFERS.has(event)) {
       try {
         await comm.recover()
       } catch (e) {
@@ -120,10 +165,9 @@ export function checkChaos(results: readonly ChaosResult[]): { problems: string[
     res.events.forEach((event, call) => {
       drawn.add(event)
       const got = res.outcomes[call]
-      const next = res.events[call + 1]
-      const poisonNext = next === 'one-refuses' || next === 'one-count' || next === 'one-dtype'
+      const poisonNext = ONE_DIFFERS.has(res.events[call + 1])
       const ok =
-        event === 'data' || event === 'empty'
+        event === 'data' || event === 'empty' || event === 'many'
           ? got === 'NONE' || (poisonNext && got === 'MISMATCH')
           : event === 'all-refuse'
             ? got === 'UNSUPPORTED_DTYPE'
