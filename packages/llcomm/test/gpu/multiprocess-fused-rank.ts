@@ -12,6 +12,7 @@ import type { CudaProcessCommunicator } from '../../src/backends/cuda/process-co
 import { createCommunicator } from '../../src/create.js'
 import { LlcommError } from '../../src/errors.js'
 import { cudaDriver, type DevicePtr } from '../../src/ffi/index.js'
+import { errorInfo } from '../support/error-info.js'
 import {
   allocBytes,
   EPS,
@@ -128,10 +129,7 @@ async function main(): Promise<void> {
       f()
       out = { code: 'NONE', message: 'the mismatched call returned data' }
     } catch (e) {
-      out =
-        e instanceof LlcommError
-          ? { code: e.code, message: e.message, details: e.details }
-          : { code: 'UNEXPECTED', message: String(e) }
+      out = errorInfo(e)
     }
     out.ms = performance.now() - started
     return out

@@ -13,6 +13,7 @@ import type { CudaProcessCommunicator } from '../../src/backends/cuda/process-co
 import { createCommunicator } from '../../src/create.js'
 import { DTYPE_CODECS } from '../../src/dtype/index.js'
 import { LlcommError } from '../../src/errors.js'
+import { errorInfo } from '../support/error-info.js'
 
 export interface SignatureCall {
   algorithm: AlgorithmName
@@ -88,10 +89,7 @@ async function main(): Promise<void> {
       failure = { code: 'NO_CALL', message: 'this rank made no call' }
     }
   } catch (e) {
-    failure =
-      e instanceof LlcommError
-        ? { code: e.code, message: e.message, details: e.details }
-        : { code: 'UNEXPECTED', message: String(e) }
+    failure = errorInfo(e)
   }
   const ms = performance.now() - started
   let afterRecover: Record<string, unknown> | undefined
@@ -104,8 +102,7 @@ async function main(): Promise<void> {
       const got = c.main.dtype === 'f32' ? new Uint32Array(out.buffer, out.byteOffset, out.length) : out
       afterRecover = { code: 'NONE', wrong: Array.from(got).filter((b) => b !== want).length }
     } catch (e) {
-      afterRecover =
-        e instanceof LlcommError ? { code: e.code, message: e.message } : { code: 'UNEXPECTED', message: String(e) }
+      afterRecover = errorInfo(e)
     }
   }
   await sleep(Math.max(0, started + 2 * c.timeoutMs + 2000 - performance.now()))

@@ -1,22 +1,10 @@
 // A long run of per-rank calls with failures planted on purpose, for any per-process communicator (the CPU one in
 // test/process/cpu-process.test.ts, the CUDA one in test/gpu/multiprocess.test.ts): every rank draws the same plan
-// from a seed and runs its part of it; checkChaos compares what every rank saw with what each event must give.
+// from a seed (SeededRandom, the workers' generator) and runs its part of it; checkChaos compares what every rank saw with what each event must give.
 import type { AlgorithmChoice, ProcessCommunicator } from '../../src/api/types.js'
 import { DTYPE_CODECS } from '../../src/dtype/codec.js'
 import { LlcommError } from '../../src/errors.js'
-
-/** A small deterministic generator (every rank draws the same plan from the same seed). */
-function seededRandom(seed: number): () => number {
-  let x = seed >>> 0 || 1
-  return () => {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    return x / 2 ** 32
-  }
-}
+import { SeededRandom } from '../support/prng.js'
 
 /** One call of the plan: what every rank does, and which rank (if any) does something else. */
 export type ChaosEvent =
@@ -48,8 +36,8 @@ export interface ChaosResult {
   wrong: number
 }
 
-/** Small integers: every sum of a few ranks is exact in f32 and bf16. */
-function integers(count: number, r: number, call: number): Float32Array {
+/** Small integers: every sum of a few ranks is exact in f32 and bf16 (and in every order). */
+export function integerInput(count: number, r: number, call: number): Float32Array {
   const a = new Float32Array(count)
   for (let i = 0; i < count; i++) a[i] = ((r * 31 + i * 7 + call * 13) % 17) - 8
   return a
@@ -65,7 +53,8 @@ export async function runChaos(
   algorithms: readonly AlgorithmChoice[],
   o: { calls: number; seed: number; maxCount?: number },
 ): Promise<ChaosResult> {
-  const random = seededRandom(o.seed)
+  const prng = new SeededRandom(o.seed)
+  const random = () => prng.next()
   const events: ChaosEvent[] = []
   const outcomes: string[] = []
   let wrong = 0
@@ -101,7 +90,7 @@ export async function runChaos(
     const value = (b: number) => (myDtype === 'f32' ? b : DTYPE_CODECS.bf16.decodeLane(b))
     const sum = (n: number, salt: number) => {
       const e: number[] = new Array(n).fill(0)
-      for (let r = 0; r < comm.size; r++) for (const [i, v] of integers(n, r, salt).entries()) e[i] += v
+      for (let r = 0; r < comm.size; r++) for (const [i, v] of integerInput(n, r, salt).entries()) e[i] += v
       return e
     }
     if (event === 'many' || event === 'one-many-fewer') {
@@ -110,7 +99,7 @@ export async function runChaos(
       const mineBuffers = event === 'one-many-fewer' && mine ? buffers.slice(0, -1) : buffers
       try {
         const outs = await comm.allReduceMany(
-          mineBuffers.map((n, b) => typed(integers(n, comm.rank, call * 8 + b))),
+          mineBuffers.map((n, b) => typed(integerInput(n, comm.rank, call * 8 + b))),
           { algorithm, dtype: myDtype },
         )
         let bad = event === 'many' ? 0 : 1
@@ -127,7 +116,7 @@ export async function runChaos(
     } else {
       const expected = event === 'data' || event === 'empty' ? sum(count, call) : []
       try {
-        const out = await comm.allReduce(typed(integers(myCount, comm.rank, call)), {
+        const out = await comm.allReduce(typed(integerInput(myCount, comm.rank, call)), {
           algorithm,
           dtype: refuse ? ('f64' as unknown as 'f32') : myDtype,
         })

@@ -8,10 +8,10 @@ import { type AlgorithmChoice, DTYPES, type Dtype, type TensorArray } from '../.
 import type { CpuProcessCommunicator } from '../../src/backends/cpu/process-communicator.js'
 import { createCommunicator } from '../../src/create.js'
 import { DTYPE_CODECS } from '../../src/dtype/codec.js'
-import { LlcommError } from '../../src/errors.js'
 import { adversarialInput } from '../support/adversarial.js'
+import { errorInfo } from '../support/error-info.js'
 import { checkAllReduce } from '../support/reference.js'
-import { runChaos } from './chaos.js'
+import { integerInput, runChaos } from './chaos.js'
 
 const scenario = process.env.LLCOMM_TEST_SCENARIO ?? 'matrix'
 const timeoutMs = Number(process.env.LLCOMM_TEST_TIMEOUT_MS ?? 20_000)
@@ -34,23 +34,11 @@ function report(result: Record<string, unknown>): void {
   process.stdout.write(`RESULT ${JSON.stringify({ rank, ...result })}\n`)
 }
 
-function errorInfo(e: unknown): Record<string, unknown> {
-  if (e instanceof LlcommError) return { code: e.code, message: e.message, details: e.details }
-  return { code: 'UNEXPECTED', message: e instanceof Error ? (e.stack ?? e.message) : String(e) }
-}
-
 function digest(a: TensorArray): string {
   return createHash('sha256')
     .update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength))
     .digest('hex')
     .slice(0, 16)
-}
-
-/** Small integers: every sum is exact in every dtype and order, so each call is checked element by element. */
-function integerInput(count: number, r: number, call: number): Float32Array {
-  const a = new Float32Array(count)
-  for (let i = 0; i < count; i++) a[i] = ((r * 31 + i * 7 + call * 13) % 17) - 8
-  return a
 }
 
 async function matrix(comm: CpuProcessCommunicator): Promise<Record<string, unknown>> {

@@ -315,8 +315,11 @@ export class RankControl {
   }
 
   /**
-   * Clears the poison (recovery: every rank has re-armed its own buffers and epoch, and none is in a call). SC
-   * store: a rank that sees a peer's later recovery step sees the clear too.
+   * Clears the poison (recovery: no rank is in a call, and each re-arms its own buffers and epoch). SC store, made
+   * before the recovery's last step, which a peer must see before its next call: in process the SC add on
+   * CONTROL.RECOVERY_ARRIVALS after it (rank-view.ts recoverRank), per process the second rendezvous barrier
+   * (rendezvous/recovery.ts: this rank's message after the store, the peer's next call after the host's answer).
+   * Removing it fails the recovery tests: the next call stops at the poison.
    */
   clearPoison(): void {
     Atomics.store(this.i32, controlIndex(0, CONTROL.POISONED), 0)
